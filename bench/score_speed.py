@@ -1,4 +1,4 @@
-"""Speed of `benchmark.scoring.score_records` against a plain official-style loop.
+"""Speed of `tasks.scoring.score_records` against a plain official-style loop.
 
 A benchmark, not a test (never collected by pytest). It builds >= 20,000 prediction records by
 repeating the shared fixture predictions of all eight tasks (mostly the ROUGE tasks; each copy
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if not PREDICTIONS.is_dir():
         print(f"shared fixtures not found at {PREDICTIONS}", file=sys.stderr)
         return 1
-    from benchmark.scoring import score_records
+    from tasks.scoring import score_records
 
     by_task = build_records(args.rouge_copies, args.other_copies)
     n_records = sum(map(len, by_task.values()))

@@ -16,7 +16,7 @@ batch size), which a resumed run may change.
   training     per training folder: tasks, the fine-tuning spec (FinetuneSpec.to_dict()),
                result, model, total_steps, git (finetune mode)
   fewshot      per task: the few-shot runner's report (fewshot mode)
-  provenance   benchmark.provenance.provenance(config, seeds): command, resolved configs,
+  provenance   tasks.provenance.provenance(config, seeds): command, resolved configs,
                seeds, git commit, package versions, platform, time
 """
 from __future__ import annotations
@@ -204,7 +204,7 @@ def build_results(spec: RunSpec, scores: Mapping[str, Mapping[str, Any]], *,
                   config: Mapping[str, Any] | None = None,
                   seeds: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document (see the module docstring); `config` adds resolved settings."""
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
 
     full_config = {"run": spec.to_dict(), "models": dict(models), **dict(config or {})}
     return {"format": RESULTS_FORMAT, "spec": spec.to_dict(), "scores": dict(scores),

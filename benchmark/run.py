@@ -56,7 +56,7 @@ class RunState:
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """Run every stage and write DIR/results.json; returns the results document."""
-    from benchmark.scoring import score_files
+    from tasks.scoring import score_files
     from tasks import get_task
 
     out = Path(out_dir).resolve()

@@ -1,5 +1,5 @@
 """Inference runner: spec, batched generation, real USB tasks end to end (records in the
-official shape, scored by benchmark.scoring), the CLI and adapter loading."""
+official shape, scored by tasks.scoring), the CLI and adapter loading."""
 from __future__ import annotations
 
 import argparse
@@ -103,7 +103,7 @@ def test_texts_do_not_depend_on_batch_size(writer, tokenizer, data_dir):
 # ---- real tasks ---------------------------------------------------------------------------
 def test_fac_records_have_the_official_shape_and_score(labeler, tokenizer, fac_task, data_dir,
                                                        usb_fixture_dir, tmp_path):
-    from benchmark.scoring import score_files
+    from tasks.scoring import score_files
     from sklearn.metrics import roc_auc_score
 
     records = test_records(data_dir, "factuality_classification")
@@ -159,7 +159,7 @@ def test_span_task_keeps_the_generated_text(writer, tokenizer, data_dir, usb_fix
 
 def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer, data_dir, tmp_path):
     from benchmark.commands import predict as command
-    from benchmark.scoring import score_files
+    from tasks.scoring import score_files
 
     model_dir = tmp_path / "model"
     labeler.save_pretrained(model_dir)

@@ -121,7 +121,7 @@ def test_parse_records_and_scores():
 def test_score_examples_aggregate_to_the_pooled_scores_and_bootstrap():
     import random
 
-    from benchmark.scoring import score_records
+    from tasks.scoring import score_records
     from tasks.metrics.classification import binary_scores
 
     task, rng = PresenceDetection(), random.Random(0)

@@ -1,4 +1,4 @@
-"""benchmark.provenance: the git state of a real temporary repository, and the record."""
+"""tasks.provenance: the git state of a real temporary repository, and the record."""
 from __future__ import annotations
 
 import shutil
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.provenance import git_commit, package_versions, provenance
+from tasks.provenance import git_commit, package_versions, provenance
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

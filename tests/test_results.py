@@ -73,7 +73,7 @@ def test_invalid_run_specs_are_refused(changes, message):
 
 @pytest.fixture(scope="module")
 def fixture_scores(usb_fixture_dir):
-    from benchmark.scoring import score_files
+    from tasks.scoring import score_files
 
     paths = sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))
     return score_files(paths), paths
@@ -100,7 +100,7 @@ def test_table_holds_the_headline_metric_of_each_task(fixture_scores, usb_fixtur
 
 
 def test_an_undefined_headline_is_null_in_the_table_and_n_a_when_printed(tmp_path):
-    from benchmark.scoring import score_records
+    from tasks.scoring import score_records
 
     records = [{"id": str(i), "summ_idx": 0, "label": 1, "prediction": [0.3]} for i in range(2)]
     scores = score_records({"factuality_classification": records})

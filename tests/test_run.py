@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
-from benchmark.scoring import score_files
+from tasks.scoring import score_files
 from helpers import sumbench
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -1,4 +1,4 @@
-"""`sumbench score` and benchmark.scoring: official numbers end to end, errors, bootstrap."""
+"""`sumbench score` and tasks.scoring: official numbers end to end, errors, bootstrap."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark import scoring
+from tasks import scoring
 from benchmark.cli import main
 from tasks import get_task
 from tasks.io import read_jsonl

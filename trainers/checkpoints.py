@@ -12,28 +12,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from tasks.errors import DataError, SumbenchError
 from tasks.io import atomic_directory, read_json, read_jsonl, write_json, write_jsonl
 from trainers import data as train_data
 from trainers.profiles import FinetuneSpec
+from trainers.training_run import TrainingRun, TrainState
 
-if TYPE_CHECKING:
-    from trainers.finetune import TrainingRun
 
 CHECKPOINTS = "checkpoints"
-
-
-@dataclass
-class TrainState:
-    global_step: int = 0
-    best_metric: float | None = None
-    best_step: int | None = None
-    bad_evaluations: int = 0
-    stopped_early: bool = False
 
 
 # ---- weights -----------------------------------------------------------------------------
@@ -197,7 +187,7 @@ def finished_data_digest(final: Path, spec: FinetuneSpec, tasks: Sequence[Any],
 # ---- config, log and final weights -------------------------------------------------------
 
 def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bool) -> None:
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
 
     config = {"spec": run.spec.to_dict(), "tasks": list(run.examples.task_names),
               "data_dir": resolved_data_dir(data_dir), "data_digest": run.examples.digest,

@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
-EvaluateFn = Callable[[Any, Any], float]
+from trainers.training_run import EvaluateFn
 
 
 def early_stopping_fn(kind: str, spec, task_names: Sequence[str],

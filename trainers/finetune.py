@@ -21,15 +21,14 @@ import contextlib
 import logging
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from tasks.errors import SumbenchError
 from trainers import data as train_data
-from trainers.checkpoints import (CHECKPOINTS, TrainState, append_log, check_resumable,
+from trainers.checkpoints import (CHECKPOINTS, append_log, check_resumable,
                                   finished_output, latest_checkpoint, load_checkpoint,
                                   load_trainable_state, save_checkpoint, save_final,
                                   save_weights, trainable_state, truncate_log,
@@ -37,47 +36,16 @@ from trainers.checkpoints import (CHECKPOINTS, TrainState, append_log, check_res
 from trainers.disk_cache import hub_commit as model_commit
 from trainers.distributed import Distributed, init_distributed
 from trainers.profiles import FinetuneSpec, SpecError, resolve_model_path
+from trainers.training_run import EvaluateFn, TrainingRun, TrainState
 
-# the last two rows are re-exports of names that moved to trainers.distributed / .checkpoints
+# re-exports of names that moved to trainers.training_run, .distributed and .checkpoints
 __all__ = ["finetune", "validation_loss_fn", "validation_loss_evaluator", "resolve_precision",
            "load_seq2seq", "model_commit", "prepare_model", "build_optimizer", "EvaluateFn",
            "TrainingRun", "Distributed", "init_distributed", "TrainState", "CHECKPOINTS",
            "trainable_state", "load_trainable_state", "save_checkpoint", "latest_checkpoint",
            "load_checkpoint"]
 
-#: evaluate_fn(model, tokenizer) -> the task's main validation metric, higher is better;
-#: None or NaN (an undefined metric) counts as an evaluation without improvement
-EvaluateFn = Callable[[Any, Any], float]
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainingRun:
-    """Everything one training call works with (shared by the loop and trainers.checkpoints)."""
-
-    spec: FinetuneSpec
-    dist: Distributed
-    out_dir: Path
-    model: Any                 # the unwrapped (possibly peft) model
-    wrapped: Any               # DDP wrapper or the model itself
-    tokenizer: Any
-    optimizer: Any
-    scheduler: Any
-    examples: train_data.TrainingExamples
-    accumulation: int
-    bf16: bool
-    steps_per_epoch: int
-    total_steps: int
-    evaluate_fn: EvaluateFn | None
-    state: TrainState
-
-    def epoch_plan(self, epoch: int) -> list[list[np.ndarray]]:
-        spec, examples = self.spec, self.examples
-        indices = train_data.epoch_example_indices(
-            examples.task_indices(), spec.mixing, spec.mixing_temperature, spec.seed, epoch)
-        return train_data.plan_epoch(
-            indices, examples.source_lengths, examples.target_lengths, spec.batch_size,
-            self.accumulation * self.dist.world_size, spec.seed, epoch, spec.megabatch_steps)
 
 
 def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path | None,

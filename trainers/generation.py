@@ -7,10 +7,10 @@ and the original order is restored by index.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from trainers.predict import PredictSpec
+from trainers.predict_spec import PredictSpec
+
 
 
 @dataclass(frozen=True)

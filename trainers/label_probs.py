@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from tasks.errors import SumbenchError
 from trainers.generation import (EncodedSource, GeneratedRow, cut_generated, decode_texts,
                                  encode_sources, eos_token_ids, in_input_order, iter_batches,
                                  model_device, pad_batch, prepare_model, run_generate)
+from trainers.predict_spec import LABEL_RULES, PredictSpec
 
-if TYPE_CHECKING:  # pragma: no cover
-    from trainers.predict import PredictSpec
 
-LABEL_RULES = ("official", "positional")
 MARKER_AT_END = re.compile(r"SENT(\d+)\s*$")
 
 

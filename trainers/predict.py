@@ -7,8 +7,6 @@ Only the `Task` interface is used: `format`, `output_kind`, `parse`, `combine`,
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,80 +19,15 @@ from trainers.disk_cache import hub_commit
 from trainers.generation import (EncodedSource, GeneratedRow, encode_sources,
                                  generate_batch_texts, generate_texts, iter_batches,
                                  prepare_model)
-from trainers.label_probs import (LABEL_RULES, label_batch, label_probabilities,
-                                  label_token_ids, label_values)
+from trainers.label_probs import (label_batch, label_probabilities, label_token_ids,
+                                  label_values)
 from trainers.prediction_io import OutputStore, digest, model_fingerprint
+from trainers.predict_spec import PredictSpec
 
 __all__ = ["PredictSpec", "TaskRun", "predict_task", "run_task", "generate_texts",
            "label_probabilities", "load_model"]
 
 logger = logging.getLogger(__name__)
-DTYPES = ("float32", "bfloat16", "float16")
-
-
-@dataclass(frozen=True)
-class PredictSpec:
-    """How to run a model for prediction. Defaults follow the USB release's Flan-T5 scripts:
-    inputs truncated at 8192 tokens, windowed tasks (EXT, EVEXT) cut into windows of 1024
-    tokens (`window_tokens`), max_length 768 = 767 new tokens, greedy decoding for labels,
-    outputs decoded with special tokens kept and the transformers-4 space clean-up. The
-    release used 4 beams for text tasks (`num_beams=4`). `task.format` gets `window_budget`:
-    `window_tokens` (None: `max_input_tokens`) capped at `max_input_tokens`, so a window is
-    never truncated during encoding (which would drop its last SENT markers). `batch_size`
-    and `device` change results only by floating-point noise and are not part of a run's
-    fingerprint."""
-    batch_size: int = 8
-    max_input_tokens: int = 8192
-    window_tokens: int | None = 1024
-    max_new_tokens: int = 767
-    num_beams: int = 1
-    label_num_beams: int = 1
-    label_rule: str = "official"
-    clean_up_tokenization_spaces: bool = True
-    device: str = "auto"
-    dtype: str = "float32"
-
-    def __post_init__(self) -> None:
-        for name in ("batch_size", "max_input_tokens", "window_tokens", "max_new_tokens",
-                     "num_beams", "label_num_beams"):
-            value = getattr(self, name)
-            if name == "window_tokens" and value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise SumbenchError(f"PredictSpec.{name} must be a positive integer, got {value!r}")
-        if self.label_rule not in LABEL_RULES:
-            raise SumbenchError(f"PredictSpec.label_rule must be one of {LABEL_RULES}, "
-                                f"got {self.label_rule!r}")
-        if self.dtype not in DTYPES:
-            raise SumbenchError(f"PredictSpec.dtype must be one of {DTYPES}, got {self.dtype!r}")
-
-    @property
-    def window_budget(self) -> int:
-        """Tokens of one window of a windowed task: min(window_tokens, max_input_tokens)."""
-        return min(self.window_tokens or self.max_input_tokens, self.max_input_tokens)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PredictSpec":
-        known = {item.name for item in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SumbenchError(f"unknown PredictSpec fields: {', '.join(unknown)}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> "PredictSpec":
-        return cls.from_dict(json.loads(text))
-
-    def result_fields(self) -> dict:
-        """The fields that can change predictions (what a resumed run must share)."""
-        return {key: value for key, value in self.to_dict().items()
-                if key not in ("batch_size", "device")}
 
 
 @dataclass(frozen=True)

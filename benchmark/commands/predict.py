@@ -85,7 +85,7 @@ def spec_file_fields(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
     from trainers.predict import load_model, run_task

@@ -119,7 +119,7 @@ def load_scored_dataset(args):
 
 
 def run(args) -> int:
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from leaderboard.evaluators.pyramid import check_presence_options, evaluate_dataset
     from tasks.io import write_json
 

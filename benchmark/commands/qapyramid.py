@@ -53,7 +53,7 @@ def register(subparsers) -> None:
 
 
 def run_human(args) -> int:
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from leaderboard.evaluators.qapyramid import human_qapyramid
     from tasks.io import write_json
     from tasks.qapyramid.judgments import load_qa_judgments
@@ -144,7 +144,7 @@ def _calibrate(table):
 def run_normalize(args) -> int:
     import numpy as np
 
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from leaderboard.evaluators.penalties import normalize, with_alpha
     from tasks.io import write_json
 

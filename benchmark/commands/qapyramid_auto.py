@@ -228,7 +228,7 @@ COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold"
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from tasks.io import write_json
 
     print(json.dumps(report, indent=1))

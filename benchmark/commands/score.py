@@ -32,8 +32,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from benchmark.provenance import provenance
-    from benchmark.scoring import score_files
+    from tasks.provenance import provenance
+    from tasks.scoring import score_files
     from tasks.errors import SumbenchError
     from tasks.io import atomic_path
 

@@ -374,7 +374,7 @@ def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
     Returns variant -> task -> split -> record count; OUT/build_info.json holds the same,
     the sha256 of every file and the provenance.
     """
-    from benchmark.provenance import provenance
+    from tasks.provenance import provenance
     from tasks.text import word_tokenizer_name
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     _check_output_folder(out_dir, raw_dir)
