@@ -13,6 +13,9 @@ task has records in every split:
 Layout written (see shared/docs/usb-format.md section 1):
 ``OUT/annotations/<domain>/<doc>.json``, ``OUT/splits/<variant>/{train,validation,test}.txt``
 for every domain and ``all``, and ``OUT/synthetic.json`` (the generator's spec and counts).
+Test-only domains (like USB's landmarks and newspapers) get `test_only_docs` documents each, all
+in the test split of their own variant and of ``all``; their train and validation files are
+empty.
 Only ``random.Random(seed)`` is used, so one seed always gives byte-identical files.
 """
 from __future__ import annotations
@@ -67,28 +70,66 @@ DOMAINS: dict[str, dict] = {
                   ("forced", "a mass evacuation"), ("flooded", "the old town"),
                   ("prompted", "new building rules"), ("reached", "the capital")),
     },
+    "schools": {
+        "first": ("St. Brigid's", "Hillcrest", "Riverside", "Oakmont", "Kingsway", "Elmfield"),
+        "last": ("Academy", "High School", "College", "Grammar School", "Institute"),
+        "sections": ("History", "Campus.", "Academics", "Athletics", "Notable alumni"),
+        "facts": (("opened", "a science wing"), ("admitted", "its first girls"),
+                  ("merged", "with a nearby school"), ("built", "a new library"),
+                  ("won", "a regional debate prize"), ("started", "a boarding house"),
+                  ("renamed", "its sports ground"), ("hosted", "a national chess final")),
+    },
+    "landmarks": {
+        "first": ("The old", "The royal", "The twin", "The harbour", "The stone"),
+        "last": ("lighthouse", "cathedral", "bridge", "fortress", "clock tower", "palace"),
+        "sections": ("History", "Architecture.", "Restoration", "Tourism", "In culture"),
+        "facts": (("gained", "a new spire"), ("survived", "a great fire"),
+                  ("reopened", "to visitors"), ("lost", "its original roof"),
+                  ("received", "a heritage listing"), ("housed", "a small museum"),
+                  ("appeared", "on a postage stamp"), ("closed", "for repairs")),
+    },
+    "newspapers": {
+        "first": ("The Morning", "The Evening", "The Daily", "The Weekly", "The Northern"),
+        "last": ("Herald", "Courier", "Gazette", "Chronicle", "Observer", "Ledger"),
+        "sections": ("History", "Ownership.", "Editorial stance", "Circulation", "Awards"),
+        "facts": (("printed", "its first colour edition"), ("hired", "a famous editor"),
+                  ("launched", "a Sunday supplement"), ("moved", "to a tabloid format"),
+                  ("won", "a press freedom award"), ("opened", "a foreign bureau"),
+                  ("lost", "a major libel case"), ("cut", "its cover price")),
+    },
 }
 
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """What determines the corpus: the seed, the number of documents and the domains."""
+    """What determines the corpus: the seed, the number of documents, the domains with all
+    three splits, and the test-only domains with `test_only_docs` documents each."""
     seed: int = 0
     docs: int = 30
     domains: tuple[str, ...] = DEFAULT_DOMAINS
+    test_only_domains: tuple[str, ...] = ()
+    test_only_docs: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domains", tuple(self.domains))
+        object.__setattr__(self, "test_only_domains", tuple(self.test_only_domains))
         if self.docs < len(SPLIT_NAMES) + 1:
             raise SumbenchError(f"the synthetic corpus needs at least {len(SPLIT_NAMES) + 1} "
                                 f"documents (train, validation and test), got {self.docs}")
-        unknown = [name for name in self.domains if name not in DOMAINS]
+        everything = self.domains + self.test_only_domains
+        unknown = [name for name in everything if name not in DOMAINS]
         if unknown or not self.domains:
             raise SumbenchError(f"unknown synthetic domain(s) {unknown}; "
                                 f"known: {', '.join(DOMAINS)}")
+        if len(set(everything)) != len(everything):
+            raise SumbenchError(f"a synthetic domain is listed twice: {list(everything)}")
+        if self.test_only_domains and self.test_only_docs < 1:
+            raise SumbenchError(f"test-only domains need test_only_docs >= 1, "
+                                f"got {self.test_only_docs}")
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "domains": list(self.domains),
+                "test_only_domains": list(self.test_only_domains),
                 "generator_version": GENERATOR_VERSION}
 
 
@@ -221,11 +262,19 @@ def document_ids(spec: SyntheticSpec) -> list[str]:
             for k in range(spec.docs)]
 
 
-def assign_splits(ids: list[str]) -> dict[str, list[str]]:
-    """split -> ids, by position in the interleaved order (SPLIT_CYCLE: 60/20/20)."""
+def test_only_ids(spec: SyntheticSpec) -> list[str]:
+    """Relative annotation paths of the test-only domains' documents, domain by domain."""
+    return [f"{domain}/syn{k:03d}.json" for domain in spec.test_only_domains
+            for k in range(spec.test_only_docs)]
+
+
+def assign_splits(ids: list[str], test_only: list[str] = ()) -> dict[str, list[str]]:
+    """split -> ids, by position in the interleaved order (SPLIT_CYCLE: 60/20/20); the
+    test-only documents are appended to test."""
     splits: dict[str, list[str]] = {name: [] for name in SPLIT_NAMES}
     for position, doc_id in enumerate(ids):
         splits[SPLIT_CYCLE[position % len(SPLIT_CYCLE)]].append(doc_id)
+    splits["test"].extend(test_only)
     return splits
 
 
@@ -233,14 +282,14 @@ def generate_annotations(spec: SyntheticSpec) -> dict[str, dict]:
     """{relative path: annotation} for the whole corpus, from one seeded generator."""
     rng = random.Random(spec.seed)
     return {doc_id: generate_document(rng, doc_id.split("/")[0])
-            for doc_id in document_ids(spec)}
+            for doc_id in document_ids(spec) + test_only_ids(spec)}
 
 
 def variant_splits(spec: SyntheticSpec) -> dict[str, dict[str, list[str]]]:
-    """variant -> split -> ids, for `all` and every domain."""
-    splits = assign_splits(document_ids(spec))
+    """variant -> split -> ids, for `all` and every domain (test-only ones included)."""
+    splits = assign_splits(document_ids(spec), test_only_ids(spec))
     variants = {"all": splits}
-    for domain in spec.domains:
+    for domain in spec.domains + spec.test_only_domains:
         variants[domain] = {name: [doc for doc in ids if doc.startswith(domain + "/")]
                             for name, ids in splits.items()}
     return variants

@@ -63,7 +63,8 @@ def test_demo_trains_lora_on_fac_and_abs_and_records_provenance(demo):
     assert provenance["seeds"] == {"seed": 0, "training": 0}
     config = provenance["config"]
     assert config["demo"]["synthetic"] == {"seed": 0, "docs": 6, "generator_version": "1",
-                                           "domains": ["biographies", "companies", "disasters"]}
+                                           "domains": ["biographies", "companies", "disasters"],
+                                           "test_only_domains": [], "test_only_docs": 2}
     assert config["finetune_spec"]["lora"] is True and config["finetune_spec"]["max_steps"] == 10
     assert config["run"]["split"] == "test" and config["run"]["profile"] == "tiny"
     assert all(info["adapter"] == str(out / "train" / "adapter")

@@ -2,6 +2,7 @@
 gives every task records in every split of `all`."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -59,6 +60,30 @@ def test_split_layout_interleaves_domains(tmp_path):
     assert read_corpus_info(tmp_path) is None
 
 
+def test_six_domains_with_test_only_ones(tmp_path):
+    spec = SyntheticSpec(seed=1, docs=8,
+                         domains=("biographies", "companies", "disasters", "schools"),
+                         test_only_domains=("landmarks", "newspapers"), test_only_docs=2)
+    info = generate_corpus(tmp_path / "raw", spec)
+    assert info["documents"]["all"] == {"train": 5, "validation": 1, "test": 2 + 4}
+    assert info["documents"]["landmarks"] == {"train": 0, "validation": 0, "test": 2}
+    assert info["documents"]["schools"] == {"train": 1, "validation": 1, "test": 0}
+    splits = tmp_path / "raw" / "splits"
+    assert (splits / "newspapers" / "train.txt").read_text() == ""
+    assert (splits / "all" / "test.txt").read_text().split()[-4:] == [
+        "landmarks/syn000.json", "landmarks/syn001.json",
+        "newspapers/syn000.json", "newspapers/syn001.json"]
+    # the training domains' documents are those of the same seed without test-only domains
+    plain = generate_corpus(tmp_path / "plain", dataclasses.replace(spec, test_only_domains=()))
+    assert plain["documents"]["all"]["train"] == 5
+    for doc in (tmp_path / "plain" / "annotations").rglob("*.json"):
+        twin = tmp_path / "raw" / "annotations" / doc.relative_to(tmp_path / "plain" / "annotations")
+        assert twin.read_bytes() == doc.read_bytes()
+    build_task_datasets(tmp_path / "raw", tmp_path / "data", progress=False)
+    landmarks = tmp_path / "data" / "landmarks" / "abstractive_summarization"
+    assert read_jsonl(landmarks / "test.jsonl") and not read_jsonl(landmarks / "train.jsonl")
+
+
 def test_every_task_has_records_in_every_split_of_all(corpus):
     _, data = corpus
     for task in TASK_FOLDERS:
@@ -98,6 +123,15 @@ def test_documents_have_headers_sections_and_every_edit_kind(corpus):
             else:
                 kinds.add("trimmed")
         assert kinds == set(EDIT_KINDS), path
+
+
+def test_invalid_specs_are_refused_for_domains():
+    with pytest.raises(SumbenchError, match="listed twice"):
+        SyntheticSpec(domains=("schools",), test_only_domains=("schools",))
+    with pytest.raises(SumbenchError, match="unknown synthetic domain"):
+        SyntheticSpec(test_only_domains=("moon",))
+    with pytest.raises(SumbenchError, match="test_only_docs"):
+        SyntheticSpec(test_only_domains=("landmarks",), test_only_docs=0)
 
 
 def test_invalid_specs_are_refused():
