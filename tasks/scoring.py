@@ -149,13 +149,14 @@ def _statistic(task, aggregate, keys: tuple[str, ...]):
     return statistic
 
 
-def bootstrap_task(task, records: Sequence[dict], keys: tuple[str, ...], *,
+def bootstrap_task(task, examples: Sequence, keys: tuple[str, ...], *,
                    n_resamples: int, seed: int) -> dict:
-    """{"ci95": {metric: [low, high] or None}, "bootstrap": {...}} for one task."""
+    """{"ci95": {metric: [low, high] or None}, "bootstrap": {...}} for one task, from its
+    per-record material (`task.score_examples`)."""
     from tqdm.auto import tqdm
 
     result = run_bootstrap(
-        task.score_examples(records), _statistic(task, task.aggregate_scores, keys),
+        examples, _statistic(task, task.aggregate_scores, keys),
         n_resamples=n_resamples, seed=seed,
         progress=lambda rows: tqdm(rows, desc=f"bootstrap {task.name}", disable=None,
                                    file=sys.stderr, leave=False))
@@ -178,25 +179,44 @@ def _report_undefined(task, reasons: Mapping[str, str]) -> None:
               file=sys.stderr)
 
 
+def score_task_examples(task, records: Sequence[dict]) -> tuple[dict, list]:
+    """(the task's result as `score_task` gives it without bootstrap, the per-record material
+    of `task.score_examples` it was aggregated from, in record order)."""
+    examples = task.score_examples(records)
+    try:
+        scores = dict(task.aggregate_scores(examples))
+    except UndefinedMetricError as error:
+        raise UndefinedMetricError(f"{task.name}: {error}") from None
+    return task_result(task, scores, len(records)), examples
+
+
+def task_result(task, scores: Mapping[str, Any], n_records: int, *,
+                report: bool = True) -> dict:
+    """The official metrics (`task.aggregate_scores` output) with the headline, the record
+    count, length mismatches and undefined metrics; reported on stderr when `report`."""
+    scores = dict(scores)
+    _official_keys(task, scores)
+    reasons = undefined_reasons(scores)
+    scores.pop(UNDEFINED_REASONS, None)
+    result = {**scores, "headline": _headline(task, scores), "n_records": n_records,
+              "length_mismatches": int(scores.get("length_mismatches", 0)),
+              "undefined": list(reasons)}
+    if report:
+        _report_undefined(task, reasons)
+        if result["length_mismatches"]:
+            print(f"sumbench score: {task.name}: {result['length_mismatches']} predictions "
+                  f"had the wrong length (truncated or zero-padded as officially)",
+                  file=sys.stderr)
+    return result
+
+
 def score_task(task, records: Sequence[dict], *, bootstrap: int = 0, seed: int = 0) -> dict:
     """Official metrics, headline, counts, undefined metrics and (optionally) bootstrap
     intervals for one task."""
-    try:
-        scores = dict(task.score(records))
-    except UndefinedMetricError as error:
-        raise UndefinedMetricError(f"{task.name}: {error}") from None
-    keys = _official_keys(task, scores)
-    reasons = undefined_reasons(scores)
-    scores.pop(UNDEFINED_REASONS, None)
-    result = {**scores, "headline": _headline(task, scores), "n_records": len(records),
-              "length_mismatches": int(scores.get("length_mismatches", 0)),
-              "undefined": list(reasons)}
-    _report_undefined(task, reasons)
-    if result["length_mismatches"]:
-        print(f"sumbench score: {task.name}: {result['length_mismatches']} predictions had "
-              f"the wrong length (truncated or zero-padded as officially)", file=sys.stderr)
+    result, examples = score_task_examples(task, records)
     if bootstrap:
-        result.update(bootstrap_task(task, records, keys, n_resamples=bootstrap, seed=seed))
+        keys = _official_keys(task, result)
+        result.update(bootstrap_task(task, examples, keys, n_resamples=bootstrap, seed=seed))
     return result
 
 
