@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "benchmark.commands.predict",
     "benchmark.commands.run",
     "benchmark.commands.demo",
+    "benchmark.commands.leaderboard",
 )
 
 

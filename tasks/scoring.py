@@ -179,15 +179,17 @@ def _report_undefined(task, reasons: Mapping[str, str]) -> None:
               file=sys.stderr)
 
 
-def score_task_examples(task, records: Sequence[dict]) -> tuple[dict, list]:
+def score_task_examples(task, records: Sequence[dict], *,
+                        report: bool = True) -> tuple[dict, list]:
     """(the task's result as `score_task` gives it without bootstrap, the per-record material
-    of `task.score_examples` it was aggregated from, in record order)."""
+    of `task.score_examples` it was aggregated from, in record order); `report` prints
+    undefined metrics and length mismatches on stderr."""
     examples = task.score_examples(records)
     try:
         scores = dict(task.aggregate_scores(examples))
     except UndefinedMetricError as error:
         raise UndefinedMetricError(f"{task.name}: {error}") from None
-    return task_result(task, scores, len(records)), examples
+    return task_result(task, scores, len(records), report=report), examples
 
 
 def task_result(task, scores: Mapping[str, Any], n_records: int, *,

@@ -52,3 +52,29 @@ def treebank_words(text: str) -> list[str]:
 def word_tokenizer_name() -> str:
     return ("nltk.word_tokenize (punkt sentences)" if punkt_available()
             else "nltk Treebank words over pysbd sentences (punkt data not installed)")
+
+
+#: function words left out of lexical overlap (content tokens)
+STOPWORDS = frozenset("""
+a an the and or but nor so yet of in on at to for from by with about as into onto over under
+after before between through during without within upon off out up down than then there here
+is are was were be been being am do does did doing done has have had having will would shall
+should can could may might must it its it's this that these those he him his she her hers they
+them their theirs we us our you your i me my mine who whom whose which what when where why how
+not no n't 's also just very too more most much many some any all each both such own same other
+only if because while until again further once which s someone something somewhere somebody
+""".split())
+
+
+@functools.lru_cache(maxsize=1)
+def _treebank():
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
+
+
+def content_tokens(text: str) -> list[str]:
+    """Lower-cased Treebank tokens without function words and punctuation-only tokens (what
+    lexical presence and lexical-overlap baselines compare)."""
+    tokens = _treebank().tokenize(text.lower())
+    return [t for t in tokens if t not in STOPWORDS and any(c.isalnum() for c in t)]

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 from tasks.errors import SumbenchError
 from tasks.registry import Registry
+from tasks.text import content_tokens
 
 BACKEND_CLASSES: Registry = Registry("presence backend")
 NLI_MODES = ("prob2", "prob3", "label2", "label3")
@@ -44,15 +45,6 @@ MODELS_MODULE = "leaderboard.evaluators.presence_models"
 MODEL_NAMES = ("BatchedModelBackend", "NLIBackend", "Seq2SeqYesNoBackend", "CausalLMBackend",
                "entailment_index", "nli_outputs", "load_pretrained", "pad_batch",
                "single_token_id")
-STOPWORDS = frozenset("""
-a an the and or but nor so yet of in on at to for from by with about as into onto over under
-after before between through during without within upon off out up down than then there here
-is are was were be been being am do does did doing done has have had having will would shall
-should can could may might must it its it's this that these those he him his she her hers they
-them their theirs we us our you your i me my mine who whom whose which what when where why how
-not no n't 's also just very too more most much many some any all each both such own same other
-only if because while until again further once which s someone something somewhere somebody
-""".split())
 
 
 def __getattr__(name: str) -> Any:
@@ -150,18 +142,6 @@ def pyramid_factory(name: str):
 
 
 # ---- lexical ----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def _treebank():
-    from nltk.tokenize import TreebankWordTokenizer
-
-    return TreebankWordTokenizer()
-
-
-def content_tokens(text: str) -> list[str]:
-    tokens = _treebank().tokenize(text.lower())
-    return [t for t in tokens if t not in STOPWORDS and any(c.isalnum() for c in t)]
-
-
 @functools.lru_cache(maxsize=4096)
 def _content_set(text: str) -> frozenset:
     return frozenset(content_tokens(text))

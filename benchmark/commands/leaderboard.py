@@ -1,0 +1,275 @@
+"""`sumbench leaderboard ...`: host a leaderboard and submit to one (leaderboard.service).
+
+  init     create/upgrade the database (Alembic), load hidden gold (--gold: the test split of
+           every variant of a task-datasets folder; --pyramid DIR, repeatable: REALSumm/
+           PyrXSum-layout folders), settings (--set KEY=VALUE) and the rows computed here
+  token    print a new API token (last line of stdout; only its hash is stored)
+  serve    the web app and one in-process worker (--no-worker to run workers apart)
+  worker   claim and run jobs (--once: until none is left)
+  submit   send prediction files / archives / run folders (--check: validate only)
+  status   one submission's status and scores
+  export   a static copy of the site (HTML, CSV, JSON, PNG)
+  rescore  re-score every submission not scored under the current data/metric versions
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+
+from benchmark.commands import positive_int
+
+DEFAULT_DB = "leaderboard.sqlite"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "leaderboard", help="host a leaderboard (init, token, serve, worker, export, rescore) "
+                            "or submit to one (submit, status)",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="leaderboard_command", metavar="COMMAND")
+    commands.required = True
+    for name, add, handler in ((("init", _init_args, run_init)), ("token", _token_args, run_token),
+                               ("serve", _serve_args, run_serve),
+                               ("worker", _worker_args, run_worker),
+                               ("submit", _submit_args, run_submit),
+                               ("status", _status_args, run_status),
+                               ("export", _export_args, run_export),
+                               ("rescore", _rescore_args, run_rescore)):
+        sub = commands.add_parser(name, help=_HELP[name])
+        add(sub)
+        sub.set_defaults(handler=handler)
+
+
+_HELP = {"init": "create/upgrade the database and load hidden gold",
+         "token": "print a new API token for a user", "serve": "run the web app (+ a worker)",
+         "worker": "run a worker", "submit": "submit predictions (or --check them)",
+         "status": "show a submission", "export": "write a static copy of the site",
+         "rescore": "re-score submissions after a data/metric/scorer version change"}
+
+
+def _db(parser) -> None:
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="URL",
+                        help=f"SQLAlchemy URL or SQLite file (default {DEFAULT_DB}); "
+                             f"PostgreSQL: postgresql+psycopg://user@host/db")
+
+
+def _init_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--gold", metavar="DIR",
+                        help="task-datasets folder (`sumbench data build`): the test split "
+                             "of every variant becomes hidden gold of the usb track")
+    parser.add_argument("--pyramid", action="append", default=[], metavar="DIR",
+                        help="REALSumm/PyrXSum-layout folder for the summaries and "
+                             "evaluators tracks (repeatable)")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE", help="an instance setting (n_resamples, seed, "
+                        "alpha, quota_per_day, max_upload_bytes, max_records, max_files, "
+                        "lease_seconds)")
+    parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
+                        help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
+                             "(replaces the offline defaults; e.g. "
+                             "pyramid-scus-nli=scus:nli,model=DIR)")
+    parser.add_argument("--no-computed-rows", action="store_true",
+                        help="do not add the baselines, reference systems and built-in "
+                             "evaluators the server computes itself")
+    parser.add_argument("--no-score", action="store_true",
+                        help="leave the computed rows queued for the workers")
+
+
+def _token_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--user", required=True, help="user name (created when new)")
+    parser.add_argument("--admin", action="store_true", help="make the user an admin")
+
+
+def _serve_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=positive_int, default=8000)
+    parser.add_argument("--no-worker", action="store_true",
+                        help="no in-process worker (run `leaderboard worker` apart)")
+
+
+def _worker_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--once", action="store_true", help="exit when no job is left")
+    parser.add_argument("--lease", type=float, metavar="SECONDS",
+                        help="job lease (default: the instance's lease_seconds)")
+    parser.add_argument("--hold", type=float, default=0.0, metavar="SECONDS",
+                        help="sleep after each claim (fault drills: kill a worker mid-job)")
+
+
+def _submit_args(parser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="prediction files, archives, or run folders")
+    parser.add_argument("--server", metavar="URL", help="leaderboard URL")
+    parser.add_argument("--token", help="API token (or env SUMBENCH_LEADERBOARD_TOKEN)")
+    parser.add_argument("--model", help="model name shown on the board")
+    parser.add_argument("--track", default="usb", help="usb (default), summaries, evaluators")
+    parser.add_argument("--variant", default="all", help="board: a USB variant or a set name")
+    parser.add_argument("--check", action="store_true",
+                        help="validate here with the server's validator and submit nothing "
+                             "(with --server, also that every test item is present)")
+    parser.add_argument("--wait", action="store_true", help="wait until scored")
+    for field in ("base-model", "method", "training-domains", "data-fraction", "seed", "link",
+                  "licence", "notes"):
+        parser.add_argument(f"--{field}", dest=f"card_{field.replace('-', '_')}",
+                            help="model card (self-reported)")
+
+
+def _status_args(parser) -> None:
+    parser.add_argument("id", type=positive_int)
+    parser.add_argument("--server", required=True, metavar="URL")
+    parser.add_argument("--token")
+
+
+def _export_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--out", required=True, metavar="DIR")
+
+
+def _rescore_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--now", action="store_true", help="run the jobs here too")
+
+
+# ---- handlers ------------------------------------------------------------------------------
+def _database(db: str, check: bool = True):
+    from leaderboard.service.db import Database
+    from leaderboard.service.schema import check_schema
+
+    database = Database(db)
+    if check:
+        check_schema(database)
+    return database
+
+
+def _print(obj) -> None:
+    print(json.dumps(obj, indent=1, sort_keys=True, default=str))
+
+
+def run_init(args) -> int:
+    from leaderboard.service.init import initialise
+
+    report = initialise(args.db, gold=args.gold, pyramids=args.pyramid,
+                        settings=_pairs(args.settings), evaluators=args.evaluator,
+                        computed_rows=not args.no_computed_rows, score=not args.no_score)
+    _print(report)
+    return 0
+
+
+def _pairs(items) -> dict[str, str]:
+    from tasks.errors import SumbenchError
+
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SumbenchError(f"--set expects KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value
+    return pairs
+
+
+def run_token(args) -> int:
+    from leaderboard.service.auth import create_token
+
+    token = create_token(_database(args.db), args.user, admin=args.admin)
+    print(f"token for {args.user}{' (admin)' if args.admin else ''}; it is shown once:",
+          file=sys.stderr)
+    print(token)
+    return 0
+
+
+def run_serve(args) -> int:
+    import uvicorn
+
+    from leaderboard.service.app import create_app
+    from leaderboard.service.worker import Worker
+
+    database = _database(args.db)
+    app = create_app(args.db)
+    stop = threading.Event()
+    thread = None
+    if not args.no_worker:
+        thread = threading.Thread(target=Worker(database).run, args=(stop,), daemon=True)
+        thread.start()
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=30)
+    return 0
+
+
+def run_worker(args) -> int:
+    from leaderboard.service.worker import Worker
+
+    worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold)
+    if args.once:
+        print(f"{worker.drain()} job(s) done", file=sys.stderr)
+        return 0
+    stop = threading.Event()
+    try:
+        worker.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
+
+
+def _card(args) -> dict:
+    prefix = "card_"
+    return {key[len(prefix):]: value for key, value in vars(args).items()
+            if key.startswith(prefix) and value is not None}
+
+
+def run_submit(args) -> int:
+    import os
+
+    from leaderboard import client
+    from tasks.errors import SumbenchError
+
+    uploads = client.collect_uploads(args.paths)
+    if args.check:
+        manifest = client.fetch_manifest(args.server, args.track, args.variant) \
+            if args.server else None
+        _print(client.check(uploads, args.track, args.variant, manifest))
+        return 0
+    token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
+    if not args.server or not token or not args.model:
+        raise SumbenchError("submitting needs --server, --token (or SUMBENCH_LEADERBOARD_TOKEN) "
+                            "and --model (use --check to validate only)")
+    answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
+                           variant=args.variant, card=_card(args))
+    if args.wait and "id" in answer:
+        answer = client.wait_for(args.server, answer["id"], token)
+    _print(answer)
+    return 0 if answer.get("status") in ("queued", "scoring", "scored") else 1
+
+
+def run_status(args) -> int:
+    from leaderboard import client
+
+    answer = client.status(args.server, args.id, args.token)
+    _print(answer)
+    return 0 if answer.get("http_status") == 200 else 1
+
+
+def run_export(args) -> int:
+    from leaderboard.service.export import export_site
+
+    _print(export_site(_database(args.db), args.out))
+    return 0
+
+
+def run_rescore(args) -> int:
+    from leaderboard.service.worker import Worker, queue_rescore
+
+    database = _database(args.db)
+    report = queue_rescore(database)
+    if args.now:
+        report["jobs_run"] = Worker(database).drain()
+    _print(report)
+    return 0

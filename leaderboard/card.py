@@ -1,0 +1,64 @@
+"""Model cards of leaderboard entries: self-reported metadata, never used for scores.
+
+Fields (all optional, strings or numbers, each at most 500 characters): base_model, method
+("fine-tuning", "LoRA fine-tuning", "few-shot", ...), training_domains, data_fraction, seed,
+link, licence, notes. `card_from_results` fills them from a `sumbench run` folder's
+results.json; explicit values win.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from tasks.errors import DataError
+
+CARD_FIELDS = ("base_model", "method", "training_domains", "data_fraction", "seed", "link",
+               "licence", "notes")
+MAX_VALUE_CHARS = 500
+
+
+def card_from_results(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Card fields a results.json document states about its run."""
+    spec = results.get("spec") if isinstance(results, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return {}
+    card: dict[str, Any] = {"base_model": spec.get("model"), "seed": spec.get("seed")}
+    if spec.get("mode") == "fewshot":
+        card["method"] = f"few-shot ({spec.get('fewshot_backend')}, {spec.get('style') or 'default style'})"
+    elif spec.get("training") == "none":
+        card["method"] = "evaluated as is (no fine-tuning)"
+    else:
+        card["method"] = ("LoRA fine-tuning" if spec.get("lora") else "fine-tuning") + \
+            f" ({spec.get('training')}, profile {spec.get('profile')})"
+        card["training_domains"] = spec.get("variant")
+        overrides = spec.get("train_overrides") or {}
+        if isinstance(overrides, Mapping) and "train_fraction" in overrides:
+            card["data_fraction"] = overrides["train_fraction"]
+    return {key: value for key, value in card.items() if value is not None}
+
+
+def check_card(card: Any, source: str = "card") -> dict[str, Any]:
+    """The card with only known fields of allowed types; DataError naming the field."""
+    if not isinstance(card, Mapping):
+        raise DataError("expected a JSON object", path=source)
+    checked = {}
+    for key, value in card.items():
+        if key not in CARD_FIELDS:
+            raise DataError(f"unknown model card field (known: {', '.join(CARD_FIELDS)})",
+                            path=source, field=str(key)[:60])
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise DataError("expected a string or a number", path=source, field=key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataError("expected a finite number", path=source, field=key)
+        if isinstance(value, str) and (len(value) > MAX_VALUE_CHARS or "\x00" in value):
+            raise DataError(f"at most {MAX_VALUE_CHARS} characters, no NUL", path=source,
+                            field=key)
+        checked[key] = value
+    return checked
+
+
+def merged_card(explicit: Mapping[str, Any], results: Mapping[str, Any] | None) -> dict:
+    """Card fields from results.json (when given), overridden by explicit ones; checked."""
+    card = card_from_results(results) if results else {}
+    card.update({key: value for key, value in explicit.items() if value not in (None, "")})
+    return check_card(card)

@@ -1,0 +1,66 @@
+"""Per-part bar charts with confidence intervals, as PNG bytes (matplotlib, Agg backend).
+
+Deterministic: the same rows give the same bytes (no timestamps or software tags in the PNG
+metadata, fixed size and resolution). A missing or undefined value gets no bar: it is never
+drawn as 0.
+"""
+from __future__ import annotations
+
+import io
+from typing import Mapping, Sequence
+
+MAX_ROWS = 10
+
+
+def chart_bars(rows: Sequence[Mapping], parts: Sequence[str]) -> list[dict]:
+    """The bars to draw: one per (row, part) with a value; what `task_bar_chart` plots."""
+    bars = []
+    for row_index, row in enumerate(rows[:MAX_ROWS]):
+        for part_index, part in enumerate(parts):
+            value = row["values"].get(part)
+            if value is None:
+                continue
+            ci = (row.get("ci95") or {}).get(part)
+            bars.append({"row": row_index, "part": part_index, "value": float(value),
+                         "ci95": list(ci) if ci else None})
+    return bars
+
+
+def task_bar_chart(rows: Sequence[Mapping], parts: Sequence[str], *, title: str,
+                   value_label: str = "headline (x100)") -> bytes:
+    """Grouped bars per part, one colour per row (at most MAX_ROWS), error bars from
+    `ci95`. rows: [{"label": str, "values": {part: float|None}, "ci95": {part: [lo, hi]}}]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(max(6.0, 1.2 * len(parts) + 2), 4.2), dpi=100)
+    axes = figure.add_subplot(1, 1, 1)
+    shown = list(rows[:MAX_ROWS])
+    width = 0.8 / max(1, len(shown))
+    colours = matplotlib.colormaps["tab10"]
+    for row_index, row in enumerate(shown):
+        bars = [bar for bar in chart_bars(shown, parts) if bar["row"] == row_index]
+        xs = [bar["part"] - 0.4 + width * (row_index + 0.5) for bar in bars]
+        heights = [bar["value"] for bar in bars]
+        errors = [[max(0.0, bar["value"] - bar["ci95"][0]) if bar["ci95"] else 0.0
+                   for bar in bars],
+                  [max(0.0, bar["ci95"][1] - bar["value"]) if bar["ci95"] else 0.0
+                   for bar in bars]]
+        axes.bar(xs, heights, width=width, yerr=errors, capsize=2,
+                 color=colours(row_index % 10), label=str(row["label"])[:40])
+    axes.set_xticks(range(len(parts)))
+    axes.set_xticklabels([_short(part) for part in parts], rotation=20, ha="right",
+                         fontsize=8)
+    axes.set_ylabel(value_label)
+    axes.set_title(title, fontsize=10)
+    if shown:
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _short(name: str) -> str:
+    return name.replace("_", " ")

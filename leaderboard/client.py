@@ -1,0 +1,133 @@
+"""The submission client (httpx): collect files, check them with the server's validator,
+submit, and wait for the score.
+
+PATH arguments are prediction files (as `sumbench predict`/`run` write them), archives
+(.tar.gz, .tgz, .zip) or run folders: a run folder contributes `predictions/*.jsonl` and its
+`results.json`, from which the model card is filled (self-reported metadata).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from leaderboard.service.validate import RESULTS_NAME, Limits, Upload, validate_submission
+from tasks.errors import DataError, SumbenchError
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def collect_uploads(paths: Sequence[str | Path]) -> list[Upload]:
+    """Files to send: each file as is; a run folder's predictions/*.jsonl and results.json."""
+    uploads: list[Upload] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            predictions = sorted((path / "predictions").glob("*.jsonl"))
+            if not predictions:
+                raise DataError("a run folder needs predictions/*.jsonl", path=str(path))
+            files = predictions + ([path / RESULTS_NAME] if (path / RESULTS_NAME).is_file()
+                                   else [])
+            uploads.extend(Upload(f.name, f.read_bytes()) for f in files)
+        elif path.is_file():
+            uploads.append(Upload(path.name, path.read_bytes()))
+        else:
+            raise DataError("no such file or folder", path=str(path))
+    if not uploads:
+        raise SumbenchError("no files to submit")
+    return uploads
+
+
+def _client(server: str, timeout: float):
+    import httpx
+
+    return httpx.Client(base_url=server.rstrip("/"), timeout=timeout)
+
+
+def _answer(response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"error": response.text[:500]}
+    if not isinstance(body, dict):
+        body = {"answer": body}
+    body.setdefault("http_status", response.status_code)
+    return body
+
+
+def fetch_manifest(server: str, track: str, variant: str,
+                   timeout: float = DEFAULT_TIMEOUT) -> dict:
+    import httpx
+
+    try:
+        with _client(server, timeout) as client:
+            response = client.get(f"/api/v1/manifest/{track}", params={"variant": variant})
+    except httpx.HTTPError as error:
+        raise SumbenchError(f"cannot reach {server}: {error}") from None
+    if response.status_code != 200:
+        raise SumbenchError(f"{server}: no manifest for {track}/{variant} "
+                            f"({_answer(response).get('detail', response.status_code)})")
+    return response.json()
+
+
+def check(uploads: Sequence[Upload], track: str, variant: str,
+          manifest: Mapping | None = None, limits: Limits = Limits()) -> dict:
+    """Run the server's validator here; with the server's manifest it also checks that every
+    test item is present once. Returns a report; raises SubmissionErrors."""
+    from leaderboard.tracks import make_track
+
+    result = validate_submission(make_track(track), uploads, manifest, limits, variant)
+    return {"status": "valid", "track": track, "variant": variant,
+            "coverage_checked": manifest is not None, "records": result.n_records,
+            "parts": {part: len(records) for part, records in result.checked.items()}}
+
+
+def submit(server: str, token: str, uploads: Sequence[Upload], *, model: str,
+           track: str = "usb", variant: str = "all", card: Mapping[str, Any] | None = None,
+           timeout: float = DEFAULT_TIMEOUT) -> dict:
+    """POST the files; returns the server's JSON answer (with "http_status")."""
+    import json
+
+    import httpx
+
+    files = [("files", (upload.name, upload.data)) for upload in uploads]
+    data = {"model": model, "track": track, "variant": variant,
+            "card": json.dumps(dict(card or {}))}
+    try:
+        with _client(server, timeout) as client:
+            response = client.post("/api/v1/submissions", files=files, data=data,
+                                   headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError as error:
+        raise SumbenchError(f"cannot reach {server}: {error}") from None
+    return _answer(response)
+
+
+def status(server: str, submission_id: int, token: str | None = None,
+           timeout: float = DEFAULT_TIMEOUT) -> dict:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with _client(server, timeout) as client:
+            return _answer(client.get(f"/api/v1/submissions/{submission_id}", headers=headers))
+    except httpx.HTTPError as error:
+        raise SumbenchError(f"cannot reach {server}: {error}") from None
+
+
+def wait_for(server: str, submission_id: int, token: str | None = None,
+             timeout: float = 600.0, poll: float = 1.0) -> dict:
+    """Poll until the submission is scored, rejected or failed (or `timeout` passes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = status(server, submission_id, token)
+        if answer.get("status") in ("scored", "rejected", "failed") or \
+                time.monotonic() > deadline:
+            return answer
+        time.sleep(poll)
+
+
+def submit_run_folder(server: str, token: str, model: str, run_dir: str | Path, *,
+                      track: str = "usb", variant: str = "all") -> dict:
+    """Submit one `sumbench run` folder (used by experiments' --submit)."""
+    return submit(server, token, collect_uploads([run_dir]), model=model, track=track,
+                  variant=variant)

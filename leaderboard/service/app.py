@@ -1,0 +1,258 @@
+"""The web app: JSON API under /api/v1 and server-rendered pages. Routes stay thin: they
+authenticate, call leaderboard.service functions and render; scoring never runs here.
+
+API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Bearer token)
+-> 202 {"id", "status"}; rejections are 4xx {"status": "rejected", "errors": [{"file",
+"line", "field", "message"}]}. GET /api/v1/submissions/{id}; POST .../{id}/hide and
+.../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
+/api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
+/api/v1/manifest/{track}?variant= (item keys only); POST /api/v1/admin/rescore and GET
+/api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
+/chart/{track}.png. Every response carries a Content-Security-Policy without inline scripts.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import (APIRouter, FastAPI, File, Form, Header, HTTPException, UploadFile)
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from leaderboard.service.auth import authenticate, bearer_token
+from leaderboard.service.boards import load_settings
+from leaderboard.service.db import Database
+from leaderboard.service.export import board_csv, board_document
+from leaderboard.service.schema import check_schema
+from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
+                                             manifest, public_view, set_hidden)
+from leaderboard.service.validate import Upload
+from leaderboard.service.views import (STATIC, Links, board_view, compare_view, entry_ranks,
+                                       home_view, render)
+from leaderboard.tracks import SubmissionErrors
+from tasks.errors import DataError, SumbenchError, UnknownNameError
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
+                    "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
+FORM_OVERHEAD = 1 << 20
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a request body over `limit` bytes (declared or streamed)."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or {}).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send) -> None:
+        body = json.dumps({"status": "rejected", "errors": [
+            {"file": None, "line": None, "field": None,
+             "message": f"request body over {self.limit} bytes"}]}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                *[(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def rejection(status: int, error: Exception) -> Any:
+    if isinstance(error, SubmissionErrors):
+        errors = error.to_list()
+    elif isinstance(error, DataError):
+        errors = [{"file": error.path, "line": error.line, "field": error.field,
+                   "message": error.reason}]
+    else:
+        errors = [{"file": None, "line": None, "field": None, "message": str(error)}]
+    return JSONResponse({"status": "rejected", "errors": errors}, status_code=status)
+
+
+def create_app(db: str):
+    """The FastAPI app over the database at `db` (which must be migrated: `init`)."""
+    database = Database(db)
+    check_schema(database)
+    settings = load_settings(database)
+    app = FastAPI(title="sumbench leaderboard", docs_url=None, redoc_url=None,
+                  openapi_url="/api/v1/openapi.json")
+    app.state.database = database
+
+    @app.middleware("http")
+    async def security_headers(request, call_next):
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(api_router(database))
+    app.include_router(page_router(database))
+    return BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD)
+
+
+def _user(database: Database, authorization: str | None, required: bool = True):
+    user = authenticate(database, bearer_token(authorization))
+    if user is None and required:
+        raise HTTPException(401, "a valid API token is required (Authorization: Bearer ...)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return user
+
+
+def api_router(database: Database):
+    router = APIRouter(prefix="/api/v1")
+
+    @router.post("/submissions", status_code=202)
+    def submit(files: list[UploadFile] = File(...), model: str = Form(...),
+               track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
+               authorization: str | None = Header(None)):
+        user = _user(database, authorization)
+        settings = load_settings(database)
+        try:
+            card_fields = json.loads(card)
+            uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
+            return accept(database, settings, user, track_name=track, board=variant,
+                          model=model, card=card_fields if isinstance(card_fields, dict)
+                          else {"notes": card_fields}, uploads=uploads)
+        except QuotaExceeded as error:
+            return rejection(429, error)
+        except json.JSONDecodeError as error:
+            return rejection(422, DataError(f"card is not JSON ({error.msg})", field="card"))
+        except (SumbenchError, ValueError) as error:
+            return rejection(422, error)
+
+    @router.get("/submissions/{submission_id}")
+    def submission(submission_id: int, authorization: str | None = Header(None)):
+        viewer = _user(database, authorization, required=False)
+        try:
+            return public_view(database, submission_id, viewer)
+        except NotFound as error:
+            raise HTTPException(404, str(error)) from None
+
+    def change(submission_id: int, authorization: str | None, action):
+        user = _user(database, authorization)
+        try:
+            return action(user)
+        except NotFound as error:
+            raise HTTPException(404, str(error)) from None
+        except Forbidden as error:
+            raise HTTPException(403, str(error)) from None
+
+    @router.post("/submissions/{submission_id}/hide")
+    def hide(submission_id: int, authorization: str | None = Header(None)):
+        return change(submission_id, authorization,
+                      lambda user: set_hidden(database, submission_id, user, True))
+
+    @router.post("/submissions/{submission_id}/unhide")
+    def unhide(submission_id: int, authorization: str | None = Header(None)):
+        return change(submission_id, authorization,
+                      lambda user: set_hidden(database, submission_id, user, False))
+
+    @router.delete("/submissions/{submission_id}")
+    def remove(submission_id: int, authorization: str | None = Header(None)):
+        return change(submission_id, authorization,
+                      lambda user: delete(database, submission_id, user))
+
+    @router.get("/leaderboard/{track}.csv")
+    def leaderboard_csv(track: str, variant: str = "all"):
+        return Response(board_csv(_board(database, track, variant)), media_type="text/csv")
+
+    @router.get("/leaderboard/{track}")
+    def leaderboard(track: str, variant: str = "all"):
+        return board_document(_board(database, track, variant))
+
+    @router.get("/manifest/{track}")
+    def manifest_route(track: str, variant: str = "all"):
+        try:
+            return manifest(database, load_settings(database), track, variant)
+        except SumbenchError as error:
+            raise HTTPException(404, str(error)) from None
+
+    @router.post("/admin/rescore")
+    def rescore(authorization: str | None = Header(None)):
+        from leaderboard.service.worker import queue_rescore
+        user = _user(database, authorization)
+        if not user.is_admin:
+            raise HTTPException(403, "admins only")
+        return JSONResponse(queue_rescore(database), status_code=202)
+
+    @router.get("/admin/audit")
+    def audit_log(authorization: str | None = Header(None), limit: int = 100):
+        from leaderboard.service.export import audit_rows
+        user = _user(database, authorization)
+        if not user.is_admin:
+            raise HTTPException(403, "admins only")
+        return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
+
+    return router
+
+
+def _board(database: Database, track: str, variant: str) -> dict:
+    try:
+        return board_view(database, track, variant)
+    except (SumbenchError, UnknownNameError) as error:
+        raise HTTPException(404, str(error)) from None
+
+
+def page_router(database: Database):
+    router = APIRouter()
+    links = Links(static=False)
+
+    @router.get("/", response_class=HTMLResponse)
+    def home():
+        return render("index.html", links, **home_view(database))
+
+    @router.get("/track/{track}", response_class=HTMLResponse)
+    def track_page(track: str, variant: str = "all"):
+        return render("track.html", links, board=_board(database, track, variant))
+
+    @router.get("/chart/{track}.png")
+    def chart(track: str, variant: str = "all"):
+        from leaderboard.service.boards import read_board
+        stored = read_board(database, track, variant)
+        if stored is None or stored[1] is None:
+            raise HTTPException(404, "no chart for this board")
+        return Response(stored[1], media_type="image/png")
+
+    @router.get("/submission/{submission_id}", response_class=HTMLResponse)
+    def submission_page(submission_id: int, authorization: str | None = Header(None)):
+        viewer = _user(database, authorization, required=False)
+        try:
+            entry = public_view(database, submission_id, viewer)
+        except NotFound as error:
+            raise HTTPException(404, str(error)) from None
+        return render("submission.html", links, entry=entry,
+                      place=entry_ranks(database, entry))
+
+    @router.get("/compare", response_class=HTMLResponse)
+    def compare_page(a: int, b: int):
+        try:
+            view = compare_view(database, public_view(database, a), public_view(database, b))
+        except NotFound as error:
+            raise HTTPException(404, str(error)) from None
+        except SumbenchError as error:
+            raise HTTPException(409, str(error)) from None
+        return render("compare.html", links, **view)
+
+    return router

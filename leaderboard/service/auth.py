@@ -1,0 +1,91 @@
+"""Users, API tokens (only their sha256 is stored), quotas and the append-only audit log."""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import secrets
+from typing import Any
+
+from sqlalchemy import func, select
+
+from leaderboard.service.db import AuditEntry, Database, Submission, Token, User, utcnow
+from leaderboard.service.settings import SCORER_VERSION
+from tasks.errors import SumbenchError
+
+TOKEN_PREFIX = "sb_"
+SYSTEM_USER = "sumbench"
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def ensure_user(session, name: str, admin: bool = False) -> User:
+    user = session.scalars(select(User).filter_by(name=name)).one_or_none()
+    if user is None:
+        user = User(name=name, is_admin=admin)
+        session.add(user)
+        session.flush()
+    elif admin and not user.is_admin:
+        user.is_admin = True
+    return user
+
+
+def check_user_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 100 or any(not ch.isprintable() for ch in name):
+        raise SumbenchError("a user name is 1-100 printable characters")
+    if name == SYSTEM_USER:
+        raise SumbenchError(f"the user name {SYSTEM_USER!r} is reserved for rows the server "
+                            f"computes itself")
+    return name
+
+
+def create_token(database: Database, user_name: str, admin: bool = False) -> str:
+    """A new token for the user (created when new); shown once, only its hash is kept."""
+    name = check_user_name(user_name)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with database.write_session() as session:
+        user = ensure_user(session, name, admin)
+        session.add(Token(user_id=user.id, token_hash=token_hash(token)))
+        audit(session, name, "token", "accepted", detail={"admin": bool(user.is_admin)})
+    return token
+
+
+def authenticate(database: Database, token: str | None) -> User | None:
+    """The user of a valid, unrevoked token; None otherwise."""
+    if not token:
+        return None
+    with database.session() as session:
+        return session.scalars(
+            select(User).join(Token, Token.user_id == User.id)
+            .where(Token.token_hash == token_hash(token), Token.revoked.is_(False))
+        ).one_or_none()
+
+
+def bearer_token(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def submissions_today(session, user: User) -> int:
+    since = utcnow() - _dt.timedelta(days=1)
+    return int(session.scalar(select(func.count(Submission.id)).where(
+        Submission.user_id == user.id, Submission.created_at >= since,
+        Submission.kind == "submission")) or 0)
+
+
+def audit(session, actor: str | None, action: str, outcome: str, *,
+          submission_id: int | None = None, detail: Any = None) -> None:
+    """Append one audit row (in the caller's transaction)."""
+    session.add(AuditEntry(actor=actor, action=action, outcome=outcome,
+                           submission_id=submission_id,
+                           detail=json.dumps(detail or {}, sort_keys=True, default=str),
+                           scorer_version=SCORER_VERSION))
+
+
+def system_user(session) -> User:
+    return ensure_user(session, SYSTEM_USER, admin=True)

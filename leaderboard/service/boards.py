@@ -1,0 +1,170 @@
+"""Board snapshots: what the pages and the API read, computed by workers, never in a request.
+
+`rebuild_board` reads every visible, scored entry of a board whose current score row has the
+board's version key, ranks the analysed ones (leaderboard.ranking: aggregate over all parts,
+95% intervals, paired tests against the entry above, rank bands), lists partial entries and
+entries whose analysis is pending apart, adds the published reference rows, renders the
+per-part bar chart and stores it all in ONE row, inside a write transaction (so concurrent
+rebuilds cannot overwrite a newer snapshot with an older one). A snapshot holds aggregates and
+intervals only: never a per-example score, reference or label.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+
+from leaderboard.service.db import Board, Database, Material, Score, Setting, Submission, \
+    User, utcnow
+from leaderboard.service.gold import gold_for, score_versions
+from leaderboard.service.settings import SETTINGS_KEY, InstanceSettings
+
+BADGES = {"submission": "scored here from predictions",
+          "baseline": "computed here (baseline)",
+          "reference": "computed here (human-judged system)",
+          "builtin": "computed here (built-in evaluator)"}
+CARD_BADGE = "self-reported metadata"
+CHART_ROWS = 10
+
+
+def load_settings(database: Database) -> InstanceSettings:
+    with database.session() as session:
+        row = session.get(Setting, SETTINGS_KEY)
+        return InstanceSettings() if row is None else \
+            InstanceSettings.from_dict(json.loads(row.value))
+
+
+def save_settings(database: Database, settings: InstanceSettings) -> None:
+    with database.write_session() as session:
+        row = session.get(Setting, SETTINGS_KEY)
+        text = json.dumps(settings.to_dict(), sort_keys=True)
+        if row is None:
+            session.add(Setting(key=SETTINGS_KEY, value=text))
+        else:
+            row.value = text
+
+
+def _entry(submission: Submission, user: User, score: Score) -> dict[str, Any]:
+    return {"id": submission.id, "model": submission.model, "kind": submission.kind,
+            "badge": BADGES[submission.kind], "card": json.loads(submission.card),
+            "user": user.name, "created": submission.created_at.isoformat(timespec="seconds"),
+            "headlines": json.loads(score.headlines), "score_id": score.id,
+            "analysed": score.analysed}
+
+
+def _distributions(session, score_ids: list[int], n_resamples: int) -> dict[int, dict]:
+    found: dict[int, dict] = {}
+    for material in session.scalars(select(Material).where(Material.score_id.in_(score_ids))):
+        if material.distribution is not None:
+            values = np.frombuffer(material.distribution, dtype="<f8")
+            if len(values) == n_resamples:
+                found.setdefault(material.score_id, {})[material.part] = values
+    return found
+
+
+def collect_entries(session, track: str, board: str, key: str, n_resamples: int):
+    """(entries, distributions by score id) of the board's visible scored entries."""
+    rows = session.execute(
+        select(Submission, User, Score).join(User, User.id == Submission.user_id)
+        .join(Score, Score.submission_id == Submission.id)
+        .where(Submission.track == track, Submission.board == board,
+               Submission.status == "scored", Submission.hidden.is_(False),
+               Submission.deleted.is_(False), Score.current.is_(True),
+               Score.version_key == key)).all()
+    entries = [_entry(*row) for row in rows]
+    return entries, _distributions(session, [e["score_id"] for e in entries], n_resamples)
+
+
+def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[str],
+               alpha: float) -> tuple[list[dict], list[dict], list[dict]]:
+    """(ranked, partial, pending) entries with intervals, bands and per-part ranks."""
+    from leaderboard.ranking import BoardEntry, interval, per_part_ranks, rank_entries
+
+    analysed = [e for e in entries if set(distributions.get(e["score_id"], {})) >= set(
+        p for p in parts if e["headlines"].get(p) is not None)]
+    pending = [e for e in entries if e not in analysed]
+    board_entries = [BoardEntry(str(e["id"]), e["headlines"], distributions.get(e["score_id"], {}))
+                     for e in analysed]
+    ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha)
+    ranks = per_part_ranks({str(e["id"]): e["headlines"] for e in analysed})
+    by_id = {str(e["id"]): e for e in analysed}
+    for e in analysed:
+        dists = distributions.get(e["score_id"], {})
+        e["ci95"] = {part: interval(dists[part]) for part in dists}
+        e["part_ranks"] = ranks[str(e["id"])]
+    ranked_rows = []
+    for row in ranked:
+        entry = by_id[row.entry_id]
+        entry.update(aggregate=row.score, aggregate_ci95=row.ci95, rank=row.rank, band=row.band,
+                     versus_above=None if row.versus_above is None else row.versus_above.to_dict())
+        ranked_rows.append(entry)
+    partial = sorted((by_id[i] for i in partial_ids), key=lambda e: e["id"])
+    return ranked_rows, partial, sorted(pending, key=lambda e: e["id"])
+
+
+def build_snapshot(database: Database, track_name: str, board: str, session) -> dict | None:
+    from leaderboard.published import published_usb_rows
+    from leaderboard.ranking import aggregate_rule, band_rule
+
+    settings = load_settings(database)
+    track = settings.track(track_name)
+    gold = gold_for(database, track.name)
+    if board not in gold:
+        return None
+    key, versions = score_versions(track, board, gold)
+    parts = track.parts(gold, board)
+    entries, distributions = collect_entries(session, track.name, board, key,
+                                             settings.n_resamples)
+    ranked, partial, pending = rank_board(entries, distributions, parts, settings.alpha)
+    published = published_usb_rows() if track.name == "usb" and board == "all" else []
+    return {"track": track.name, "title": track.title, "description": track.description,
+            "board": board, "boards": track.boards(gold), "parts": parts,
+            "part_kind": track.part_kind,
+            "headline_names": {part: track.headline_name(part) for part in parts},
+            "version_key": key, "versions": versions,
+            "rules": {"aggregate": aggregate_rule(parts, track.part_kind),
+                      "bands": band_rule(settings.n_resamples, settings.alpha, settings.seed)},
+            "parameters": {"n_resamples": settings.n_resamples, "seed": settings.seed,
+                           "alpha": settings.alpha},
+            "ranked": ranked, "partial": partial, "pending": pending, "published": published,
+            "computed": utcnow().isoformat(timespec="seconds") + "Z"}
+
+
+def chart_of(snapshot: dict) -> bytes:
+    from leaderboard.charts import task_bar_chart
+
+    rows = [{"label": f"#{e['rank']} {e['model']}", "values": e["headlines"],
+             "ci95": e.get("ci95", {})} for e in snapshot["ranked"][:CHART_ROWS]]
+    return task_bar_chart(rows, snapshot["parts"],
+                          title=f"{snapshot['track']} / {snapshot['board']}: top "
+                                f"{len(rows)} entries (95% intervals)")
+
+
+def rebuild_board(database: Database, track: str, board: str) -> dict | None:
+    """Recompute and store one board's snapshot and chart; returns the snapshot."""
+    with database.write_session() as session:
+        snapshot = build_snapshot(database, track, board, session)
+        if snapshot is None:
+            return None
+        row = session.scalars(select(Board).filter_by(track=track, board=board)).one_or_none()
+        if row is None:
+            row = Board(track=track, board=board)
+            session.add(row)
+        row.version_key, row.snapshot = snapshot["version_key"], json.dumps(snapshot)
+        row.chart, row.computed_at = chart_of(snapshot), utcnow()
+        return snapshot
+
+
+def read_board(database: Database, track: str, board: str) -> tuple[dict, bytes | None] | None:
+    """(snapshot, chart PNG) as last stored; None when the board was never built."""
+    with database.session() as session:
+        row = session.scalars(select(Board).filter_by(track=track, board=board)).one_or_none()
+        return None if row is None else (json.loads(row.snapshot), row.chart)
+
+
+def all_boards(database: Database) -> list[tuple[str, str]]:
+    with database.session() as session:
+        return [tuple(row) for row in session.execute(
+            select(Board.track, Board.board).order_by(Board.track, Board.board)).all()]

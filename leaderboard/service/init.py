@@ -1,0 +1,87 @@
+"""`sumbench leaderboard init`: migrate, configure, load hidden gold, add computed-here rows.
+
+Re-running it is safe: migrations only move forward, unchanged gold parts are kept, a changed
+part is replaced (its board's version key changes, so existing entries wait for `rescore`),
+and computed rows are added once.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from leaderboard.service.boards import load_settings, rebuild_board, save_settings
+from leaderboard.service.db import Database
+from leaderboard.service.gold import boards_of, store_gold
+from leaderboard.service.schema import migrate
+from leaderboard.service.settings import InstanceSettings
+from tasks.errors import SumbenchError
+
+
+def configure(database: Database, changes: Mapping[str, str], evaluators: Sequence[str]):
+    """Store the settings with `changes` applied (and evaluator specs, when given)."""
+    from leaderboard.tracks.summaries import SummariesEvaluator
+
+    settings = load_settings(database).with_changes(changes)
+    if evaluators:
+        parsed = [SummariesEvaluator.parse(text) for text in evaluators]
+        names = [evaluator.name for evaluator in parsed]
+        if len(set(names)) != len(names):
+            raise SumbenchError(f"two evaluators share a name: {names}")
+        settings = InstanceSettings.from_dict(
+            {**settings.to_dict(), "summary_evaluators": [e.to_dict() for e in parsed]})
+    save_settings(database, settings)
+    return settings
+
+
+def load_all_gold(database: Database, settings, gold: str | None,
+                  pyramids: Sequence[str]) -> list[dict]:
+    changes = []
+    if gold:
+        usb = settings.track("usb")
+        changes += [{"track": "usb", **c} for c in store_gold(database, "usb",
+                                                               usb.load_gold(gold))]
+    if pyramids:
+        for name in ("summaries", "evaluators"):
+            track = settings.track(name)
+            changes += [{"track": name, **c} for c in store_gold(
+                database, name, track.load_gold(list(pyramids)))]
+    return changes
+
+
+def add_computed_rows(database: Database, settings) -> dict[str, int]:
+    from leaderboard.service.system_rows import (add_baseline_rows, add_builtin_rows,
+                                                 add_reference_rows)
+
+    tracks = boards_of(database)
+    added = {"baseline": 0, "reference": 0, "builtin": 0}
+    if "usb" in tracks:
+        added["baseline"] = len(add_baseline_rows(database, settings))
+    if "summaries" in tracks:
+        added["reference"] = len(add_reference_rows(database, settings))
+    if "evaluators" in tracks:
+        added["builtin"] = len(add_builtin_rows(database, settings))
+    return added
+
+
+def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = (),
+               settings: Mapping[str, str] | None = None, evaluators: Sequence[str] = (),
+               computed_rows: bool = True, score: bool = True) -> dict:
+    """Everything `leaderboard init` does; returns a report."""
+    database = Database(db)
+    try:
+        revision = migrate(database)
+        instance = configure(database, settings or {}, evaluators)
+        changes = load_all_gold(database, instance, gold, pyramids)
+        added = add_computed_rows(database, instance) if computed_rows else {}
+        jobs = 0
+        if score:
+            from leaderboard.service.worker import Worker
+            jobs = Worker(database).drain()
+        boards = boards_of(database)
+        for track, names in boards.items():
+            for board in names:
+                rebuild_board(database, track, board)
+        return {"database": database.url.split("@")[-1], "revision": revision,
+                "settings": instance.to_dict(), "gold": changes, "computed_rows": added,
+                "jobs_run": jobs, "boards": boards}
+    finally:
+        database.dispose()

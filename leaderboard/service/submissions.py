@@ -1,0 +1,158 @@
+"""Accepting submissions (validated, stored with a scoring job, audited), hiding, deleting
+and the public view of one submission.
+
+A rejected submission stores nothing but its audit row. An accepted one stores the checked
+minimal records (private), its model card (self-reported) and a "score" job for the workers.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from sqlalchemy import select
+
+from leaderboard.card import merged_card
+from leaderboard.service.auth import audit, submissions_today, system_user
+from leaderboard.service.boards import BADGES, CARD_BADGE, rebuild_board
+from leaderboard.service.db import Database, Job, Score, Submission, User, pack, utcnow
+from leaderboard.service.gold import gold_for, require_board
+from leaderboard.service.settings import InstanceSettings
+from leaderboard.service.validate import Limits, Upload, validate_submission
+from tasks.errors import DataError, SumbenchError
+
+MAX_MODEL_CHARS = 200
+
+
+class QuotaExceeded(SumbenchError):
+    pass
+
+
+class NotFound(SumbenchError):
+    pass
+
+
+class Forbidden(SumbenchError):
+    pass
+
+
+def check_model_name(model: Any) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise DataError("a model name is required", field="model")
+    model = model.strip()
+    if len(model) > MAX_MODEL_CHARS or any(not ch.isprintable() for ch in model):
+        raise DataError(f"a model name is 1-{MAX_MODEL_CHARS} printable characters",
+                        field="model")
+    return model
+
+
+def manifest(database: Database, settings: InstanceSettings, track_name: str,
+             board: str) -> dict:
+    """The public manifest of a board: item keys and prediction shapes, no gold."""
+    track = settings.track(track_name)
+    gold = gold_for(database, track.name)
+    require_board(gold, track.name, board)
+    return track.manifest(gold, board)
+
+
+def accept(database: Database, settings: InstanceSettings, user: User, *, track_name: str,
+           board: str, model: Any, card: Mapping[str, Any], uploads: Sequence[Upload],
+           kind: str = "submission") -> dict:
+    """Validate and store a submission; returns {"id", "status"}. Raises SubmissionErrors /
+    DataError (rejected: audited, nothing else stored) or QuotaExceeded."""
+    detail = {"track": track_name, "board": board, "files": [u.name for u in uploads],
+              "bytes": sum(len(u.data) for u in uploads)}
+    try:
+        track = settings.track(track_name)
+        model = check_model_name(model)
+        if kind == "submission" and not user.is_admin:
+            with database.session() as session:
+                if submissions_today(session, user) >= settings.quota_per_day:
+                    raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions "
+                                        f"per 24 hours")
+        gold = gold_for(database, track.name)
+        require_board(gold, track.name, board)
+        result = validate_submission(track, uploads, track.manifest(gold, board),
+                                     Limits.of(settings), board)
+        card = merged_card(card, result.results)
+    except (SumbenchError, ValueError) as error:
+        with database.session() as session:
+            audit(session, user.name, "submit", "rejected",
+                  detail={**detail, "error": str(error)[:2000]})
+        raise
+    with database.write_session() as session:
+        owner = user if kind == "submission" else system_user(session)
+        submission = Submission(
+            user_id=owner.id, kind=kind, track=track.name, board=board, model=model,
+            card=json.dumps(card, sort_keys=True), status="queued",
+            parts=json.dumps(sorted(result.checked)), n_records=result.n_records,
+            upload_sha256=result.sha256, predictions=pack(result.checked))
+        session.add(submission)
+        session.flush()
+        session.add(Job(submission_id=submission.id, kind="score"))
+        audit(session, user.name, "submit", "accepted", submission_id=submission.id,
+              detail={**detail, "model": model, "records": result.n_records,
+                      "sha256": result.sha256})
+        return {"id": submission.id, "status": submission.status}
+
+
+def owned(session, submission_id: int, user: User) -> Submission:
+    submission = session.get(Submission, submission_id)
+    if submission is None or submission.deleted:
+        raise NotFound(f"no submission {submission_id}")
+    if submission.user_id != user.id and not user.is_admin:
+        raise Forbidden("only the submission's owner (or an admin) may change it")
+    return submission
+
+
+def set_hidden(database: Database, submission_id: int, user: User, hidden: bool) -> dict:
+    with database.write_session() as session:
+        submission = owned(session, submission_id, user)
+        submission.hidden, submission.updated_at = hidden, utcnow()
+        audit(session, user.name, "hide" if hidden else "unhide", "accepted",
+              submission_id=submission_id)
+        board = (submission.track, submission.board)
+    rebuild_board(database, *board)
+    return {"id": submission_id, "hidden": hidden}
+
+
+def delete(database: Database, submission_id: int, user: User) -> dict:
+    """Mark deleted and drop the private predictions (scores stay as history)."""
+    with database.write_session() as session:
+        submission = owned(session, submission_id, user)
+        submission.deleted, submission.predictions = True, None
+        submission.updated_at = utcnow()
+        audit(session, user.name, "delete", "accepted", submission_id=submission_id)
+        board = (submission.track, submission.board)
+    rebuild_board(database, *board)
+    return {"id": submission_id, "deleted": True}
+
+
+def public_view(database: Database, submission_id: int, viewer: User | None = None) -> dict:
+    """What anyone may see of a submission: status, errors, card and (scored) public scores.
+    Hidden submissions are visible to their owner and admins only; deleted ones to none."""
+    with database.session() as session:
+        submission = session.get(Submission, submission_id)
+        visible = submission is not None and not submission.deleted and (
+            not submission.hidden or (viewer is not None and (
+                viewer.is_admin or viewer.id == submission.user_id)))
+        if not visible:
+            raise NotFound(f"no submission {submission_id}")
+        owner = session.get(User, submission.user_id)
+        score = session.scalars(select(Score).filter_by(
+            submission_id=submission.id, current=True).order_by(Score.id.desc())).first()
+        view = {"id": submission.id, "model": submission.model, "track": submission.track,
+                "variant": submission.board, "kind": submission.kind,
+                "badge": BADGES[submission.kind], "card": json.loads(submission.card),
+                "card_badge": CARD_BADGE, "user": owner.name if owner else None,
+                "status": submission.status,
+                "errors": json.loads(submission.errors) if submission.errors else [],
+                "parts": json.loads(submission.parts), "n_records": submission.n_records,
+                "hidden": submission.hidden,
+                "created": submission.created_at.isoformat(timespec="seconds") + "Z"}
+        if score is not None and submission.status == "scored":
+            view.update(scores=json.loads(score.results),
+                        headlines=json.loads(score.headlines),
+                        breakdown=json.loads(score.breakdown) if score.breakdown else None,
+                        versions=json.loads(score.versions), analysed=score.analysed,
+                        scored=score.created_at.isoformat(timespec="seconds") + "Z")
+        return view

@@ -1,0 +1,209 @@
+"""The one submission validator, used by `sumbench leaderboard submit --check` and the server.
+
+Input: uploaded files as (name, bytes): JSON Lines prediction files, a run folder's
+`results.json` (self-reported metadata, never trusted for scores), or `.tar.gz`/`.tgz`/`.zip`
+archives of such files. Archives are checked before anything is read from them: regular files
+only (no links, devices or folders escaping the archive), no absolute or `..` member paths,
+member and total sizes and the member count under the instance's limits. Every JSON line must
+be UTF-8 and a JSON object; the records then go to the track's `check` against a manifest (the
+server's, or one fetched from it by the client; without one, only the shape is checked). Every
+problem is reported with its file, line and field (`SubmissionErrors`).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import posixpath
+import stat
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
+from tasks.errors import DataError
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+RESULTS_NAME = "results.json"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int = 64 << 20
+    max_records: int = 500_000
+    max_files: int = 64
+
+    @classmethod
+    def of(cls, settings) -> "Limits":
+        return cls(settings.max_upload_bytes, settings.max_records, settings.max_files)
+
+
+@dataclass(frozen=True)
+class Upload:
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class CheckedSubmission:
+    checked: dict[str, list[dict]]        # part -> minimal records in manifest order
+    n_records: int
+    sha256: str                           # of the uploaded bytes, in order
+    results: dict | None                  # a run folder's results.json, if one came along
+
+
+def _safe_member_name(name: str) -> str | None:
+    """The normalised member path, or None when it is absolute or leaves the archive."""
+    if not name or name.startswith(("/", "\\")) or "\\" in name:
+        return None
+    normal = posixpath.normpath(name)
+    if normal.startswith("../") or normal == ".." or posixpath.isabs(normal):
+        return None
+    return normal
+
+
+def _wanted(name: str) -> bool:
+    return name.endswith(".jsonl") or posixpath.basename(name) == RESULTS_NAME
+
+
+def _tar_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
+    try:
+        archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:*")
+    except (tarfile.TarError, OSError, EOFError) as error:
+        raise DataError(f"not a readable tar archive ({error})", path=upload.name) from None
+    with archive:
+        members, total = archive.getmembers(), 0
+        for member in members:
+            name = _safe_member_name(member.name)
+            if name is None:
+                raise DataError(f"archive member path {member.name!r} is absolute or leaves "
+                                f"the archive", path=upload.name)
+            if member.isdir():
+                continue
+            if not member.isfile():
+                raise DataError(f"archive member {member.name!r} is a link or special file",
+                                path=upload.name)
+            total += member.size
+            if member.size > limits.max_bytes or total > limits.max_bytes:
+                raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
+                                path=upload.name)
+        for member in members:
+            if member.isfile() and _wanted(member.name):
+                yield Upload(f"{upload.name}:{_safe_member_name(member.name)}",
+                             archive.extractfile(member).read())
+
+
+def _zip_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(upload.data))
+    except (zipfile.BadZipFile, OSError) as error:
+        raise DataError(f"not a readable zip archive ({error})", path=upload.name) from None
+    with archive:
+        infos, total = archive.infolist(), 0
+        for info in infos:
+            name = _safe_member_name(info.filename)
+            if name is None:
+                raise DataError(f"archive member path {info.filename!r} is absolute or leaves "
+                                f"the archive", path=upload.name)
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                continue
+            if stat.S_ISLNK(mode) or (mode and not stat.S_ISREG(mode)):
+                raise DataError(f"archive member {info.filename!r} is a link or special file",
+                                path=upload.name)
+            total += info.file_size
+            if info.file_size > limits.max_bytes or total > limits.max_bytes:
+                raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
+                                path=upload.name)
+        for info in infos:
+            if not info.is_dir() and _wanted(info.filename):
+                data = archive.read(info)
+                if len(data) != info.file_size:
+                    raise DataError("archive member size does not match its header",
+                                    path=upload.name)
+                yield Upload(f"{upload.name}:{_safe_member_name(info.filename)}", data)
+
+
+def expand(uploads: Sequence[Upload], limits: Limits) -> list[Upload]:
+    """Plain files as they are, archives replaced by their JSONL / results.json members."""
+    files: list[Upload] = []
+    for upload in uploads:
+        lower = upload.name.lower()
+        if lower.endswith((".tar.gz", ".tgz")):
+            files.extend(_tar_members(upload, limits))
+        elif lower.endswith(".zip"):
+            files.extend(_zip_members(upload, limits))
+        else:
+            files.append(upload)
+        if len(files) > limits.max_files:
+            raise DataError(f"more than {limits.max_files} files in one submission")
+    if not files:
+        raise DataError("no files in the submission")
+    return files
+
+
+def located_records(files: Sequence[Upload], limits: Limits,
+                    errors: ErrorCollector) -> Iterator[Located]:
+    """(file, line, object) of every non-blank JSON line; problems go to `errors`."""
+    count = 0
+    for upload in files:
+        for number, raw in enumerate(upload.data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            count += 1
+            if count > limits.max_records:
+                raise DataError(f"more than {limits.max_records} records in one submission",
+                                path=upload.name, line=number)
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                errors.add(f"not UTF-8 text ({error.reason})", path=upload.name, line=number)
+                continue
+            except json.JSONDecodeError as error:
+                errors.add(f"malformed JSON ({error.msg} at column {error.colno})",
+                           path=upload.name, line=number)
+                continue
+            if not isinstance(record, dict):
+                errors.add(f"expected a JSON object, got {type(record).__name__}",
+                           path=upload.name, line=number)
+                continue
+            yield upload.name, number, record
+
+
+def _is_results(upload: Upload) -> bool:
+    return posixpath.basename(upload.name.split(":")[-1]) == RESULTS_NAME
+
+
+def read_results(upload: Upload) -> dict:
+    try:
+        results = json.loads(upload.data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"unreadable results file ({error})", path=upload.name) from None
+    if not isinstance(results, dict):
+        raise DataError("expected a JSON object", path=upload.name)
+    return results
+
+
+def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | None,
+                        limits: Limits, board: str) -> CheckedSubmission:
+    """Check a submission; raises SubmissionErrors / DataError naming file, line, field.
+    Without a manifest only the shape is checked (every key accepted once)."""
+    files = expand(uploads, limits)
+    results = [read_results(f) for f in files if _is_results(f)]
+    data_files = [f for f in files if not _is_results(f)]
+    errors = ErrorCollector()
+    located = list(located_records(data_files, limits, errors))
+    errors.raise_if_any()
+    if manifest is None:
+        manifest = track.manifest_from_records(located, board)
+    checked = track.check(located, manifest)
+    digest = hashlib.sha256()
+    for upload in uploads:
+        digest.update(hashlib.sha256(upload.data).digest())
+    return CheckedSubmission(checked, len(located), digest.hexdigest(),
+                             results[0] if results else None)
+
+
+__all__ = ["ARCHIVE_SUFFIXES", "CheckedSubmission", "Limits", "SubmissionErrors", "Upload",
+           "expand", "located_records", "validate_submission"]

@@ -1,0 +1,25 @@
+"""Leaderboard tracks by name: `usb` (eight USB tasks on hidden test gold), `summaries`
+(Pyramid-scored system summaries) and `evaluators` (metrics ranked by agreement with humans)."""
+from __future__ import annotations
+
+from leaderboard.tracks.base import PartScore, SubmissionErrors, Track
+
+TRACK_NAMES = ("usb", "summaries", "evaluators")
+
+
+def make_track(name: str, evaluators=None) -> Track:
+    """The track called `name`; `evaluators` configures the summaries track."""
+    if name == "usb":
+        from leaderboard.tracks.usb import UsbTrack
+        return UsbTrack()
+    if name == "summaries":
+        from leaderboard.tracks.summaries import SummariesTrack
+        return SummariesTrack(evaluators)
+    if name == "evaluators":
+        from leaderboard.tracks.evaluators import EvaluatorsTrack
+        return EvaluatorsTrack()
+    from tasks.errors import UnknownNameError
+    raise UnknownNameError(f"unknown track {name!r} (known: {', '.join(TRACK_NAMES)})")
+
+
+__all__ = ["PartScore", "SubmissionErrors", "TRACK_NAMES", "Track", "make_track"]

@@ -1,0 +1,175 @@
+"""What a leaderboard track is: gold parts, a public manifest, a validator, a scorer.
+
+A track's boards (e.g. USB variants) each have *parts* (tasks, or datasets) that a complete
+entry covers. Gold lives server-side as JSON payloads per (board, part); what a submitter may
+see of it is the *manifest* (item keys and expected prediction shapes, never a reference, a
+label or a per-example score). The same `check` runs in `sumbench leaderboard submit --check`
+(with a manifest fetched from the server) and on the server; `score` joins the checked
+predictions onto the hidden gold and returns, per part, the public result, the headline and the
+private per-example material that bootstrap intervals and paired tests resample.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
+
+from tasks.errors import DataError
+
+#: (path, 1-based line, record) of a submitted JSON line
+Located = tuple[str, int, dict]
+#: board -> part -> gold payload (plain JSON data)
+GoldSet = Mapping[str, Mapping[str, dict]]
+#: at most this many errors are reported for one rejected submission
+MAX_ERRORS = 20
+
+
+@dataclass(frozen=True)
+class PartScore:
+    """One part of a scored entry: public `result`, `headline` (x100, None when undefined)
+    and the private per-example `material` (gold order)."""
+    result: dict
+    headline: float | None
+    material: list
+
+
+class SubmissionErrors(DataError):
+    """Every problem found in a submission (at most MAX_ERRORS), each a DataError."""
+
+    def __init__(self, errors: Sequence[DataError], more: int = 0):
+        self.errors, self.more = list(errors), more
+        first = str(self.errors[0]) if self.errors else "invalid submission"
+        extra = len(self.errors) - 1 + more
+        super().__init__(first + (f" (and {extra} more problem(s))" if extra else ""))
+
+    def to_list(self) -> list[dict]:
+        return [{"file": error.path, "line": error.line, "field": error.field,
+                 "message": error.reason} for error in self.errors]
+
+
+class ErrorCollector:
+    """Collects DataErrors up to MAX_ERRORS; `raise_if_any` raises them together."""
+
+    def __init__(self) -> None:
+        self.errors: list[DataError] = []
+        self.more = 0
+
+    def add(self, message: str, *, path: str | None = None, line: int | None = None,
+            field: str | None = None) -> None:
+        self.add_error(DataError(message, path=path, line=line, field=field))
+
+    def add_error(self, error: DataError) -> None:
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(error)
+        else:
+            self.more += 1
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise SubmissionErrors(self.errors, self.more)
+
+
+class Track(abc.ABC):
+    """One leaderboard track. Stateless: gold and manifests are passed in."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    #: what a part is called on pages ("task", "dataset")
+    part_kind: ClassVar[str] = "task"
+    #: the fields a submitted JSON line needs
+    submission_fields: ClassVar[tuple[str, ...]] = ()
+    #: bump when scoring changes results (part of every score row's version)
+    version: ClassVar[str] = "1"
+
+    @abc.abstractmethod
+    def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
+        """board -> part -> gold payload, read from a folder given at `leaderboard init`."""
+
+    def boards(self, gold: GoldSet) -> list[str]:
+        return sorted(gold)
+
+    def parts(self, gold: GoldSet, board: str) -> list[str]:
+        return sorted(gold.get(board, {}))
+
+    @abc.abstractmethod
+    def manifest(self, gold: GoldSet, board: str) -> dict:
+        """Public: {"track", "board", "parts": {part: [item descriptions]}}."""
+
+    @abc.abstractmethod
+    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
+        """A manifest that accepts exactly the items the records name (each once): checking
+        against it checks the shape of a submission without the server's manifest."""
+
+    @abc.abstractmethod
+    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
+        """Validate submitted lines against a manifest: part -> minimal records in manifest
+        order. Raises SubmissionErrors (file, line, field of each problem)."""
+
+    @abc.abstractmethod
+    def score(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
+              board: str) -> dict[str, PartScore]:
+        """Join checked records onto the hidden gold and score every part."""
+
+    @abc.abstractmethod
+    def statistic(self, part: str, gold: GoldSet, board: str):
+        """The part's headline from a sample of its material (leaderboard.ranking.Statistic)."""
+
+    def headline_name(self, part: str) -> str:
+        return "headline"
+
+    def breakdown(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
+                  board: str) -> dict | None:
+        """Extra public detail of an entry (e.g. per-domain scores); None when there is none."""
+        return None
+
+    def describe_part(self, part: str) -> str:
+        return part
+
+
+def check_id_types(collector: ErrorCollector, located: Located,
+                   fields: Sequence[str]) -> bool:
+    """Whether the id fields have JSON types that can name an item (strings; summ_idx an
+    integer); an error for the first that does not."""
+    path, line, record = located
+    for field in fields:
+        value = record.get(field)
+        ok = (isinstance(value, int) and not isinstance(value, bool)) if field == "summ_idx" \
+            else isinstance(value, str)
+        if not ok:
+            expected = "an integer" if field == "summ_idx" else "a string"
+            collector.add("missing field" if value is None else
+                          f"expected {expected}, got {type(value).__name__}",
+                          path=path, line=line, field=field)
+            return False
+    return True
+
+
+def duplicate_error(collector: ErrorCollector, key_text: str, path: str, line: int,
+                    first: tuple[str, int]) -> None:
+    collector.add(f"duplicate record ({key_text}), first seen at {first[0]}:{first[1]}",
+                  path=path, line=line, field="id")
+
+
+def check_item(collector: ErrorCollector, located: Located,
+               seen: dict[tuple, tuple[str, int]], key: tuple, known: Mapping[tuple, Any],
+               key_text: str) -> bool:
+    """Record `key` as seen; False (with an error) when it is unknown or a duplicate."""
+    path, line, _ = located
+    if key not in known:
+        collector.add(f"no such test item ({key_text})", path=path, line=line, field="id")
+        return False
+    if key in seen:
+        duplicate_error(collector, key_text, path, line, seen[key])
+        return False
+    seen[key] = (path, line)
+    return True
+
+
+def report_missing(collector: ErrorCollector, part: str, expected: Sequence[tuple],
+                   seen: Mapping[tuple, Any], describe) -> None:
+    """An error for a part whose submitted items do not cover every expected item."""
+    missing = [key for key in expected if key not in seen]
+    if missing:
+        collector.add(f"{part}: {len(missing)} of {len(expected)} test items missing "
+                      f"(first: {describe(missing[0])})", field="id")

@@ -1,0 +1,160 @@
+"""Track "evaluators": a metric's per-summary scores, ranked by agreement with humans.
+
+One board per loaded Pyramid set. A submission is one JSON line per (system, example) of the
+set's human-judged systems: `{"dataset": "realsumm", "system": "...", "id": "...", "score":
+0.42}` (a finite number). It is meta-evaluated against the human Pyramid scores (share of SCUs
+labelled present) with Kendall tau-b, Pearson and Spearman at system level (correlation of
+per-system means) and summary level (per example across systems, averaged; undefined counted
+as 0), as `sumbench meta-eval` does. The headline is the system-level Kendall tau x100.
+Intervals resample examples: each resample recomputes both levels on the resampled examples.
+Built-in rows (computed here): ROUGE-1/2/L recall and lexical Pyramid over SCUs, STUs, reference
+sentences and (when the set has them) QA units.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
+                                     check_item, report_missing)
+from leaderboard.tracks.pyramid_gold import human_pyramid, load_gold_folders
+from tasks.metrics.correlation import METHODS, correlation, summary_level, system_level
+
+LEVELS = ("system", "summary")
+HEADLINE = ("system", "kendall")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def correlations(metric: Mapping[str, Sequence[float]],
+                 human: Mapping[str, Sequence[float]]) -> dict[str, float | None]:
+    """{"system_kendall", ..., "summary_spearman"}: None where undefined."""
+    result = {}
+    for method in METHODS:
+        for level, function in (("system", system_level), ("summary", summary_level)):
+            value = function(metric, human, method)
+            result[f"{level}_{method}"] = None if math.isnan(value) else value
+    return result
+
+
+def system_kendall_statistic(sample: Sequence[Mapping]) -> float | None:
+    """System-level Kendall tau x100 of a resample of examples (material items hold the
+    metric's and the humans' scores of every system on one example)."""
+    metric = np.mean([item["metric"] for item in sample], axis=0)
+    human = np.mean([item["human"] for item in sample], axis=0)
+    value = correlation(metric.tolist(), human.tolist(), "kendall")
+    return None if math.isnan(value) else 100.0 * value
+
+
+class EvaluatorsTrack(Track):
+    name = "evaluators"
+    title = "Evaluators: agreement with human Pyramid judgments"
+    description = ("A metric's per-summary scores for the human-judged systems, ranked by "
+                   "system-level Kendall tau with human Pyramid scores.")
+    part_kind = "dataset"
+    submission_fields = ("dataset", "system", "id", "score")
+
+    def load_gold(self, source) -> dict[str, dict[str, dict]]:
+        (parts,) = load_gold_folders(source).values()
+        return {name: {name: payload} for name, payload in parts.items()}
+
+    def manifest(self, gold, board: str) -> dict:
+        payload = gold[board][board]
+        return {"track": self.name, "board": board,
+                "parts": {board: [{"system": system, "id": example_id}
+                                  for system in sorted(payload["labels"])
+                                  for example_id in payload["ids"]]}}
+
+    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
+        items = {}
+        for _, _, record in located:
+            item = {"system": record.get("system"), "id": record.get("id")}
+            if isinstance(record.get("id"), str) and isinstance(record.get("system"), str):
+                items.setdefault(tuple(item.values()), item)
+        return {"track": self.name, "board": board, "parts": {board: list(items.values())}}
+
+    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
+        errors, board = ErrorCollector(), manifest["board"]
+        expected = {(item["system"], item["id"]): item for item in manifest["parts"][board]}
+        seen: dict[tuple, tuple[str, int]] = {}
+        scores: dict[tuple, float] = {}
+        for entry in located:
+            path, line, record = entry
+            if record.get("dataset") != board:
+                errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
+                           path=path, line=line, field="dataset")
+                continue
+            if not check_id_types(errors, entry, ("system", "id")):
+                continue
+            if not _number(record.get("score")):
+                errors.add(f"expected a finite number, got {record.get('score')!r}",
+                           path=path, line=line, field="score")
+                continue
+            key = (record.get("system"), record.get("id"))
+            if check_item(errors, entry, seen, key, expected,
+                          f"system={key[0]!r}, id={key[1]!r}"):
+                scores[key] = float(record["score"])
+        report_missing(errors, board, list(expected), seen,
+                       lambda key: f"system={key[0]!r}, id={key[1]!r}")
+        errors.raise_if_any()
+        return {board: [{"system": key[0], "id": key[1], "score": scores[key]}
+                        for key in expected]}
+
+    def score(self, checked, gold, board: str) -> dict[str, PartScore]:
+        payload = gold[board][board]
+        metric = scores_by_system(checked[board])
+        human = human_pyramid(payload)
+        systems = sorted(metric)
+        result = correlations(metric, {s: human[s] for s in systems})
+        headline = result["system_kendall"]
+        result.update(headline=None if headline is None else 100.0 * headline,
+                      n_systems=len(systems), n_examples=len(payload["ids"]))
+        material = [{"metric": [metric[s][i] for s in systems],
+                     "human": [human[s][i] for s in systems]}
+                    for i in range(len(payload["ids"]))]
+        return {board: PartScore(result, result["headline"], material)}
+
+    def statistic(self, part: str, gold, board: str):
+        return system_kendall_statistic
+
+    def headline_name(self, part: str) -> str:
+        return "system_kendall"
+
+
+def scores_by_system(records: Sequence[Mapping]) -> dict[str, list[float]]:
+    """system -> scores in record order (records are in manifest order)."""
+    by_system: dict[str, list[float]] = {}
+    for record in records:
+        by_system.setdefault(record["system"], []).append(float(record["score"]))
+    return by_system
+
+
+def builtin_metric_records(payload: Mapping) -> dict[str, list[dict]]:
+    """Submission records of the built-in evaluators for one set: name -> lines."""
+    from leaderboard.evaluators.presence import LexicalBackend
+    from leaderboard.evaluators.pyramid import evaluate_system
+    from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+    from tasks.qapyramid.pyramid_data import sentence_units
+
+    systems = sorted(payload["labels"])
+    summaries = {system: payload["summaries"][system] for system in systems}
+    per_metric: dict[str, dict[str, list[float]]] = {}
+    recall = rouge_recall_by_system(summaries, payload["references"], list(RECALL_METRICS))
+    per_metric.update({name.replace("_", "-"): scores for name, scores in recall.items()})
+    units = {kind: payload["units"][kind] for kind in ("scus", "stus", "qas")
+             if kind in payload["units"]}
+    units["sentences"] = sentence_units(payload["references"])
+    lexical = LexicalBackend(payload["lexical_threshold"])
+    for kind, unit_lists in units.items():
+        per_metric[f"lexical-pyramid-{kind}"] = {
+            system: list(evaluate_system(system, summaries[system], unit_lists,
+                                         lexical).per_example) for system in systems}
+    return {name: [{"dataset": payload["name"], "system": system, "id": example_id,
+                    "score": scores[system][index]}
+                   for system in systems for index, example_id in enumerate(payload["ids"])]
+            for name, scores in per_metric.items()}

@@ -1,0 +1,108 @@
+"""Gold of the `summaries` and `evaluators` tracks: REALSumm/PyrXSum-layout folders.
+
+A folder (see tasks.qapyramid.pyramid_data) becomes one JSON payload: ids, cleaned
+references, SCUs and STUs, the human-judged systems' summaries and SCU presence labels, the
+lexical presence threshold calibrated on the folder's train split (so the server never needs
+the folder again), and the sha256 of every file read. An optional `qas.jsonl` beside the
+other files (`{"id": ..., "qas": ["<question> <answer>", ...]}` per line, every id once) adds
+QA units, which enable the QAPyramid evaluator of the summaries track.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Mapping
+
+from tasks.errors import DataError, SumbenchError
+from tasks.io import iter_jsonl
+from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
+
+QA_FILE = "qas.jsonl"
+BOARD = "all"
+
+
+def folder_digest(root: Path) -> str:
+    """sha256 over the relative paths and bytes of every file of the folder (sorted)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def read_qa_units(path: Path, ids: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """QA units per example (ids order) from a qas.jsonl file; every id exactly once."""
+    by_id: dict[str, tuple[str, ...]] = {}
+    for line, record in iter_jsonl(path):
+        example_id, qas = record.get("id"), record.get("qas")
+        if example_id not in ids:
+            raise DataError(f"unknown example id {example_id!r}", path=str(path), line=line,
+                            field="id")
+        if example_id in by_id:
+            raise DataError(f"example {example_id!r} listed twice", path=str(path), line=line,
+                            field="id")
+        if not isinstance(qas, list) or not qas or not all(isinstance(q, str) and q.strip()
+                                                         for q in qas):
+            raise DataError("expected a non-empty list of QA strings", path=str(path),
+                            line=line, field="qas")
+        by_id[example_id] = tuple(qas)
+    missing = [example_id for example_id in ids if example_id not in by_id]
+    if missing:
+        raise DataError(f"no QAs for {len(missing)} examples (first: {missing[0]})",
+                        path=str(path))
+    return tuple(by_id[example_id] for example_id in ids)
+
+
+def load_pyramid_gold(folder: str | Path) -> dict:
+    """The gold payload of one REALSumm/PyrXSum-layout folder."""
+    from leaderboard.evaluators.pyramid import lexical_calibration
+
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise SumbenchError(f"{root}: no such Pyramid data folder")
+    dataset = load_pyramid_dataset(root, unit_kinds=("scus", "stus"), labels=True,
+                                   require_labels=True)
+    units = {kind: [list(example) for example in dataset.units[kind]]
+             for kind in dataset.units}
+    if (root / QA_FILE).is_file():
+        units["qas"] = [list(example) for example in read_qa_units(root / QA_FILE,
+                                                                   dataset.ids)]
+    calibration = lexical_calibration(root)
+    return {"name": root.name, "sha256": folder_digest(root), "ids": list(dataset.ids),
+            "references": list(dataset.references), "units": units,
+            "summaries": {system: list(texts) for system, texts in dataset.summaries.items()},
+            "labels": {system: [list(row) for row in rows]
+                       for system, rows in dataset.labels.items()},
+            "lexical_threshold": calibration["threshold"],
+            "calibration": {key: calibration[key] for key in ("split", "seed", "n_examples")}}
+
+
+def dataset_of(payload: Mapping) -> PyramidDataset:
+    """The payload as a PyramidDataset (root: the payload name; documents are not kept)."""
+    count = len(payload["ids"])
+    return PyramidDataset(
+        name=payload["name"], root=payload["name"], ids=tuple(payload["ids"]),
+        documents=("",) * count, references=tuple(payload["references"]),
+        units={kind: tuple(tuple(example) for example in examples)
+               for kind, examples in payload["units"].items()},
+        summaries={system: tuple(texts) for system, texts in payload["summaries"].items()},
+        labels={system: tuple(tuple(row) for row in rows)
+                for system, rows in payload["labels"].items()})
+
+
+def load_gold_folders(sources: str | list[str]) -> dict[str, dict[str, dict]]:
+    """board "all" -> dataset name -> payload, for one or several folders."""
+    folders = [sources] if isinstance(sources, (str, Path)) else list(sources)
+    parts: dict[str, dict] = {}
+    for folder in folders:
+        payload = load_pyramid_gold(folder)
+        if payload["name"] in parts:
+            raise SumbenchError(f"two Pyramid folders are named {payload['name']!r}")
+        parts[payload["name"]] = payload
+    return {BOARD: parts}
+
+
+def human_pyramid(payload: Mapping) -> dict[str, list[float]]:
+    """system -> per-example human Pyramid score (share of SCUs labelled present)."""
+    return {system: [sum(row) / len(row) for row in rows]
+            for system, rows in payload["labels"].items()}

@@ -1,0 +1,179 @@
+"""Track "summaries": system summaries of the documents of a Pyramid set, scored server-side.
+
+One board per loaded set (e.g. `realsumm`, `pyrxsum`). A submission is one JSON line per
+example: `{"dataset": "realsumm", "id": "<example id>", "summary": "..."}`, every id of the set
+exactly once. The instance's evaluators (`SummariesEvaluator`: units x presence backend) score
+it; lexical presence needs no model, so the defaults work offline: Pyramid over SCUs, Pyramid
+over STUs, and QAPyramid over QA units when the set has them (`qas.jsonl`). The first
+evaluator a set supports gives the headline (its mean x100). The human-judged systems of the
+set are scored the same way as reference rows, with their human Pyramid score beside.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
+                                     check_item, report_missing)
+from leaderboard.tracks.pyramid_gold import dataset_of, human_pyramid, load_gold_folders
+from tasks.errors import SumbenchError
+
+
+@dataclass(frozen=True)
+class SummariesEvaluator:
+    """A Pyramid-style evaluator: units of the set x a presence backend with options."""
+    name: str
+    units: str                       # "scus" | "stus" | "sentences" | "qas"
+    presence: str = "lexical"        # a backend of leaderboard.evaluators.pyramid
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        pairs = self.options.items() if isinstance(self.options, Mapping) else self.options
+        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in pairs)))
+        if self.presence == "human":
+            raise SumbenchError("the human labels cannot score a submitted summary")
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "SummariesEvaluator":
+        return cls(data["name"], data["units"], data.get("presence", "lexical"),
+                   tuple(dict(data.get("options", {})).items()))
+
+    @classmethod
+    def parse(cls, text: str) -> "SummariesEvaluator":
+        """`NAME=UNITS:PRESENCE[,KEY=VALUE...]`, e.g. `pyramid-scus-nli=scus:nli,model=DIR`."""
+        name, sep, rest = text.partition("=")
+        spec, _, extra = rest.partition(",")
+        units, colon, presence = spec.partition(":")
+        if not sep or not name or not units or not colon or not presence:
+            raise SumbenchError(f"evaluator {text!r}: expected NAME=UNITS:PRESENCE[,KEY=VALUE]")
+        options = {}
+        for item in filter(None, extra.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise SumbenchError(f"evaluator {text!r}: option {item!r} is not KEY=VALUE")
+            options[key] = value
+        return cls(name, units, presence, tuple(options.items()))
+
+    def supports(self, payload: Mapping) -> bool:
+        return self.units == "sentences" or self.units in payload["units"]
+
+    def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
+        """Pyramid score of each summary (aligned with the set's ids)."""
+        from leaderboard.evaluators.pyramid import (check_presence_options, evaluate_system,
+                                                    presence_factory)
+        from leaderboard.evaluators.presence import LexicalBackend
+
+        dataset = dataset_of(payload)
+        units = dataset.units.get(self.units) if self.units != "sentences" else None
+        if units is None:
+            from tasks.qapyramid.pyramid_data import sentence_units
+            units = sentence_units(dataset.references)
+        options = dict(self.options)
+        if self.presence == "lexical":
+            presence = LexicalBackend(float(options.get("threshold",
+                                                        payload["lexical_threshold"])))
+        else:
+            check_presence_options(self.presence, "scus" if self.units == "qas" else self.units,
+                                   options)
+            presence = presence_factory(self.presence)(dataset, "submission", self.units,
+                                                       **options)
+        return list(evaluate_system("submission", summaries, units, presence).per_example)
+
+
+def default_summary_evaluators() -> list[SummariesEvaluator]:
+    return [SummariesEvaluator("pyramid-scus-lexical", "scus"),
+            SummariesEvaluator("pyramid-stus-lexical", "stus"),
+            SummariesEvaluator("qapyramid-lexical", "qas")]
+
+
+class SummariesTrack(Track):
+    name = "summaries"
+    title = "Summaries: Pyramid-scored system summaries"
+    description = ("System summaries of REALSumm/PyrXSum documents scored on the server by "
+                   "Pyramid and QAPyramid evaluators; human-judged systems shown as reference "
+                   "rows with their human scores.")
+    part_kind = "dataset"
+    submission_fields = ("dataset", "id", "summary")
+
+    def __init__(self, evaluators: Sequence[SummariesEvaluator] | None = None):
+        self.evaluators = list(evaluators or default_summary_evaluators())
+
+    def load_gold(self, source) -> dict[str, dict[str, dict]]:
+        (parts,) = load_gold_folders(source).values()
+        return {name: {name: payload} for name, payload in parts.items()}
+
+    def manifest(self, gold, board: str) -> dict:
+        payload = gold[board][board]
+        return {"track": self.name, "board": board,
+                "parts": {board: [{"id": example_id} for example_id in payload["ids"]]}}
+
+    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
+        items = {}
+        for _, _, record in located:
+            item = {"id": record.get("id")}
+            if isinstance(record.get("id"), str):
+                items.setdefault(tuple(item.values()), item)
+        return {"track": self.name, "board": board, "parts": {board: list(items.values())}}
+
+    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
+        errors, board = ErrorCollector(), manifest["board"]
+        expected = {(item["id"],): item for item in manifest["parts"][board]}
+        seen: dict[tuple, tuple[str, int]] = {}
+        summaries: dict[tuple, str] = {}
+        for entry in located:
+            path, line, record = entry
+            if record.get("dataset") != board:
+                errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
+                           path=path, line=line, field="dataset")
+                continue
+            if not check_id_types(errors, entry, ("id",)):
+                continue
+            summary = record.get("summary")
+            if not isinstance(summary, str) or not summary.strip():
+                errors.add("expected a non-empty string", path=path, line=line,
+                           field="summary")
+                continue
+            key = (record.get("id"),)
+            if check_item(errors, entry, seen, key, expected, f"id={key[0]!r}"):
+                summaries[key] = summary
+        report_missing(errors, board, list(expected), seen, lambda key: f"id={key[0]!r}")
+        errors.raise_if_any()
+        return {board: [{"id": key[0], "summary": summaries[key]} for key in expected]}
+
+    def evaluator_scores(self, payload: Mapping, summaries: Sequence[str]) -> dict[str, list]:
+        return {evaluator.name: evaluator.per_example(payload, summaries)
+                for evaluator in self.evaluators if evaluator.supports(payload)}
+
+    def score(self, checked, gold, board: str) -> dict[str, PartScore]:
+        payload = gold[board][board]
+        summaries = [record["summary"] for record in checked[board]]
+        per_evaluator = self.evaluator_scores(payload, summaries)
+        if not per_evaluator:
+            raise SumbenchError(f"no configured evaluator supports {board}")
+        headline_name = next(iter(per_evaluator))
+        result = {name: sum(values) / len(values) for name, values in per_evaluator.items()}
+        headline = 100.0 * result[headline_name]
+        result.update(headline=headline, headline_evaluator=headline_name,
+                      n_examples=len(summaries))
+        return {board: PartScore(result, headline, per_evaluator[headline_name])}
+
+    def statistic(self, part: str, gold, board: str):
+        from leaderboard.ranking import mean_statistic
+
+        return mean_statistic()
+
+    def headline_name(self, part: str) -> str:
+        return next((e.name for e in self.evaluators), "headline")
+
+    def reference_systems(self, gold, board: str) -> dict[str, dict]:
+        """system -> {"summaries": [...], "human": human Pyramid mean} of the set's judged
+        systems (submitted as reference rows by the service)."""
+        payload = gold[board][board]
+        human = human_pyramid(payload)
+        return {system: {"summaries": list(payload["summaries"][system]),
+                         "human": sum(human[system]) / len(human[system])}
+                for system in sorted(payload["labels"])}

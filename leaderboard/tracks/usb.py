@@ -1,0 +1,245 @@
+"""Track "usb": the eight USB tasks on hidden test gold, one board per variant.
+
+Gold is the `test` split of every variant and task of a task-datasets folder written by
+`sumbench data build` (`<variant>/<task>/test.jsonl`), kept as the official prediction records
+the task would write (`task.prediction_record`) minus `prediction`, in dataset order, with the
+file's sha256. A submitted line needs `task`, the item's ids (`id`, plus `summ_idx` where the
+task has one, and for FAC `summary_sent`, since the two records of one edited sentence share
+`summ_idx`) and `prediction`; any other field (`output_string`, `label`, ...) is ignored. The
+public manifest lists items sorted by their ids, never in gold order (FAC's gold order would
+tell the label).
+Scoring joins each prediction onto its gold record and runs `tasks.scoring` — the code of
+`sumbench score` — so an entry's scores are exactly what `sumbench score --out` writes for the
+same predictions with the gold fields filled in.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
+                                     check_item, report_missing)
+from tasks import get_task, task_names
+from tasks.base import SPLITS
+from tasks.errors import DataError, SumbenchError, UnknownNameError
+from tasks.io import file_sha256
+from tasks.scoring import score_task_examples, task_result
+from tasks.validation import require_probabilities
+
+TEST_SPLIT = "test"
+
+
+#: fields that can name a test item, in this order (FAC's two records of one sentence share
+#: `summ_idx` and differ in `summary_sent`)
+ID_FIELDS = ("id", "summ_idx", "summary_sent")
+
+
+def identity_fields(task) -> tuple[str, ...]:
+    """The fields that name one test item of the task: `id`, plus `summ_idx` and
+    `summary_sent` when the task's records have them."""
+    fields = getattr(task, "record_fields", ())
+    return tuple(field for field in ID_FIELDS if field == "id" or field in fields)
+
+
+def item_key(task, record: Mapping) -> tuple:
+    return tuple(record.get(field) for field in identity_fields(task))
+
+
+def key_text(task, key: tuple) -> str:
+    return ", ".join(f"{field}={value!r}" for field, value in zip(identity_fields(task), key))
+
+
+def prediction_length(task, template: Mapping) -> int | None:
+    """How many probabilities a prediction holds (None for text tasks): one per input line for
+    line-labelling tasks, one for FAC."""
+    if task.output_kind != "probabilities":
+        return None
+    return len(template["input_lines"]) if "input_lines" in template \
+        and "label" not in template else 1
+
+
+def gold_templates(task, data_dir: str, variant: str) -> list[dict]:
+    """The task's official test records without `prediction`, in dataset order."""
+    placeholder: Any = ""
+    templates = []
+    for instance in task.instances(task.load(TEST_SPLIT, variant, data_dir)):
+        if task.output_kind == "probabilities":
+            placeholder = [0.0] * len(instance.get("input_lines", [0]))
+        record = task.prediction_record(instance, placeholder)
+        record.pop("prediction")
+        templates.append(record)
+    return templates
+
+
+def _shape_error(task, prediction: Any, expected_length: int | None) -> str | None:
+    """Why a prediction has the wrong type or length, or None."""
+    if task.output_kind != "probabilities":
+        return None if isinstance(prediction, str) else \
+            f"expected a string, got {type(prediction).__name__}"
+    try:
+        values = require_probabilities({"prediction": prediction})
+    except DataError as error:
+        return error.reason
+    if expected_length is not None and len(values) != expected_length:
+        return f"expected {expected_length} probabilities, got {len(values)}"
+    return None
+
+
+class UsbTrack(Track):
+    name = "usb"
+    title = "USB: eight summarization tasks"
+    description = ("The eight USB tasks scored on hidden test gold with the official metrics "
+                   "(the code of `sumbench score`).")
+    part_kind = "task"
+    submission_fields = ("task", "id", "summ_idx", "prediction")
+
+    # ---- gold ---------------------------------------------------------------------------
+    def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
+        root = Path(source)
+        if not root.is_dir():
+            raise SumbenchError(f"{root}: no such task-datasets folder")
+        gold: dict[str, dict[str, dict]] = {}
+        for variant_dir in sorted(path for path in root.iterdir() if path.is_dir()):
+            for name in task_names("usb"):
+                path = variant_dir / name / f"{TEST_SPLIT}.jsonl"
+                if path.is_file():
+                    task = get_task(name)
+                    templates = gold_templates(task, str(root), variant_dir.name)
+                    if templates:
+                        gold.setdefault(variant_dir.name, {})[name] = {
+                            "task": name, "sha256": file_sha256(path), "templates": templates}
+        if not gold:
+            raise SumbenchError(f"{root}: no <variant>/<task>/{TEST_SPLIT}.jsonl files of USB "
+                                f"tasks (splits: {', '.join(SPLITS)})")
+        return gold
+
+    def manifest(self, gold, board: str) -> dict:
+        parts = {}
+        for name, payload in sorted(gold[board].items()):
+            task = get_task(name)
+            fields = identity_fields(task)
+            items = [{**{field: template[field] for field in fields},
+                      "n": prediction_length(task, template)}
+                     for template in payload["templates"]]
+            parts[name] = sorted(items, key=lambda item, task=task: item_key(task, item))
+        return {"track": self.name, "board": board, "parts": parts}
+
+    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
+        parts: dict[str, dict[tuple, dict]] = {}
+        for _, _, record in located:
+            try:
+                task = get_task(str(record.get("task")))
+            except UnknownNameError:
+                continue
+            fields = identity_fields(task)
+            if check_id_types(ErrorCollector(), ("", 0, record), fields):
+                item = {**{field: record[field] for field in fields}, "n": None}
+                parts.setdefault(task.name, {}).setdefault(item_key(task, record), item)
+        return {"track": self.name, "board": board,
+                "parts": {name: list(items.values()) for name, items in parts.items()}}
+
+    # ---- validation ---------------------------------------------------------------------
+    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
+        errors = ErrorCollector()
+        expected = {name: {item_key(get_task(name), item): item for item in items}
+                    for name, items in manifest["parts"].items()}
+        seen: dict[str, dict[tuple, tuple[str, int]]] = {}
+        checked: dict[str, dict[tuple, dict]] = {}
+        for entry in located:
+            record = self._check_line(errors, entry, manifest, expected, seen)
+            if record is not None:
+                task = get_task(record["task"])
+                checked.setdefault(task.name, {})[item_key(task, record)] = record
+        for name in seen:
+            task = get_task(name)
+            report_missing(errors, name, list(expected[name]), seen[name],
+                           lambda key, task=task: key_text(task, key))
+        if not seen and not errors.errors:
+            errors.add("the submission holds no prediction records")
+        errors.raise_if_any()
+        return {name: [checked[name][key] for key in expected[name]] for name in sorted(seen)}
+
+    def _check_line(self, errors: ErrorCollector, entry: Located, manifest: Mapping,
+                    expected: Mapping, seen: dict) -> dict | None:
+        path, line, record = entry
+        name = record.get("task")
+        if not isinstance(name, str):
+            errors.add("missing field" if name is None else "expected a task name",
+                       path=path, line=line, field="task")
+            return None
+        try:
+            task = get_task(name)
+        except UnknownNameError as error:
+            errors.add(str(error), path=path, line=line, field="task")
+            return None
+        if task.name not in expected:
+            errors.add(f"task {task.name} has no test gold on board {manifest['board']!r} "
+                       f"(tasks: {', '.join(sorted(expected))})",
+                       path=path, line=line, field="task")
+            return None
+        if not check_id_types(errors, entry, identity_fields(task)):
+            return None
+        if "prediction" not in record:
+            errors.add("missing field", path=path, line=line, field="prediction")
+            return None
+        key = item_key(task, record)
+        if not check_item(errors, entry, seen.setdefault(task.name, {}), key,
+                          expected[task.name], f"{task.name}: {key_text(task, key)}"):
+            return None
+        problem = _shape_error(task, record["prediction"], expected[task.name][key]["n"])
+        if problem:
+            errors.add(problem, path=path, line=line, field="prediction")
+            return None
+        minimal = {field: record[field] for field in identity_fields(task)}
+        return {"task": task.name, **minimal, "prediction": record["prediction"]}
+
+    # ---- scoring ------------------------------------------------------------------------
+    def joined_records(self, name: str, records: Sequence[dict], gold, board: str) -> list[dict]:
+        """The official records: each gold template with the submitted prediction."""
+        task = get_task(name)
+        by_key = {item_key(task, record): record for record in records}
+        templates = gold[board][name]["templates"]
+        missing = [t for t in templates if item_key(task, t) not in by_key]
+        if missing or len(by_key) != len(templates):
+            raise DataError(f"{name}: the predictions do not cover the current test gold "
+                            f"({len(missing)} missing of {len(templates)})", field="id")
+        joined = []
+        for template in templates:
+            full = {**template, "prediction": by_key[item_key(task, template)]["prediction"]}
+            task.validate_record(full)
+            joined.append(full)
+        return joined
+
+    def score(self, checked, gold, board: str) -> dict[str, PartScore]:
+        parts = {}
+        for name, records in sorted(checked.items()):
+            task = get_task(name)
+            result, material = score_task_examples(
+                task, self.joined_records(name, records, gold, board), report=False)
+            parts[name] = PartScore(result, result["headline"], list(material))
+        return parts
+
+    def statistic(self, part: str, gold, board: str):
+        from leaderboard.ranking import headline_statistic
+
+        return headline_statistic(get_task(part))
+
+    def headline_name(self, part: str) -> str:
+        return get_task(part).main_metric
+
+    def breakdown(self, checked, gold, board: str) -> dict | None:
+        """Per-domain scores of an `all` entry: domain -> task -> result (the domain is the
+        first component of the item id, e.g. `biographies/...`)."""
+        if board != "all":
+            return None
+        domains: dict[str, dict[str, dict]] = {}
+        for name, records in sorted(checked.items()):
+            task = get_task(name)
+            by_domain: dict[str, list[dict]] = {}
+            for record in self.joined_records(name, records, gold, board):
+                by_domain.setdefault(str(record["id"]).split("/")[0], []).append(record)
+            for domain, subset in sorted(by_domain.items()):
+                material = task.score_examples(subset)
+                domains.setdefault(domain, {})[name] = task_result(
+                    task, task.aggregate_scores(material), len(subset), report=False)
+        return domains
