@@ -78,8 +78,10 @@ def collect_entries(session, track: str, board: str, key: str, n_resamples: int)
 
 
 def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[str],
-               alpha: float) -> tuple[list[dict], list[dict], list[dict]]:
-    """(ranked, partial, pending) entries with intervals, bands and per-part ranks."""
+               alpha: float, small_parts: set[str] = frozenset()
+               ) -> tuple[list[dict], list[dict], list[dict]]:
+    """(ranked, partial, pending) entries with intervals, bands and per-part ranks; the
+    intervals of `small_parts` (too few items to publish one) are withheld (None)."""
     from leaderboard.ranking import BoardEntry, interval, per_part_ranks, rank_entries
 
     analysed = [e for e in entries if set(distributions.get(e["score_id"], {})) >= set(
@@ -92,7 +94,8 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     by_id = {str(e["id"]): e for e in analysed}
     for e in analysed:
         dists = distributions.get(e["score_id"], {})
-        e["ci95"] = {part: interval(dists[part]) for part in dists}
+        e["ci95"] = {part: None if part in small_parts else interval(dists[part])
+                     for part in dists}
         e["part_ranks"] = ranks[str(e["id"])]
     ranked_rows = []
     for row in ranked:
@@ -117,7 +120,8 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
     parts = track.parts(gold, board)
     entries, distributions = collect_entries(session, track.name, board, key,
                                              settings.n_resamples)
-    ranked, partial, pending = rank_board(entries, distributions, parts, settings.alpha)
+    small = small_parts(gold[board], settings.min_public_items)
+    ranked, partial, pending = rank_board(entries, distributions, parts, settings.alpha, small)
     published = published_usb_rows() if track.name == "usb" and board == "all" else []
     return {"track": track.name, "title": track.title, "description": track.description,
             "board": board, "boards": track.boards(gold), "parts": parts,
@@ -127,9 +131,18 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "rules": {"aggregate": aggregate_rule(parts, track.part_kind),
                       "bands": band_rule(settings.n_resamples, settings.alpha, settings.seed)},
             "parameters": {"n_resamples": settings.n_resamples, "seed": settings.seed,
-                           "alpha": settings.alpha},
+                           "alpha": settings.alpha,
+                           "min_public_items": settings.min_public_items},
+            "withheld_intervals": sorted(small),
             "ranked": ranked, "partial": partial, "pending": pending, "published": published,
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
+
+
+def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:
+    """Parts with fewer test items than `min_items`: no interval is published for them."""
+    from leaderboard.service.gold import count_items
+
+    return {part for part, payload in parts.items() if count_items(payload) < min_items}
 
 
 def chart_of(snapshot: dict) -> bytes:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from leaderboard.service.boards import load_settings, rebuild_board, save_settings
+from leaderboard.service.boards import (all_boards, load_settings, rebuild_board,
+                                        save_settings)
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of, store_gold
 from leaderboard.service.schema import migrate
@@ -77,9 +78,12 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
             from leaderboard.service.worker import Worker
             jobs = Worker(database).drain()
         boards = boards_of(database)
+        stale = {(c["track"], c["board"]) for c in changes if c["change"] != "unchanged"}
+        built = set(all_boards(database))
         for track, names in boards.items():
             for board in names:
-                rebuild_board(database, track, board)
+                if (track, board) in stale or (track, board) not in built:
+                    rebuild_board(database, track, board)
         return {"database": database.url.split("@")[-1], "revision": revision,
                 "settings": instance.to_dict(), "gold": changes, "computed_rows": added,
                 "jobs_run": jobs, "boards": boards}

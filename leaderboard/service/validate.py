@@ -109,7 +109,8 @@ def _zip_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
             mode = info.external_attr >> 16
             if info.is_dir():
                 continue
-            if stat.S_ISLNK(mode) or (mode and not stat.S_ISREG(mode)):
+            kind = stat.S_IFMT(mode)  # 0 when the archiver recorded no file type
+            if kind and kind != stat.S_IFREG:
                 raise DataError(f"archive member {info.filename!r} is a link or special file",
                                 path=upload.name)
             total += info.file_size

@@ -133,13 +133,27 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
     if a["versions"].get("parts") != b["versions"].get("parts"):
         raise SumbenchError("the entries were scored under different data or metric versions")
     parts = sorted(set(dist_a) & set(dist_b))
+    small = withheld_parts(database, a["track"], a["variant"])
     rows = [compare(part, a["headlines"].get(part), b["headlines"].get(part), dist_a[part],
                     dist_b[part]).to_dict() for part in parts]
+    for row in rows:
+        if row["scope"] in small:
+            row["ci95"] = None  # endpoints over so few items could be per-item differences
     mean = compare("mean", mean_of(a["headlines"], parts), mean_of(b["headlines"], parts),
                    mean_distribution(dist_a, parts), mean_distribution(dist_b, parts))
     return {"a": a, "b": b, "rows": rows, "mean": mean.to_dict(), "parts": parts,
+            "withheld": sorted(small & set(parts)),
             "only_a": sorted(set(dist_a) - set(dist_b)),
             "only_b": sorted(set(dist_b) - set(dist_a))}
+
+
+def withheld_parts(database: Database, track: str, board: str) -> set[str]:
+    """Parts of a board too small to publish intervals for (see boards.small_parts)."""
+    from leaderboard.service.boards import load_settings, small_parts
+    from leaderboard.service.gold import gold_for
+
+    gold = gold_for(database, track)
+    return small_parts(gold.get(board, {}), load_settings(database).min_public_items)
 
 
 def entry_ranks(database: Database, view: Mapping) -> dict | None:

@@ -6,7 +6,8 @@ private per-example material, the submission's status and an "analyse" job in ON
 transaction. The score row is unique per (submission, version key), so a job re-run after a
 crash (the worker was killed after committing, or before) scores the submission exactly once.
 "analyse": bootstrap distributions of every part (shared seeded resample indices), the
-per-domain breakdown, then the board's ranking snapshot is rebuilt.
+per-domain breakdown, then the board's ranking snapshot is rebuilt (by the last analysis of
+the board to finish when several are under way).
 
 Bad predictions found while joining (e.g. gold changed since submission) reject the
 submission with file-less errors; other failures are retried, then reported as "failed" with
@@ -158,7 +159,8 @@ class Worker:
             part: bootstrap_distribution(material, track.statistic(part, gold, board),
                                          n_resamples=settings.n_resamples, seed=settings.seed)
             for part, material in materials.items()}
-        breakdown = track.breakdown(checked, gold, board)
+        breakdown = public_breakdown(track.breakdown(checked, gold, board),
+                                     settings.min_public_items)
         with self.database.write_session() as session:
             score = session.get(Score, score_id)
             for row in session.scalars(select(Material).filter_by(score_id=score_id)):
@@ -170,7 +172,36 @@ class Worker:
                                                                         sort_keys=True)
             score.analysed = True
             finish(session, job.id)
-        rebuild_board(self.database, track_name, board)
+        if not analyses_pending(self.database, track_name, board):
+            rebuild_board(self.database, track_name, board)
+
+
+def public_breakdown(breakdown: dict | None, min_items: int) -> dict | None:
+    """domain -> part -> result, with a part's results withheld in every domain when one of
+    its domain subsets has fewer than `min_items` items (a score over so few items, or the
+    difference of the total and the other domains, would expose per-item results)."""
+    if breakdown is None:
+        return None
+    parts = {part for results in breakdown.values() for part in results}
+    small = {part for part in parts if any(
+        results[part]["n_records"] < min_items for results in breakdown.values()
+        if part in results)}
+    return {domain: {part: ({"n_records": result["n_records"], "withheld":
+                             f"a domain has fewer than {min_items} test items"}
+                            if part in small else result)
+                     for part, result in results.items()}
+            for domain, results in breakdown.items()}
+
+
+def analyses_pending(database: Database, track: str, board: str) -> bool:
+    """Whether other analyse jobs of the board are queued or running: the last one to finish
+    rebuilds the board (each checks after its own job is marked done)."""
+    with database.session() as session:
+        return session.scalars(
+            select(Job.id).join(Submission, Submission.id == Job.submission_id)
+            .where(Job.kind == "analyse", Job.state.in_(("queued", "running")),
+                   Submission.track == track, Submission.board == board).limit(1)
+        ).first() is not None
 
 
 def queue_rescore(database: Database) -> dict:

@@ -14,6 +14,7 @@ same predictions with the gold fields filled in.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -32,6 +33,7 @@ TEST_SPLIT = "test"
 #: fields that can name a test item, in this order (FAC's two records of one sentence share
 #: `summ_idx` and differ in `summary_sent`)
 ID_FIELDS = ("id", "summ_idx", "summary_sent")
+TEXT_ID_FIELDS = ("summary_sent",)
 
 
 def identity_fields(task) -> tuple[str, ...]:
@@ -41,12 +43,39 @@ def identity_fields(task) -> tuple[str, ...]:
     return tuple(field for field in ID_FIELDS if field == "id" or field in fields)
 
 
-def item_key(task, record: Mapping) -> tuple:
-    return tuple(record.get(field) for field in identity_fields(task))
+#: text id fields appear in the public manifest as digests (FAC's claims are COMP and FIX
+#: references: the manifest must not spell them out)
+DIGEST_SUFFIX = "_sha256"
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def item_key(task, item: Mapping) -> tuple:
+    """The item's key: id fields, with text fields as digests (a submitted record carries the
+    text, a manifest item its digest)."""
+    key = []
+    for field in identity_fields(task):
+        if field in TEXT_ID_FIELDS:
+            value = item.get(field)
+            key.append(text_digest(value) if isinstance(value, str)
+                       else item.get(field + DIGEST_SUFFIX))
+        else:
+            key.append(item.get(field))
+    return tuple(key)
+
+
+def manifest_item(task, item: Mapping, length: int | None) -> dict:
+    fields = identity_fields(task)
+    names = [field + DIGEST_SUFFIX if field in TEXT_ID_FIELDS else field for field in fields]
+    return {**dict(zip(names, item_key(task, item))), "n": length}
 
 
 def key_text(task, key: tuple) -> str:
-    return ", ".join(f"{field}={value!r}" for field, value in zip(identity_fields(task), key))
+    names = [field + DIGEST_SUFFIX if field in TEXT_ID_FIELDS else field
+             for field in identity_fields(task)]
+    return ", ".join(f"{name}={value!r}" for name, value in zip(names, key))
 
 
 def prediction_length(task, template: Mapping) -> int | None:
@@ -117,9 +146,7 @@ class UsbTrack(Track):
         parts = {}
         for name, payload in sorted(gold[board].items()):
             task = get_task(name)
-            fields = identity_fields(task)
-            items = [{**{field: template[field] for field in fields},
-                      "n": prediction_length(task, template)}
+            items = [manifest_item(task, template, prediction_length(task, template))
                      for template in payload["templates"]]
             parts[name] = sorted(items, key=lambda item, task=task: item_key(task, item))
         return {"track": self.name, "board": board, "parts": parts}
@@ -131,10 +158,9 @@ class UsbTrack(Track):
                 task = get_task(str(record.get("task")))
             except UnknownNameError:
                 continue
-            fields = identity_fields(task)
-            if check_id_types(ErrorCollector(), ("", 0, record), fields):
-                item = {**{field: record[field] for field in fields}, "n": None}
-                parts.setdefault(task.name, {}).setdefault(item_key(task, record), item)
+            if check_id_types(ErrorCollector(), ("", 0, record), identity_fields(task)):
+                parts.setdefault(task.name, {}).setdefault(
+                    item_key(task, record), manifest_item(task, record, None))
         return {"track": self.name, "board": board,
                 "parts": {name: list(items.values()) for name, items in parts.items()}}
 

@@ -1,0 +1,93 @@
+"""Shared pieces of the leaderboard tests: a tiny Pyramid folder, fixture uploads, a migrated
+SQLite database with gold, and gold strings to search responses for."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+SYSTEMS = ("alpha", "beta", "gamma")
+FACTS = ["the bridge opened in {y}", "the mayor resigned in {y}", "a storm hit the coast",
+         "schools closed for a week", "the river flooded fields", "the team won the cup"]
+
+
+def write_pyramid_folder(root: Path, n_examples: int = 12, qas: bool = False) -> Path:
+    """A REALSumm-layout folder: 12 examples, 3 systems with labels (alpha best)."""
+    root.mkdir(parents=True, exist_ok=True)
+    ids = [f"ex{i:02d}" for i in range(n_examples)]
+    references, scus, stus = [], [], []
+    for i in range(n_examples):
+        units = [FACTS[(i + j) % len(FACTS)].format(y=1990 + i) for j in range(3)]
+        references.append(". ".join(units) + ".")
+        scus.append(units)
+        stus.append([unit.split(" ", 2)[-1] for unit in units])
+    summaries, labels = {}, {}
+    for rank, system in enumerate(SYSTEMS):
+        keep = 3 - rank  # alpha copies 3 units, beta 2, gamma 1
+        summaries[system] = [". ".join(units[:keep]) + "." for units in scus]
+        labels[system] = [[1 if j < keep else 0 for j in range(3)] for _ in scus]
+    (root / "ids.txt").write_text("\n".join(ids) + "\n")
+    (root / "documents.txt").write_text("\n".join(f"Document {i} text." for i in ids) + "\n")
+    (root / "references.txt").write_text("\n".join(references) + "\n")
+    (root / "SCUs.txt").write_text("\n".join("\t".join(u) for u in scus) + "\n")
+    (root / "STUs.txt").write_text("\n".join("\t".join(u) for u in stus) + "\n")
+    (root / "summaries").mkdir(exist_ok=True)
+    (root / "labels").mkdir(exist_ok=True)
+    for system in SYSTEMS:
+        (root / "summaries" / f"{system}.summary").write_text("\n".join(summaries[system]) + "\n")
+        (root / "labels" / f"{system}.label").write_text(
+            "\n".join("\t".join(map(str, row)) for row in labels[system]) + "\n")
+    if qas:
+        with open(root / "qas.jsonl", "w") as handle:
+            for example_id, units in zip(ids, scus):
+                handle.write(json.dumps({"id": example_id, "qas": [
+                    f"What happened? {unit}" for unit in units]}) + "\n")
+    return root
+
+
+def fixture_uploads(usb_fixture_dir: Path, tasks=None):
+    from leaderboard.service.validate import Upload
+
+    files = sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))
+    return [Upload(f.name, f.read_bytes()) for f in files
+            if tasks is None or f.stem in tasks]
+
+
+def minimal_lines(path: Path, drop_gold: bool = True) -> bytes:
+    """A prediction file with only task, ids and prediction kept."""
+    keep = ("task", "id", "summ_idx", "summary_sent", "prediction")
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if drop_gold:
+            record = {key: value for key, value in record.items() if key in keep}
+        lines.append(json.dumps(record))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def gold_strings(data_dir: Path) -> set[str]:
+    """Test references a response must never contain (long enough to be unmistakable): the
+    reference lines of generation tasks, FIX's corrected summaries and UNSUP's annotated
+    summaries."""
+    strings = set()
+    for path in data_dir.glob("*/*/test.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            strings.update(text for text in record.get("output_lines", []) if len(text) > 25)
+            if record.get("fixed_summary") not in (None, record.get("initial_summary")):
+                strings.add(record["fixed_summary"])
+            if "[]" in str(record.get("annotated_summary", "")):
+                strings.add(record["annotated_summary"])
+    return strings
+
+
+def make_database(path: Path, usb_data: Path | None = None, pyramid: Path | None = None,
+                  n_resamples: int = 100, computed_rows: bool = True, **settings) -> str:
+    """A migrated SQLite leaderboard at `path` with gold loaded; returns its URL."""
+    from leaderboard.service.init import initialise
+
+    changes = {"n_resamples": str(n_resamples), **{k: str(v) for k, v in settings.items()}}
+    initialise(str(path), gold=str(usb_data) if usb_data else None,
+               pyramids=[str(pyramid)] if pyramid else [], settings=changes,
+               computed_rows=computed_rows, score=True)
+    return f"sqlite:///{os.path.abspath(path)}"

@@ -1,0 +1,306 @@
+"""The leaderboard service in process: a real SQLite file, the FastAPI app through its ASGI
+interface, the worker, pages, API, security rules and the static export."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from lb_helpers import fixture_uploads, gold_strings, make_database, minimal_lines, \
+    write_pyramid_folder
+from leaderboard.service.auth import create_token
+from leaderboard.service.boards import load_settings, save_settings
+from leaderboard.service.db import AuditEntry, Database, Score, Submission, Token
+from leaderboard.service.worker import Worker
+from tasks.scoring import score_files
+
+HOSTILE = "<script>alert('x')</script>"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory, data_dir):
+    from leaderboard.service.app import create_app
+
+    root = tmp_path_factory.mktemp("lb")
+    pyramid = write_pyramid_folder(root / "tinyset")
+    gold = root / "gold"  # the `all` variant only: the domain variants hold single items
+    shutil.copytree(data_dir / "all", gold / "all")
+    url = make_database(root / "lb.sqlite", usb_data=gold, pyramid=pyramid, n_resamples=60)
+    database = Database(url)
+    tokens = {name: create_token(database, name, admin=(name == "admin"))
+              for name in ("alice", "bob", "admin")}
+    client = TestClient(create_app(url))
+    return {"url": url, "database": database, "tokens": tokens, "client": client,
+            "root": root, "worker": Worker(database), "responses": []}
+
+
+def _auth(service, user):
+    return {"Authorization": f"Bearer {service['tokens'][user]}"}
+
+
+def _files(uploads):
+    return [("files", (u.name, u.data)) for u in uploads]
+
+
+def _get(service, url, **kwargs):
+    response = service["client"].get(url, **kwargs)
+    service["responses"].append(response.content)
+    return response
+
+
+def _submit(service, uploads, model="model-a", user="alice", variant="all", card=None,
+            track="usb"):
+    response = service["client"].post(
+        "/api/v1/submissions", files=_files(uploads), headers=_auth(service, user),
+        data={"model": model, "variant": variant, "track": track,
+              "card": json.dumps(card or {})})
+    service["responses"].append(response.content)
+    return response
+
+
+@pytest.fixture(scope="module")
+def scored(service, usb_fixture_dir):
+    """A full USB submission (hostile model name) and a FIX-only one, scored and analysed."""
+    full = _submit(service, fixture_uploads(usb_fixture_dir), model=HOSTILE,
+                   card={"base_model": "flan-t5-large", "link": "javascript:alert(1)"})
+    assert full.status_code == 202, full.text
+    fix_path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    from leaderboard.service.validate import Upload
+    partial = _submit(service, [Upload("fix.jsonl", minimal_lines(fix_path))], model="fix-only")
+    assert partial.status_code == 202
+    assert service["worker"].drain() == 4
+    return full.json()["id"], partial.json()["id"]
+
+
+def test_scores_are_exactly_those_of_sumbench_score(service, scored, usb_fixture_dir):
+    answer = _get(service, f"/api/v1/submissions/{scored[0]}").json()
+    assert answer["status"] == "scored" and answer["model"] == HOSTILE
+    expected = score_files(sorted((usb_fixture_dir / "predictions").glob("*.jsonl")))
+    assert sorted(answer["scores"]) == sorted(expected)
+    for task, metrics in expected.items():
+        assert set(answer["scores"][task]) == set(metrics)
+        for key, value in metrics.items():
+            if isinstance(value, float):
+                assert answer["scores"][task][key] == pytest.approx(value, abs=1e-12)
+            else:
+                assert answer["scores"][task][key] == value
+    versions = answer["versions"]
+    assert versions["scorer"] and versions["git"]["commit"] and versions["sumbench"]
+    assert set(versions["parts"]["fixing_factuality"]) == {"gold_sha256", "task_version"}
+    breakdown = answer["breakdown"]  # fixture domains hold 1-6 items: withheld
+    assert set(breakdown) == {"biographies", "companies", "disasters"}
+    assert breakdown["companies"]["factuality_classification"] == {
+        "n_records": 6, "withheld": "a domain has fewer than 10 test items"}
+
+
+def test_board_ranks_complete_entries_and_lists_partial_ones_apart(service, scored):
+    board = _get(service, "/api/v1/leaderboard/usb", params={"variant": "all"}).json()
+    by_id = {entry["id"]: entry for entry in board["entries"]}
+    full, partial = by_id[scored[0]], by_id[scored[1]]
+    assert full["rank"] == 1 and full["band"] == 1 and full["aggregate_ci95"]
+    assert partial["rank"] is None and set(partial["scores"]) == {"fixing_factuality"}
+    baseline = next(e for e in board["entries"] if e["badge"] == "computed here (baseline)")
+    assert baseline["rank"] == 2 and baseline["band"] == 2  # significantly worse
+    assert [row["model"] for row in board["published"]][0] == "Flan-T5-Large"
+    assert "never ranked as if they scored 0" in board["rules"]["aggregate"]
+    csv_text = _get(service, "/api/v1/leaderboard/usb.csv", params={"variant": "all"}).text
+    assert csv_text.splitlines()[0].startswith("id,model,source,rank,band,aggregate")
+    assert len(csv_text.splitlines()) == 1 + len(board["entries"])
+
+
+def test_pages_escape_names_and_send_a_content_security_policy(service, scored):
+    for url in ("/", "/track/usb?variant=all", f"/submission/{scored[0]}",
+                f"/compare?a={scored[0]}&b=1", "/track/summaries?variant=tinyset"):
+        response = _get(service, url)
+        assert response.status_code == 200, url
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert "<script>alert" not in response.text
+    page = _get(service, f"/submission/{scored[0]}").text
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
+    assert 'href="javascript:' not in page  # a non-http link is shown as text only
+    assert "self-reported metadata" in page and "scored here from predictions" in page
+    assert "Per-domain breakdown" in page and "withheld (6 items)" in page
+    assert "Rank 1 of" in page
+    compare = _get(service, f"/compare?a={scored[0]}&b=1").text
+    assert re.search(r"<td>mean</td>.*<td>yes</td>", compare, re.S)
+
+
+def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
+        service, usb_fixture_dir):
+    from leaderboard.service.validate import Upload
+
+    with service["database"].session() as session:
+        before = session.query(Submission).count()
+    bad = minimal_lines(usb_fixture_dir / "predictions" / "abstractive_summarization.jsonl")
+    bad = bad.replace(b'"prediction": "', b'"prediction": 7, "x": "', 1)
+    response = _submit(service, [Upload("abs.jsonl", bad)], model="broken")
+    assert response.status_code == 422
+    error = response.json()["errors"][0]
+    assert (error["file"], error["line"], error["field"]) == ("abs.jsonl", 1, "prediction")
+    with service["database"].session() as session:
+        assert session.query(Submission).count() == before
+        last = session.scalars(select(AuditEntry).order_by(AuditEntry.id.desc())).first()
+        assert (last.actor, last.action, last.outcome) == ("alice", "submit", "rejected")
+        assert "abs.jsonl" in last.detail
+
+
+def test_tokens_are_required_and_stored_hashed(service):
+    response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
+                                      data={"model": "m"})
+    assert response.status_code == 401
+    response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
+                                      data={"model": "m"},
+                                      headers={"Authorization": "Bearer sb_wrong"})
+    assert response.status_code == 401
+    with service["database"].session() as session:
+        hashes = [row.token_hash for row in session.scalars(select(Token))]
+    assert len(hashes) >= 3 and not set(service["tokens"].values()) & set(hashes)
+
+
+def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixture_dir):
+    from leaderboard.service.validate import Upload
+
+    path = usb_fixture_dir / "predictions" / "multisentence_compression.jsonl"
+    entry = _submit(service, [Upload("comp.jsonl", minimal_lines(path))], model="comp").json()
+    service["worker"].drain()
+    client = service["client"]
+    assert client.post(f"/api/v1/submissions/{entry['id']}/hide",
+                       headers=_auth(service, "bob")).status_code == 403
+    assert client.post(f"/api/v1/submissions/{entry['id']}/hide",
+                       headers=_auth(service, "alice")).status_code == 200
+    ids = [e["id"] for e in _get(service, "/api/v1/leaderboard/usb").json()["entries"]]
+    assert entry["id"] not in ids
+    assert _get(service, f"/api/v1/submissions/{entry['id']}").status_code == 404
+    assert _get(service, f"/api/v1/submissions/{entry['id']}",
+                headers=_auth(service, "alice")).json()["hidden"] is True
+    assert client.delete(f"/api/v1/submissions/{entry['id']}",
+                         headers=_auth(service, "bob")).status_code == 403
+    assert client.delete(f"/api/v1/submissions/{entry['id']}",
+                         headers=_auth(service, "admin")).status_code == 200
+    assert _get(service, f"/api/v1/submissions/{entry['id']}",
+                headers=_auth(service, "alice")).status_code == 404
+    assert client.post("/api/v1/admin/rescore", headers=_auth(service, "alice")).status_code == 403
+    assert client.post("/api/v1/admin/rescore", headers=_auth(service, "admin")).json() == {
+        "score": 0, "analyse": 0}
+    audit = client.get("/api/v1/admin/audit", headers=_auth(service, "admin")).json()
+    actions = [(row["actor"], row["action"]) for row in audit["entries"]]
+    assert ("admin", "delete") in actions and ("alice", "hide") in actions
+
+
+def test_quota_and_body_limit(service, usb_fixture_dir):
+    from leaderboard.service.app import create_app
+    from leaderboard.service.validate import Upload
+
+    database = service["database"]
+    original = load_settings(database)
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    upload = [Upload("fix.jsonl", minimal_lines(path))]
+    try:
+        save_settings(database, original.with_changes({"quota_per_day": "1"}))
+        response = _submit(service, upload, model="over quota", user="bob")
+        assert response.status_code == 202
+        response = _submit(service, upload, model="over quota 2", user="bob")
+        assert response.status_code == 429 and "quota" in response.json()["errors"][0]["message"]
+        assert _submit(service, upload, model="admin is unlimited", user="admin").status_code \
+            in (202,)
+        save_settings(database, original.with_changes({"max_upload_bytes": "2000"}))
+        small = TestClient(create_app(service["url"]))
+        response = small.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                              files=[("files", ("big.jsonl", b"x" * (3 << 20)))],
+                              data={"model": "big"})
+        assert response.status_code == 413
+    finally:
+        save_settings(database, original)
+        service["worker"].drain()
+
+
+def test_audit_log_is_append_only(service):
+    with pytest.raises(RuntimeError, match="append-only"):
+        with service["database"].session() as session:
+            row = session.scalars(select(AuditEntry)).first()
+            row.outcome = "tampered"
+
+
+def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixture_dir):
+    from leaderboard.service.init import initialise
+    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.auth import authenticate
+    from leaderboard.service.worker import queue_rescore
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir, gold)
+    url = make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
+                        computed_rows=False)
+    database = Database(url)
+    user = authenticate(database, create_token(database, "carol"))
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
+                                                               {"fixing_factuality"}))
+    Worker(database).drain()
+    first = public_view(database, entry["id"])
+    target = gold / "all" / "fixing_factuality" / "test.jsonl"
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    records[0]["fixed_summary"] = "An entirely different correction."
+    target.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = initialise(str(tmp_path / "lb.sqlite"), gold=str(gold))
+    assert {"track": "usb", "board": "all", "part": "fixing_factuality",
+            "change": "replaced"} in report["gold"]
+    from leaderboard.service.boards import read_board
+    assert read_board(database, "usb", "all")[0]["partial"] == []  # old version not shown
+    assert queue_rescore(database) == {"score": 1, "analyse": 0}
+    Worker(database).drain()
+    second = public_view(database, entry["id"])
+    assert second["headlines"]["fixing_factuality"] < first["headlines"]["fixing_factuality"]
+    with database.session() as session:
+        rows = session.scalars(select(Score).filter_by(submission_id=entry["id"])).all()
+    assert [row.current for row in rows] == [False, True]
+    assert rows[0].version_key != rows[1].version_key
+
+
+def test_full_session_and_export_never_hold_gold(service, scored, data_dir, tmp_path):
+    from leaderboard.service.export import export_site
+
+    for url in ("/", "/track/usb?variant=all",
+                "/track/summaries?variant=tinyset", "/track/evaluators?variant=tinyset",
+                "/api/v1/leaderboard/usb", "/api/v1/leaderboard/usb.csv",
+                "/api/v1/manifest/usb", f"/submission/{scored[0]}",
+                f"/api/v1/submissions/{scored[0]}", f"/api/v1/submissions/{scored[1]}",
+                f"/compare?a={scored[0]}&b=1", "/api/v1/openapi.json"):
+        assert _get(service, url).status_code == 200, url
+    counts = export_site(service["database"], tmp_path / "site")
+    assert counts["boards"] == 3 and counts["entries"] >= 3 and counts["compare"] >= 1
+    exported = [path.read_bytes() for path in (tmp_path / "site").rglob("*") if path.is_file()]
+    assert (tmp_path / "site" / "track-usb-all.html").is_file()
+    assert (tmp_path / "site" / "chart-usb-all.png").read_bytes().startswith(b"\x89PNG")
+    secrets = gold_strings(data_dir)
+    assert len(secrets) >= 10
+    per_item = per_item_scores(service["database"])
+    assert len(per_item) > 20
+    for body in service["responses"] + exported:
+        text = body.decode("utf-8", errors="replace")
+        assert not [s for s in secrets if s in text]
+        assert not [v for v in per_item
+                    if re.search(r"(?<![\d.])" + re.escape(v) + r"(?!\d)", text)]
+
+
+def per_item_scores(database) -> set[str]:
+    """Per-item test scores (ROUGE of one record) as they would be printed, leaving out
+    simple fractions k/n (n <= 30) that an aggregate can equal by chance."""
+    from fractions import Fraction
+
+    from leaderboard.service.db import Material, unpack
+
+    values = set()
+    with database.session() as session:
+        for material in session.scalars(select(Material)):
+            for item in unpack(material.examples):
+                if isinstance(item, dict):
+                    values.update(v for v in item.values() if isinstance(v, float) and 0 < v < 1)
+    return {repr(v) for v in values
+            if Fraction(v).limit_denominator(30) != Fraction(v) and
+            abs(float(Fraction(v).limit_denominator(30)) - v) > 1e-12}
+

@@ -1,0 +1,254 @@
+"""Leaderboard tracks: the usb join equals `sumbench score`, the validator's errors, the
+summaries and evaluators tracks on real and tiny Pyramid data, published rows and charts."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lb_helpers import SYSTEMS, minimal_lines, write_pyramid_folder
+from leaderboard.charts import chart_bars, task_bar_chart
+from leaderboard.published import PUBLISHED_BADGE, published_usb_rows
+from leaderboard.service.validate import Limits, Upload, validate_submission
+from leaderboard.tracks import SubmissionErrors, make_track
+from leaderboard.tracks.evaluators import builtin_metric_records
+from tasks import task_names
+from tasks.scoring import score_files
+
+
+@pytest.fixture(scope="module")
+def usb(data_dir):
+    track = make_track("usb")
+    return track, track.load_gold(str(data_dir))
+
+
+def _check(track, gold, uploads, board="all"):
+    return validate_submission(track, uploads, track.manifest(gold, board), Limits(), board)
+
+
+def _uploads(usb_fixture_dir, names=None, transform=minimal_lines):
+    return [Upload(path.name, transform(path))
+            for path in sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))
+            if names is None or path.stem in names]
+
+
+def test_join_of_minimal_records_scores_exactly_like_sumbench_score(usb, usb_fixture_dir):
+    track, gold = usb
+    checked = _check(track, gold, _uploads(usb_fixture_dir)).checked
+    parts = track.score(checked, gold, "all")
+    expected = score_files(sorted((usb_fixture_dir / "predictions").glob("*.jsonl")))
+    assert sorted(parts) == sorted(expected) == task_names("usb")
+    for name, part in parts.items():
+        for key, value in expected[name].items():
+            if isinstance(value, float):
+                assert part.result[key] == pytest.approx(value, abs=1e-12), (name, key)
+            else:
+                assert part.result[key] == value
+        assert part.headline == expected[name]["headline"]
+
+
+def test_gold_fields_in_submitted_files_are_ignored(usb, usb_fixture_dir):
+    track, gold = usb
+
+    def poisoned(path):
+        lines = []
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            for key in ("output_string", "labels", "label", "annotated_summary"):
+                if key in record:
+                    record[key] = "forged" if isinstance(record[key], str) else [1, 1]
+            lines.append(json.dumps(record))
+        return ("\n".join(lines) + "\n").encode()
+    clean = track.score(_check(track, gold, _uploads(usb_fixture_dir)).checked, gold, "all")
+    forged = track.score(_check(track, gold, _uploads(usb_fixture_dir, transform=poisoned)
+                                ).checked, gold, "all")
+    assert {k: v.result for k, v in clean.items()} == {k: v.result for k, v in forged.items()}
+
+
+def test_manifest_holds_keys_and_lengths_only_sorted_not_in_gold_order(usb):
+    track, gold = usb
+    manifest = track.manifest(gold, "all")
+    fac = manifest["parts"]["factuality_classification"]
+    assert set(fac[0]) == {"id", "summ_idx", "summary_sent_sha256", "n"} and fac[0]["n"] == 1
+    keys = [(i["id"], i["summ_idx"], i["summary_sent_sha256"]) for i in fac]
+    assert keys == sorted(keys)
+    labels = [t["label"] for t in gold["all"]["factuality_classification"]["templates"]]
+    assert labels[:2] == [0, 1]  # gold order would give the label away; the manifest is sorted
+    ext = manifest["parts"]["extractive_summarization"][0]
+    assert set(ext) == {"id", "n"} and ext["n"] > 1
+    text = json.dumps(manifest)
+    assert "output_string" not in text and "labels" not in text and "input_lines" not in text
+    claims = [t["summary_sent"] for t in gold["all"]["factuality_classification"]["templates"]]
+    assert not [claim for claim in claims if claim in text]  # FAC claims are FIX references
+
+
+@pytest.mark.parametrize("edit, message, field", [
+    (lambda rs: rs[:-1], "1 of 3 test items missing", "id"),
+    (lambda rs: rs + rs[:1], "duplicate record", "id"),
+    (lambda rs: rs + [{**rs[0], "id": "nowhere/doc.json"}], "no such test item", "id"),
+    (lambda rs: [{**rs[0], "prediction": 3}] + rs[1:], "expected a string, got int", "prediction"),
+    (lambda rs: [{k: v for k, v in rs[0].items() if k != "id"}] + rs[1:], "missing field", "id"),
+    (lambda rs: [{**rs[0], "id": ["a"]}] + rs[1:], "expected a string, got list", "id"),
+    (lambda rs: [{**rs[0], "task": "ABSTRACTIVE"}] + rs[1:], "unknown task", "task"),
+])
+def test_abs_submission_errors_name_file_line_and_field(usb, usb_fixture_dir, edit, message,
+                                                         field):
+    track, gold = usb
+    path = usb_fixture_dir / "predictions" / "abstractive_summarization.jsonl"
+    records = [json.loads(line) for line in minimal_lines(path).decode().splitlines()]
+    data = "".join(json.dumps(r) + "\n" for r in edit(records)).encode()
+    with pytest.raises(SubmissionErrors) as caught:
+        _check(track, gold, [Upload("abs.jsonl", data)])
+    first = caught.value.to_list()[0]
+    assert message in first["message"] and first["field"] == field
+    if "missing" not in message:
+        assert first["file"] == "abs.jsonl" and isinstance(first["line"], int)
+
+
+def test_probability_lengths_fac_ids_and_board_tasks(usb, usb_fixture_dir):
+    track, gold = usb
+    ext = usb_fixture_dir / "predictions" / "extractive_summarization.jsonl"
+    records = [json.loads(line) for line in minimal_lines(ext).decode().splitlines()]
+    records[1]["prediction"] = records[1]["prediction"][:-1]
+    with pytest.raises(SubmissionErrors, match="expected 11 probabilities, got 10"):
+        _check(track, gold, [Upload("ext.jsonl", "".join(json.dumps(r) + "\n"
+                                                          for r in records).encode())])
+    fac = usb_fixture_dir / "predictions" / "factuality_classification.jsonl"
+    stripped = [{k: v for k, v in json.loads(line).items() if k != "summary_sent"}
+                for line in fac.read_text().splitlines()]
+    with pytest.raises(SubmissionErrors, match="missing field") as caught:
+        _check(track, gold, [Upload("fac.jsonl", "".join(json.dumps(r) + "\n"
+                                                          for r in stripped).encode())])
+    assert caught.value.to_list()[0]["field"] == "summary_sent"
+    only_abs = {"companies": {"abstractive_summarization":
+                              gold["companies"]["abstractive_summarization"]}}
+    with pytest.raises(SubmissionErrors, match="factuality_classification has no test gold "
+                                               "on board 'companies'"):
+        _check(track, only_abs, [Upload("fac.jsonl", minimal_lines(fac))], board="companies")
+
+
+def test_subset_of_tasks_and_breakdown_by_domain(usb, usb_fixture_dir):
+    track, gold = usb
+    checked = _check(track, gold, _uploads(usb_fixture_dir, {"fixing_factuality"})).checked
+    assert list(checked) == ["fixing_factuality"]
+    breakdown = track.breakdown(checked, gold, "all")
+    domains = {path.split("/")[0] for path in
+               (t["id"] for t in gold["all"]["fixing_factuality"]["templates"])}
+    assert set(breakdown) == domains
+    total = sum(v["fixing_factuality"]["n_records"] for v in breakdown.values())
+    assert total == len(gold["all"]["fixing_factuality"]["templates"])
+
+
+def test_shape_only_check_without_manifest(usb, usb_fixture_dir):
+    track, _ = usb
+    result = validate_submission(track, _uploads(usb_fixture_dir), None, Limits(), "all")
+    assert result.n_records == sum(len(v) for v in result.checked.values())
+    twice = _uploads(usb_fixture_dir, {"fixing_factuality"}) * 2
+    with pytest.raises(SubmissionErrors, match="duplicate record"):
+        validate_submission(track, twice, None, Limits(), "all")
+
+
+# ---- summaries and evaluators ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_pyramid(tmp_path_factory):
+    return write_pyramid_folder(tmp_path_factory.mktemp("pyr") / "tinyset", qas=True)
+
+
+def test_summaries_track_scores_human_systems_and_orders_them(tiny_pyramid):
+    track = make_track("summaries")
+    gold = track.load_gold([str(tiny_pyramid)])
+    assert list(gold) == ["tinyset"]
+    payload = gold["tinyset"]["tinyset"]
+    results = {}
+    for system in SYSTEMS:
+        lines = [{"dataset": "tinyset", "id": i, "summary": s}
+                 for i, s in zip(payload["ids"], payload["summaries"][system])]
+        checked = track.check([("f", n, r) for n, r in enumerate(lines, 1)],
+                              track.manifest(gold, "tinyset"))
+        results[system] = track.score(checked, gold, "tinyset")["tinyset"].result
+    assert results["alpha"]["pyramid-scus-lexical"] == 1.0
+    assert results["alpha"]["headline"] > results["beta"]["headline"] > results["gamma"]["headline"]
+    assert "qapyramid-lexical" in results["alpha"]
+    humans = track.reference_systems(gold, "tinyset")
+    assert humans["beta"]["human"] == pytest.approx(2 / 3)
+
+
+def test_summaries_validation(tiny_pyramid):
+    track = make_track("summaries")
+    gold = track.load_gold([str(tiny_pyramid)])
+    manifest = track.manifest(gold, "tinyset")
+    lines = [("s.jsonl", 1, {"dataset": "other", "id": "ex00", "summary": "x"}),
+             ("s.jsonl", 2, {"dataset": "tinyset", "id": "ex00", "summary": ""}),
+             ("s.jsonl", 3, {"dataset": "tinyset", "id": 5, "summary": "x"})]
+    with pytest.raises(SubmissionErrors) as caught:
+        track.check(lines, manifest)
+    fields = [(e["line"], e["field"]) for e in caught.value.to_list()]
+    assert fields[:3] == [(1, "dataset"), (2, "summary"), (3, "id")]
+
+
+def test_evaluators_track_reproduces_realsumm_rouge2_meta_evaluation(pyramid_data_dir):
+    from tasks.metrics.recall import rouge_recall_by_system
+
+    track = make_track("evaluators")
+    gold = track.load_gold([str(pyramid_data_dir / "realsumm")])
+    payload = gold["realsumm"]["realsumm"]
+    recall = rouge_recall_by_system(payload["summaries"], payload["references"])
+    lines = [{"dataset": "realsumm", "system": system, "id": example_id, "score": value}
+             for system, values in recall["rouge2_recall"].items()
+             for example_id, value in zip(payload["ids"], values)]
+    checked = track.check([("r2", n, r) for n, r in enumerate(lines, 1)],
+                          track.manifest(gold, "realsumm"))
+    result = track.score(checked, gold, "realsumm")["realsumm"].result
+    assert result["system_kendall"] == pytest.approx(0.833, abs=5e-4)
+    assert result["system_pearson"] == pytest.approx(0.964, abs=5e-4)
+    assert result["summary_kendall"] == pytest.approx(0.358, abs=5e-4)
+    assert result["headline"] == pytest.approx(100 * result["system_kendall"])
+    human = make_track("summaries").reference_systems(gold, "realsumm")
+    assert human["abs_bart_out"]["human"] == 0.48349483849483854
+
+
+def test_builtin_evaluators_rank_the_copying_system_first(tiny_pyramid):
+    track = make_track("evaluators")
+    gold = track.load_gold([str(tiny_pyramid)])
+    builtin = builtin_metric_records(gold["tinyset"]["tinyset"])
+    assert set(builtin) == {"rouge1-recall", "rouge2-recall", "rougeL-recall",
+                            "lexical-pyramid-scus", "lexical-pyramid-stus",
+                            "lexical-pyramid-sentences", "lexical-pyramid-qas"}
+    checked = track.check([("b", n, r) for n, r in enumerate(builtin["lexical-pyramid-scus"],
+                                                             1)], track.manifest(gold, "tinyset"))
+    result = track.score(checked, gold, "tinyset")["tinyset"].result
+    assert result["system_kendall"] == pytest.approx(1.0) and result["headline"] == 100.0
+
+
+def test_evaluators_validation_needs_finite_scores_for_every_pair(tiny_pyramid):
+    track = make_track("evaluators")
+    gold = track.load_gold([str(tiny_pyramid)])
+    manifest = track.manifest(gold, "tinyset")
+    lines = [("m.jsonl", 1, {"dataset": "tinyset", "system": "alpha", "id": "ex00",
+                             "score": float("nan")})]
+    with pytest.raises(SubmissionErrors) as caught:
+        track.check(lines, manifest)
+    errors = caught.value.to_list()
+    assert errors[0]["field"] == "score" and "finite" in errors[0]["message"]
+    assert "36 of 36 test items missing" in errors[1]["message"]
+
+
+def test_published_rows_cover_the_eight_tasks():
+    rows = published_usb_rows()
+    assert [row["model"] for row in rows] == ["Flan-T5-Large", "Flan-T5-XL",
+                                              "Flan-T5-XL multitask", "GPT-3.5-turbo"]
+    assert all(set(row["headlines"]) == set(task_names("usb")) for row in rows)
+    assert rows[0]["headlines"]["factuality_classification"] == 95.15
+    assert rows[3]["headlines"]["unsupported_span_prediction"] == 7.80
+    assert all(row["badge"] == PUBLISHED_BADGE for row in rows)
+
+
+def test_chart_is_deterministic_and_never_draws_missing_values_as_zero():
+    rows = [{"label": "a", "values": {"x": 50.0, "y": None}, "ci95": {"x": [40.0, 60.0]}},
+            {"label": "<b>", "values": {"x": 30.0, "y": 20.0}, "ci95": {}}]
+    bars = chart_bars(rows, ["x", "y"])
+    assert [(b["row"], b["part"], b["value"]) for b in bars] == [(0, 0, 50.0), (1, 0, 30.0),
+                                                                 (1, 1, 20.0)]
+    png = task_bar_chart(rows, ["x", "y"], title="t")
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == task_bar_chart(rows, ["x", "y"],
+                                                                          title="t")
