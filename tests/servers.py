@@ -1,0 +1,128 @@
+"""Real servers for tests: a throwaway PostgreSQL cluster and `sumbench leaderboard serve`
+subprocesses, each on a free 127.0.0.1 port and always stopped."""
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def postgres_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def _as_user() -> list[str]:
+    """initdb and postgres refuse to run as root: run them as an unprivileged user."""
+    if os.geteuid() != 0:
+        return []
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return ["runuser", "-u", name, "--"]
+    pytest.skip("running as root and no unprivileged user to run PostgreSQL as")
+
+
+@contextlib.contextmanager
+def postgres_cluster() -> Iterator[str]:
+    """A fresh PostgreSQL cluster on 127.0.0.1; yields a SQLAlchemy URL of its database."""
+    binaries = postgres_bin()
+    if binaries is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    prefix = _as_user()
+    root = Path(tempfile.mkdtemp(prefix="sumbench-pg-"))
+    data, sockets = root / "data", root / "sockets"
+    sockets.mkdir()
+    if prefix:
+        user = prefix[2]
+        subprocess.run(["chown", "-R", user, str(root)], check=True)
+    else:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    port = free_port()
+    run = dict(check=True, capture_output=True, text=True, timeout=120)
+    try:
+        subprocess.run([*prefix, str(binaries / "initdb"), "-D", str(data), "-U", user,
+                        "--auth=trust", "-E", "UTF8", "--locale=C"], **run)
+        subprocess.run([*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-w", "-l",
+                        str(root / "log"), "-o", f"-p {port} -k {sockets} -h 127.0.0.1 "
+                        f"-c max_connections=100 -c fsync=off", "start"], **run)
+        yield f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def sumbench_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "benchmark", *args]
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+class LeaderboardServer:
+    """`sumbench leaderboard serve` in a subprocess; `url` once it answers."""
+
+    def __init__(self, db: str, *extra: str):
+        self.db, self.extra, self.port = db, extra, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "LeaderboardServer":
+        import httpx
+
+        self.process = subprocess.Popen(
+            sumbench_command("leaderboard", "serve", "--db", self.db, "--port",
+                             str(self.port), *self.extra),
+            env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("leaderboard server died: " +
+                                   self.process.stderr.read().decode()[-2000:])
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "/", timeout=2).status_code == 200:
+                    return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("leaderboard server did not answer within 60 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "LeaderboardServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

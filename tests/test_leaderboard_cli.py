@@ -1,0 +1,127 @@
+"""`sumbench leaderboard` commands end to end: init (idempotent), token, submit (--check
+offline and against a server's manifest, a run folder with --wait), status, export, rescore,
+and their one-line errors."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from benchmark.cli import main
+from lb_helpers import minimal_lines, write_pyramid_folder
+from servers import LeaderboardServer
+
+
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory, data_dir):
+    root = tmp_path_factory.mktemp("cli")
+    shutil.copytree(data_dir / "all", root / "gold" / "all")
+    pyramid = write_pyramid_folder(root / "tinyset")
+    return {"root": root, "db": str(root / "lb.sqlite"), "gold": str(root / "gold"),
+            "pyramid": str(pyramid)}
+
+
+def _run(capsys, *args):
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_init_is_idempotent_and_token_prints_last(instance, capsys):
+    args = ("leaderboard", "init", "--db", instance["db"], "--gold", instance["gold"],
+            "--pyramid", instance["pyramid"], "--set", "n_resamples=30")
+    code, out, _ = _run(capsys, *args)
+    report = json.loads(out)
+    assert code == 0 and report["revision"] == "0001"
+    assert report["computed_rows"] == {"baseline": 1, "reference": 3, "builtin": 6}
+    assert report["boards"] == {"evaluators": ["tinyset"], "summaries": ["tinyset"],
+                                "usb": ["all"]}
+    code, out, _ = _run(capsys, *args)
+    again = json.loads(out)
+    assert again["computed_rows"] == {"baseline": 0, "reference": 0, "builtin": 0}
+    assert {change["change"] for change in again["gold"]} == {"unchanged"}
+    code, out, err = _run(capsys, "leaderboard", "token", "--db", instance["db"], "--user",
+                          "dana")
+    token = out.strip().splitlines()[-1]
+    assert code == 0 and token.startswith("sb_") and len(token) > 40 and "shown once" in err
+    instance["token"] = token
+
+
+def test_check_offline_and_against_the_server(instance, capsys, usb_fixture_dir, tmp_path):
+    fix = tmp_path / "fix.jsonl"
+    fix.write_bytes(minimal_lines(usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"))
+    code, out, _ = _run(capsys, "leaderboard", "submit", "--check", str(fix))
+    assert code == 0 and json.loads(out)["coverage_checked"] is False
+    short = tmp_path / "short.jsonl"
+    short.write_text("\n".join(fix.read_text().splitlines()[:-1]) + "\n")
+    code, out, _ = _run(capsys, "leaderboard", "submit", "--check", str(short))
+    assert code == 0  # the shape is fine; coverage needs the server's manifest
+    with LeaderboardServer(instance["db"], "--no-worker") as server:
+        code, out, err = _run(capsys, "leaderboard", "submit", "--check", "--server",
+                              server.url, str(short))
+        assert code == 2 and "fixing_factuality: 1 of 7 test items missing" in err
+        assert len(err.strip().splitlines()) == 1
+        code, out, _ = _run(capsys, "leaderboard", "submit", "--check", "--server", server.url,
+                            str(fix))
+        assert code == 0 and json.loads(out)["parts"] == {"fixing_factuality": 7}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "FIX", "id": "x", "summ_idx": 0, "prediction": 1}\n')
+    code, _, err = _run(capsys, "leaderboard", "submit", "--check", str(bad))
+    assert code == 2 and "bad.jsonl:1, field 'prediction': expected a string, got int" in err
+
+
+def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fixture_dir,
+                                                        tmp_path):
+    run = tmp_path / "run"
+    (run / "predictions").mkdir(parents=True)
+    for path in (usb_fixture_dir / "predictions").glob("*.jsonl"):
+        shutil.copy(path, run / "predictions" / path.name)
+    (run / "results.json").write_text(json.dumps({"spec": {
+        "model": "google/flan-t5-large", "mode": "finetune", "lora": True,
+        "training": "multitask", "profile": "flan-t5-large", "variant": "biographies",
+        "seed": 3, "train_overrides": {"train_fraction": 0.2}}}))
+    with LeaderboardServer(instance["db"]) as server:
+        code, out, _ = _run(capsys, "leaderboard", "submit", "--server", server.url,
+                            "--token", instance["token"], "--model", "flan-large-lora",
+                            "--licence", "apache-2.0", "--wait", str(run))
+        answer = json.loads(out)
+        assert code == 0 and answer["status"] == "scored"
+        assert answer["card"] == {"base_model": "google/flan-t5-large", "data_fraction": 0.2,
+                                  "licence": "apache-2.0", "method":
+                                  "LoRA fine-tuning (multitask, profile flan-t5-large)",
+                                  "seed": 3, "training_domains": "biographies"}
+        code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
+                            server.url)
+        assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
+        code, out, _ = _run(capsys, "leaderboard", "submit", "--server", server.url,
+                            "--token", "sb_not-a-token", "--model", "x", str(run))
+        assert code == 1 and json.loads(out)["http_status"] == 401
+    code, out, _ = _run(capsys, "leaderboard", "export", "--db", instance["db"], "--out",
+                        str(tmp_path / "site"))
+    assert code == 0 and json.loads(out)["boards"] == 3
+    assert (tmp_path / "site" / f"submission-{answer['id']}.html").is_file()
+    code, out, _ = _run(capsys, "leaderboard", "rescore", "--db", instance["db"], "--now")
+    assert code == 0 and json.loads(out) == {"score": 0, "analyse": 0, "jobs_run": 0}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["init", "--gold", "/nonexistent/gold"], "no such task-datasets folder"),
+    (["init", "--set", "n_resamples=0"], "n_resamples must be a positive integer"),
+    (["init", "--set", "colour=red"], "unknown leaderboard setting 'colour'"),
+    (["init", "--evaluator", "broken"], "expected NAME=UNITS:PRESENCE"),
+    (["token", "--user", "sumbench"], "reserved"),
+])
+def test_errors_are_one_line(instance, capsys, tmp_path, args, message):
+    db = str(tmp_path / "fresh.sqlite")
+    if args[0] == "token":
+        main(["leaderboard", "init", "--db", db])
+        capsys.readouterr()
+    code, _, err = _run(capsys, "leaderboard", args[0], "--db", db, *args[1:])
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unmigrated_database_is_refused(capsys, tmp_path):
+    code, _, err = _run(capsys, "leaderboard", "token", "--db", str(tmp_path / "empty.sqlite"),
+                        "--user", "x")
+    assert code == 2 and "run `sumbench leaderboard init" in err
