@@ -116,12 +116,14 @@ def status(server: str, submission_id: int, token: str | None = None,
 
 def wait_for(server: str, submission_id: int, token: str | None = None,
              timeout: float = 600.0, poll: float = 1.0) -> dict:
-    """Poll until the submission is scored, rejected or failed (or `timeout` passes)."""
+    """Poll until the submission is rejected, failed, or scored and analysed (intervals and
+    rank known), or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while True:
         answer = status(server, submission_id, token)
-        if answer.get("status") in ("scored", "rejected", "failed") or \
-                time.monotonic() > deadline:
+        state = answer.get("status")
+        if state in ("rejected", "failed") or (state == "scored" and answer.get("analysed")) \
+                or time.monotonic() > deadline:
             return answer
         time.sleep(poll)
 

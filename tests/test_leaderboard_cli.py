@@ -33,7 +33,7 @@ def test_init_is_idempotent_and_token_prints_last(instance, capsys):
             "--pyramid", instance["pyramid"], "--set", "n_resamples=30")
     code, out, _ = _run(capsys, *args)
     report = json.loads(out)
-    assert code == 0 and report["revision"] == "0001"
+    assert code == 0 and report["revision"] == "0002"
     assert report["computed_rows"] == {"baseline": 1, "reference": 3, "builtin": 6}
     assert report["boards"] == {"evaluators": ["tinyset"], "summaries": ["tinyset"],
                                 "usb": ["all"]}
@@ -91,6 +91,7 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
                                   "licence": "apache-2.0", "method":
                                   "LoRA fine-tuning (multitask, profile flan-t5-large)",
                                   "seed": 3, "training_domains": "biographies"}
+        _wait_on_board(server.url, answer["id"])
         code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
                             server.url)
         assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
@@ -103,6 +104,21 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
     assert (tmp_path / "site" / f"submission-{answer['id']}.html").is_file()
     code, out, _ = _run(capsys, "leaderboard", "rescore", "--db", instance["db"], "--now")
     assert code == 0 and json.loads(out) == {"score": 0, "analyse": 0, "jobs_run": 0}
+
+
+def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:
+    """The analysis marks an entry analysed, then rebuilds its board: wait for the board."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        entries = httpx.get(url + "/api/v1/leaderboard/usb").json()["entries"]
+        if entry_id in [entry["id"] for entry in entries]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"entry {entry_id} never reached the board")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -125,3 +141,14 @@ def test_an_unmigrated_database_is_refused(capsys, tmp_path):
     code, _, err = _run(capsys, "leaderboard", "token", "--db", str(tmp_path / "empty.sqlite"),
                         "--user", "x")
     assert code == 2 and "run `sumbench leaderboard init" in err
+
+
+def test_demo_instance_has_gold_baselines_and_a_scored_demo_entry(capsys, tmp_path):
+    code, out, _ = _run(capsys, "leaderboard", "init", "--db", str(tmp_path / "lb.sqlite"),
+                        "--demo", "--demo-docs", "12", "--set", "n_resamples=20")
+    report = json.loads(out)
+    assert code == 0 and report["demo_submission"]["status"] == "scored"
+    # 12 documents leave biographies without test articles: no board for it
+    assert report["boards"]["usb"] == ["all", "companies", "disasters", "landmarks",
+                                       "newspapers", "schools"]
+    assert (tmp_path / "lb-demo" / "data" / "all" / "abstractive_summarization").is_dir()

@@ -147,9 +147,12 @@ def _killed_worker_is_replaced(url: str, token: str, db: str, database: Database
 
 
 def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines):
+    from leaderboard.service.schema import schema_differences
+
     with postgres_cluster() as url:
         token = _prepare(url, gold)
         database = Database(url)
+        assert schema_differences(database) == []
         with LeaderboardServer(url, "--no-worker") as server:
             ids = _concurrent_submissions(server.url, token, fix_lines)
             workers = [subprocess.Popen(sumbench_command("leaderboard", "worker", "--db", url,

@@ -304,3 +304,19 @@ def per_item_scores(database) -> set[str]:
             if Fraction(v).limit_denominator(30) != Fraction(v) and
             abs(float(Fraction(v).limit_denominator(30)) - v) > 1e-12}
 
+
+
+def test_migrations_build_exactly_the_models_schema(tmp_path):
+    from leaderboard.service.schema import check_schema, head_revision, migrate, \
+        schema_differences
+    from tasks.errors import SumbenchError
+
+    database = Database(str(tmp_path / "fresh.sqlite"))
+    with pytest.raises(SumbenchError, match="revision none"):
+        check_schema(database)
+    assert migrate(database) == head_revision() == "0002"
+    assert schema_differences(database) == []
+    assert migrate(database) == "0002"  # a second run changes nothing
+    from sqlalchemy import text
+    with database.session() as session:
+        assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"

@@ -21,6 +21,8 @@ import threading
 from benchmark.commands import positive_int
 
 DEFAULT_DB = "leaderboard.sqlite"
+#: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
+DEMO_RESAMPLES = 200
 
 
 def register(subparsers) -> None:
@@ -71,6 +73,12 @@ def _init_args(parser) -> None:
                         help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
                              "(replaces the offline defaults; e.g. "
                              "pyramid-scus-nli=scus:nli,model=DIR)")
+    parser.add_argument("--demo", action="store_true",
+                        help="also generate a synthetic corpus beside the database, load its "
+                             "test split as gold (unless --gold is given) and add a demo "
+                             "submission (train-fitted baselines, user 'demo')")
+    parser.add_argument("--demo-docs", type=positive_int, default=60, metavar="N",
+                        help="documents of the --demo corpus (default 60)")
     parser.add_argument("--no-computed-rows", action="store_true",
                         help="do not add the baselines, reference systems and built-in "
                              "evaluators the server computes itself")
@@ -153,11 +161,76 @@ def _print(obj) -> None:
 def run_init(args) -> int:
     from leaderboard.service.init import initialise
 
-    report = initialise(args.db, gold=args.gold, pyramids=args.pyramid,
-                        settings=_pairs(args.settings), evaluators=args.evaluator,
+    gold, settings = args.gold, _pairs(args.settings)
+    if args.demo:
+        gold = gold or str(demo_gold(args.db, args.demo_docs))
+        settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
+    report = initialise(args.db, gold=gold, pyramids=args.pyramid,
+                        settings=settings, evaluators=args.evaluator,
                         computed_rows=not args.no_computed_rows, score=not args.no_score)
+    if args.demo:
+        report["demo_submission"] = submit_demo(args.db, gold)
     _print(report)
     return 0
+
+
+def demo_folder(db: str):
+    """`<database file stem>-demo/` beside a SQLite file (the working folder otherwise)."""
+    from pathlib import Path
+
+    from leaderboard.service.db import database_url
+
+    url = database_url(db)
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///"):])
+        return path.with_name(path.stem + "-demo")
+    return Path("leaderboard-demo")
+
+
+def demo_gold(db: str, docs: int = 60):
+    """A synthetic corpus (all six domains) and its derived task datasets; reused when there."""
+    from benchmark.synthetic import SyntheticSpec, generate_corpus
+    from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
+
+    folder = demo_folder(db)
+    data = folder / "data"
+    if not (data / BUILD_INFO_FILE).is_file():
+        spec = SyntheticSpec(seed=0, docs=docs, domains=("biographies", "companies",
+                                                       "disasters", "schools"),
+                             test_only_domains=("landmarks", "newspapers"), test_only_docs=3)
+        generate_corpus(folder / "raw", spec)
+        build_task_datasets(folder / "raw", data, progress=False)
+    return data
+
+
+def submit_demo(db: str, gold: str) -> dict:
+    """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
+    train references, position prior from the train labels), scored like any submission."""
+    from leaderboard.service.auth import authenticate, create_token
+    from leaderboard.service.boards import load_settings
+    from leaderboard.service.db import Database
+    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.validate import Upload
+    from leaderboard.service.worker import Worker
+    from tasks import get_task, task_names
+    from trainers.baselines import baseline_records
+
+    lines = []
+    for name in task_names("usb"):
+        task = get_task(name)
+        train = task.instances(task.load("train", "all", gold))
+        test = task.instances(task.load("test", "all", gold))
+        lines.extend(json.dumps(r) for r in baseline_records(task, test, train_instances=train))
+    database = Database(db)
+    user = authenticate(database, create_token(database, "demo"))
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="demo: baselines fitted on train",
+                   card={"method": "Lead-k and position prior fitted on the train split"},
+                   uploads=[Upload("demo.jsonl", ("\n".join(lines) + "\n").encode())])
+    Worker(database).drain()
+    status = public_view(database, entry["id"])["status"]
+    database.dispose()
+    return {**entry, "status": status}
 
 
 def _pairs(items) -> dict[str, str]:

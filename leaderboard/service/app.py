@@ -22,15 +22,15 @@ from fastapi.staticfiles import StaticFiles
 from leaderboard.service.auth import authenticate, bearer_token
 from leaderboard.service.boards import load_settings
 from leaderboard.service.db import Database
-from leaderboard.service.export import board_csv, board_document
+from leaderboard.service.boards import stored_output
 from leaderboard.service.schema import check_schema
 from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
                                              manifest, public_view, set_hidden)
 from leaderboard.service.validate import Upload
-from leaderboard.service.views import (STATIC, Links, board_view, compare_view, entry_ranks,
-                                       home_view, render)
+from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
+                                       render)
 from leaderboard.tracks import SubmissionErrors
-from tasks.errors import DataError, SumbenchError, UnknownNameError
+from tasks.errors import DataError, SumbenchError
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -176,11 +176,12 @@ def api_router(database: Database):
 
     @router.get("/leaderboard/{track}.csv")
     def leaderboard_csv(track: str, variant: str = "all"):
-        return Response(board_csv(_board(database, track, variant)), media_type="text/csv")
+        return Response(_stored(database, track, variant, "csv"), media_type="text/csv")
 
     @router.get("/leaderboard/{track}")
     def leaderboard(track: str, variant: str = "all"):
-        return board_document(_board(database, track, variant))
+        return Response(_stored(database, track, variant, "document"),
+                        media_type="application/json")
 
     @router.get("/manifest/{track}")
     def manifest_route(track: str, variant: str = "all"):
@@ -199,7 +200,7 @@ def api_router(database: Database):
 
     @router.get("/admin/audit")
     def audit_log(authorization: str | None = Header(None), limit: int = 100):
-        from leaderboard.service.export import audit_rows
+        from leaderboard.service.auth import audit_rows
         user = _user(database, authorization)
         if not user.is_admin:
             raise HTTPException(403, "admins only")
@@ -208,11 +209,12 @@ def api_router(database: Database):
     return router
 
 
-def _board(database: Database, track: str, variant: str) -> dict:
-    try:
-        return board_view(database, track, variant)
-    except (SumbenchError, UnknownNameError) as error:
-        raise HTTPException(404, str(error)) from None
+def _stored(database: Database, track: str, variant: str, name: str) -> str:
+    """A board's stored output (rebuilt by the workers); 404 when the board does not exist."""
+    text = stored_output(database, track, variant, name)
+    if text is None:
+        raise HTTPException(404, f"no board {track}/{variant}")
+    return text
 
 
 def page_router(database: Database):
@@ -225,15 +227,11 @@ def page_router(database: Database):
 
     @router.get("/track/{track}", response_class=HTMLResponse)
     def track_page(track: str, variant: str = "all"):
-        return render("track.html", links, board=_board(database, track, variant))
+        return HTMLResponse(_stored(database, track, variant, "page"))
 
     @router.get("/chart/{track}.png")
     def chart(track: str, variant: str = "all"):
-        from leaderboard.service.boards import read_board
-        stored = read_board(database, track, variant)
-        if stored is None or stored[1] is None:
-            raise HTTPException(404, "no chart for this board")
-        return Response(stored[1], media_type="image/png")
+        return Response(_stored(database, track, variant, "chart"), media_type="image/png")
 
     @router.get("/submission/{submission_id}", response_class=HTMLResponse)
     def submission_page(submission_id: int, authorization: str | None = Header(None)):

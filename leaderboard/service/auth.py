@@ -89,3 +89,12 @@ def audit(session, actor: str | None, action: str, outcome: str, *,
 
 def system_user(session) -> User:
     return ensure_user(session, SYSTEM_USER, admin=True)
+
+
+def audit_rows(database: Database, limit: int = 100) -> list[dict]:
+    with database.session() as session:
+        rows = session.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit))
+        return [{"id": row.id, "at": row.at.isoformat(timespec="seconds"), "actor": row.actor,
+                 "action": row.action, "outcome": row.outcome,
+                 "submission_id": row.submission_id, "detail": json.loads(row.detail),
+                 "scorer_version": row.scorer_version} for row in rows]

@@ -1,11 +1,12 @@
 """Board snapshots: what the pages and the API read, computed by workers, never in a request.
 
-`rebuild_board` reads every visible, scored entry of a board whose current score row has the
+`build_snapshot` reads every visible, scored entry of a board whose current score row has the
 board's version key, ranks the analysed ones (leaderboard.ranking: aggregate over all parts,
 95% intervals, paired tests against the entry above, rank bands), lists partial entries and
 entries whose analysis is pending apart, adds the published reference rows, renders the
-per-part bar chart and stores it all in ONE row, inside a write transaction (so concurrent
-rebuilds cannot overwrite a newer snapshot with an older one). A snapshot holds aggregates and
+per-part bar chart; leaderboard.service.publish stores it with the rendered page, API document
+and CSV in ONE row, inside a write transaction (so concurrent rebuilds cannot overwrite a
+newer snapshot with an older one). A snapshot holds aggregates and
 intervals only: never a per-example score, reference or label.
 """
 from __future__ import annotations
@@ -155,26 +156,20 @@ def chart_of(snapshot: dict) -> bytes:
                                 f"{len(rows)} entries (95% intervals)")
 
 
-def rebuild_board(database: Database, track: str, board: str) -> dict | None:
-    """Recompute and store one board's snapshot and chart; returns the snapshot."""
-    with database.write_session() as session:
-        snapshot = build_snapshot(database, track, board, session)
-        if snapshot is None:
-            return None
-        row = session.scalars(select(Board).filter_by(track=track, board=board)).one_or_none()
-        if row is None:
-            row = Board(track=track, board=board)
-            session.add(row)
-        row.version_key, row.snapshot = snapshot["version_key"], json.dumps(snapshot)
-        row.chart, row.computed_at = chart_of(snapshot), utcnow()
-        return snapshot
-
-
 def read_board(database: Database, track: str, board: str) -> tuple[dict, bytes | None] | None:
     """(snapshot, chart PNG) as last stored; None when the board was never built."""
     with database.session() as session:
-        row = session.scalars(select(Board).filter_by(track=track, board=board)).one_or_none()
+        row = session.execute(select(Board.snapshot, Board.chart).filter_by(
+            track=track, board=board)).one_or_none()
         return None if row is None else (json.loads(row.snapshot), row.chart)
+
+
+def stored_output(database: Database, track: str, board: str, name: str) -> str | bytes | None:
+    """One stored output of a board ("page", "document", "csv" or "chart"), read alone."""
+    column = {"page": Board.page, "document": Board.document, "csv": Board.csv,
+              "chart": Board.chart}[name]
+    with database.session() as session:
+        return session.scalar(select(column).filter_by(track=track, board=board))
 
 
 def all_boards(database: Database) -> list[tuple[str, str]]:

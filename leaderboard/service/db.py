@@ -146,7 +146,8 @@ class Material(Base):
 
 
 class Board(Base):
-    """The latest ranking snapshot of one board (what pages read) and its chart."""
+    """The latest ranking snapshot of one board and what requests serve from it as stored:
+    the chart, the rendered page, the API document and the CSV."""
     __tablename__ = "boards"
     __table_args__ = (UniqueConstraint("track", "board"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -155,6 +156,9 @@ class Board(Base):
     version_key: Mapped[str] = mapped_column(String(64))
     snapshot: Mapped[str] = mapped_column(Text)
     chart: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    page: Mapped[str | None] = mapped_column(Text, nullable=True)        # rendered HTML
+    document: Mapped[str | None] = mapped_column(Text, nullable=True)    # the API's JSON
+    csv: Mapped[str | None] = mapped_column(Text, nullable=True)
     computed_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 

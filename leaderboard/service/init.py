@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from leaderboard.service.boards import (all_boards, load_settings, rebuild_board,
-                                        save_settings)
+from leaderboard.service.boards import all_boards, load_settings, save_settings
+from leaderboard.service.publish import rebuild_board
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of, store_gold
 from leaderboard.service.schema import migrate

@@ -13,7 +13,8 @@ from sqlalchemy import select
 
 from leaderboard.card import merged_card
 from leaderboard.service.auth import audit, submissions_today, system_user
-from leaderboard.service.boards import BADGES, CARD_BADGE, rebuild_board
+from leaderboard.service.boards import BADGES, CARD_BADGE
+from leaderboard.service.publish import rebuild_board
 from leaderboard.service.db import Database, Job, Score, Submission, User, pack, utcnow
 from leaderboard.service.gold import gold_for, require_board
 from leaderboard.service.settings import InstanceSettings

@@ -99,13 +99,6 @@ def home_view(database: Database) -> dict:
     return {"tracks": boards}
 
 
-def board_view(database: Database, track: str, board: str) -> dict:
-    stored = read_board(database, track, board)
-    if stored is None:
-        raise SumbenchError(f"no board {track}/{board}")
-    return stored[0]
-
-
 def distributions_of(database: Database, score_id: int) -> dict[str, np.ndarray]:
     with database.session() as session:
         return {m.part: np.frombuffer(m.distribution, dtype="<f8")

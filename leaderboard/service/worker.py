@@ -26,7 +26,8 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.service.boards import load_settings, rebuild_board
+from leaderboard.service.boards import load_settings
+from leaderboard.service.publish import rebuild_board
 from leaderboard.service.db import Database, Job, Material, Score, Submission, pack, unpack
 from leaderboard.service.gold import gold_for, score_versions
 from leaderboard.service.jobs import Heartbeat, claim_job, fail_or_retry, finish

@@ -1,0 +1,191 @@
+"""Leaderboard load and scoring cost.
+
+1. Scoring: a USB-test-sized submission (non-neural baseline predictions of all eight tasks on
+   a synthetic corpus with as many test articles as USB's `all` split) scored the server's way
+   (validate against the manifest, join onto the gold, score) vs `sumbench score` on the same
+   files (which carry the gold fields). Arms alternate, repeated; both must give identical
+   scores. Goal: server / score <= 1.5.
+2. Page latency: a SQLite board with ENTRIES scored and analysed entries (one real entry,
+   cloned with jittered headlines and distributions), served by `sumbench leaderboard serve`
+   on 127.0.0.1; p50/p95 of GET /track/usb and /api/v1/leaderboard/usb (alternating).
+   Goal: p95 < 100 ms.
+
+    python bench/leaderboard_load.py [--entries 1000] [--requests 200] [--docs 4000] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def build_corpus(root: Path, docs: int) -> tuple[Path, list[Path]]:
+    from benchmark.synthetic import SyntheticSpec, generate_corpus
+    from tasks import get_task, task_names
+    from tasks.io import write_jsonl
+    from tasks.usb.derive import build_task_datasets
+    from trainers.baselines import baseline_records
+
+    generate_corpus(root / "raw", SyntheticSpec(seed=0, docs=docs))
+    build_task_datasets(root / "raw", root / "data", variants=["all"], progress=False)
+    files = []
+    for name in task_names("usb"):
+        task = get_task(name)
+        train = task.instances(task.load("train", "all", str(root / "data")))
+        test = task.instances(task.load("test", "all", str(root / "data")))
+        path = root / "predictions" / f"{name}.jsonl"
+        write_jsonl(path, baseline_records(task, test, train_instances=train))
+        files.append(path)
+    return root / "data", files
+
+
+def scoring_ratio(data: Path, files: list[Path], repeats: int) -> dict:
+    from leaderboard.service.validate import Limits, Upload, validate_submission
+    from leaderboard.tracks.usb import UsbTrack
+    from tasks.scoring import score_files
+
+    track = UsbTrack()
+    gold = track.load_gold(str(data))
+    manifest = track.manifest(gold, "all")
+
+    def server():
+        uploads = [Upload(path.name, path.read_bytes()) for path in files]
+        checked = validate_submission(track, uploads, manifest, Limits(), "all").checked
+        return {name: part.result for name, part in track.score(checked, gold, "all").items()}
+
+    def score():
+        return score_files([str(path) for path in files])
+
+    times = {"server": [], "score": []}
+    outputs = {}
+    for _ in range(repeats):
+        for name, arm in (("score", score), ("server", server)):
+            started = time.perf_counter()
+            outputs[name] = arm()
+            times[name].append(time.perf_counter() - started)
+    identical = outputs["server"] == outputs["score"]
+    return {"score_s": times["score"], "server_s": times["server"], "identical": identical,
+            "scoring_ratio": statistics.median(times["server"]) /
+            statistics.median(times["score"]),
+            "records": sum(len(path.read_text().splitlines()) for path in files)}
+
+
+def clone_entries(db: str, entries: int) -> None:
+    """Copy the one scored entry ENTRIES-1 times with jittered numbers, then rebuild."""
+    from sqlalchemy import select
+
+    from leaderboard.service.publish import rebuild_board
+    from leaderboard.service.db import Database, Material, Score, Submission
+
+    database = Database(db)
+    rng = np.random.default_rng(0)
+    with database.write_session() as session:
+        submission = session.scalars(select(Submission).filter_by(kind="submission")).one()
+        score = session.scalars(select(Score).filter_by(submission_id=submission.id)).one()
+        materials = session.scalars(select(Material).filter_by(score_id=score.id)).all()
+        headlines = json.loads(score.headlines)
+        for index in range(1, entries):
+            shift = float(rng.normal(0, 5))
+            copy = Submission(**{c: getattr(submission, c) for c in (
+                "user_id", "kind", "track", "board", "card", "status", "parts", "n_records",
+                "upload_sha256", "predictions")}, model=f"model {index:04d}")
+            session.add(copy)
+            session.flush()
+            jittered = {part: value + shift for part, value in headlines.items()}
+            clone = Score(**{c: getattr(score, c) for c in (
+                "version_key", "versions", "results", "breakdown", "current", "analysed",
+                "seconds")}, submission_id=copy.id, headlines=json.dumps(jittered))
+            session.add(clone)
+            session.flush()
+            for material in materials:
+                values = np.frombuffer(material.distribution, dtype="<f8") + shift
+                session.add(Material(score_id=clone.id, part=material.part,
+                                     examples=material.examples,
+                                     distribution=values.astype("<f8").tobytes()))
+    rebuild_board(database, "usb", "all")
+
+
+def latency(db: str, requests: int) -> dict:
+    import httpx
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from servers import LeaderboardServer
+
+    urls = {"/track/usb": "/track/usb?variant=all",
+            "/api/v1/leaderboard/usb": "/api/v1/leaderboard/usb?variant=all"}
+    times = {name: [] for name in urls}
+    with LeaderboardServer(db, "--no-worker") as server, httpx.Client() as client:
+        for url in urls.values():  # warm up
+            client.get(server.url + url).raise_for_status()
+        for _ in range(requests):
+            for name, url in urls.items():
+                started = time.perf_counter()
+                client.get(server.url + url).raise_for_status()
+                times[name].append(1000 * (time.perf_counter() - started))
+    return {name: {"p50_ms": float(np.percentile(values, 50)),
+                   "p95_ms": float(np.percentile(values, 95))}
+            for name, values in times.items()}
+
+
+def load_board(data: Path, files: list[Path], root: Path, entries: int) -> str:
+    from leaderboard.service.auth import authenticate, create_token
+    from leaderboard.service.boards import load_settings
+    from leaderboard.service.db import Database
+    from leaderboard.service.init import initialise
+    from leaderboard.service.submissions import accept
+    from leaderboard.service.validate import Upload
+    from leaderboard.service.worker import Worker
+
+    db = str(root / "load.sqlite")
+    initialise(db, gold=str(data), settings={"n_resamples": "100"}, computed_rows=False)
+    database = Database(db)
+    user = authenticate(database, create_token(database, "bench"))
+    accept(database, load_settings(database), user, track_name="usb", board="all",
+           model="model 0000", card={}, uploads=[Upload(p.name, p.read_bytes())
+                                                  for p in files])
+    Worker(database).drain()
+    clone_entries(db, entries)
+    return db
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--docs", type=int, default=4000,
+                        help="synthetic documents (20%% are test: 4000 gives USB's ~800)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        data, files = build_corpus(root, args.docs)
+        scoring = scoring_ratio(data, files, args.repeats)
+        db = load_board(data, files, root, args.entries)
+        pages = latency(db, args.requests)
+    result = {"entries": args.entries, "requests": args.requests, **scoring,
+              "latency": pages, "ratio": scoring["scoring_ratio"]}
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print(f"scoring {scoring['records']} records: sumbench score median "
+              f"{statistics.median(scoring['score_s']):.2f} s, server "
+              f"{statistics.median(scoring['server_s']):.2f} s, ratio "
+              f"{scoring['scoring_ratio']:.2f} (identical: {scoring['identical']})")
+        for name, values in pages.items():
+            print(f"GET {name} with {args.entries} entries: p50 {values['p50_ms']:.1f} ms, "
+                  f"p95 {values['p95_ms']:.1f} ms")
+    return 0 if scoring["identical"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
