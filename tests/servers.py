@@ -92,19 +92,22 @@ class LeaderboardServer:
         self.db, self.extra, self.port = db, extra, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
+        self.log = ""  # what the server wrote on stderr, once stopped
 
     def start(self) -> "LeaderboardServer":
         import httpx
 
+        self._log_file = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             sumbench_command("leaderboard", "serve", "--db", self.db, "--port",
                              str(self.port), *self.extra),
-            env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            env=child_env(), stdout=subprocess.DEVNULL, stderr=self._log_file)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self._log_file.seek(0)
                 raise RuntimeError("leaderboard server died: " +
-                                   self.process.stderr.read().decode()[-2000:])
+                                   self._log_file.read().decode()[-2000:])
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(self.url + "/", timeout=2).status_code == 200:
                     return self
@@ -120,6 +123,10 @@ class LeaderboardServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process is not None and not self._log_file.closed:
+            self._log_file.seek(0)
+            self.log = self._log_file.read().decode("utf-8", errors="replace")
+            self._log_file.close()
 
     def __enter__(self) -> "LeaderboardServer":
         return self.start()

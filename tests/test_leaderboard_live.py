@@ -15,7 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from lb_helpers import minimal_lines
+from lb_helpers import gold_strings, minimal_lines
 from leaderboard.service.auth import create_token
 from leaderboard.service.db import Database, Job, Score, Submission
 from leaderboard.service.init import initialise
@@ -103,6 +103,8 @@ def test_sqlite_concurrent_submissions_kill_and_restart(tmp_path, gold, fix_line
         _wait_scored(database, N_SUBMISSIONS)
         before = _board_entries(server.url, N_SUBMISSIONS)
     _scored_exactly_once(database, ids)
+    assert server.log.count(" claimed") >= 2 * N_SUBMISSIONS  # the worker logs its jobs
+    assert not [s for s in gold_strings(gold) if s in server.log]  # and never gold
     assert len(before["entries"]) == N_SUBMISSIONS
     with LeaderboardServer(db, "--no-worker") as server:  # a restart loses nothing
         after = httpx.get(server.url + "/api/v1/leaderboard/usb").json()

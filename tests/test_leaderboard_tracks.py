@@ -252,3 +252,32 @@ def test_chart_is_deterministic_and_never_draws_missing_values_as_zero():
     png = task_bar_chart(rows, ["x", "y"], title="t")
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == task_bar_chart(rows, ["x", "y"],
                                                                           title="t")
+
+
+def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path):
+    """An instance may configure model-based presence (here a tiny local NLI classifier):
+    the track's score equals `sumbench pyramid`'s evaluation with the same backend."""
+    from leaderboard.evaluators.pyramid import evaluate_dataset
+    from leaderboard.tracks.pyramid_gold import dataset_of
+    from leaderboard.tracks.summaries import SummariesEvaluator
+    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+
+    texts = (tiny_pyramid / "references.txt").read_text().splitlines()
+    tokenizer = build_tiny_tokenizer(texts * 3, vocab_size=300)
+    build_tiny_classifier(tokenizer, labels=("contradiction", "entailment", "neutral"),
+                          save_dir=tmp_path / "nli", seed=1)
+    evaluator = SummariesEvaluator.parse(f"pyramid-scus-nli=scus:nli,model={tmp_path / 'nli'}")
+    assert evaluator.options == (("model", str(tmp_path / "nli")),)
+    track = make_track("summaries", [evaluator])
+    gold = track.load_gold([str(tiny_pyramid)])
+    payload = gold["tinyset"]["tinyset"]
+    lines = [{"dataset": "tinyset", "id": i, "summary": s}
+             for i, s in zip(payload["ids"], payload["summaries"]["beta"])]
+    checked = track.check([("f", n, r) for n, r in enumerate(lines, 1)],
+                          track.manifest(gold, "tinyset"))
+    result = track.score(checked, gold, "tinyset")["tinyset"].result
+    expected = evaluate_dataset(dataset_of(payload), "scus", "nli", systems=["beta"],
+                                model=str(tmp_path / "nli"))["beta"]
+    assert result["pyramid-scus-nli"] == pytest.approx(
+        sum(expected.per_example) / len(expected.per_example), abs=1e-9)
+    assert result["headline_evaluator"] == "pyramid-scus-nli"

@@ -255,6 +255,17 @@ def run_token(args) -> int:
     return 0
 
 
+def _log_jobs() -> None:
+    """Worker job lines (ids and kinds only, never data) on stderr."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    logger = logging.getLogger("sumbench.leaderboard")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 def run_serve(args) -> int:
     import uvicorn
 
@@ -263,6 +274,7 @@ def run_serve(args) -> int:
 
     database = _database(args.db)
     app = create_app(args.db)
+    _log_jobs()
     stop = threading.Event()
     thread = None
     if not args.no_worker:
@@ -281,6 +293,7 @@ def run_worker(args) -> int:
     from leaderboard.service.worker import Worker
 
     worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold)
+    _log_jobs()
     if args.once:
         print(f"{worker.drain()} job(s) done", file=sys.stderr)
         return 0
