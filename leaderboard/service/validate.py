@@ -67,31 +67,47 @@ def _wanted(name: str) -> bool:
     return name.endswith(".jsonl") or posixpath.basename(name) == RESULTS_NAME
 
 
+def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
+                   limits: Limits) -> None:
+    """Refuse an archive before reading it: (name, kind "file" | "dir" | "other", size) of
+    every member; absolute or escaping paths, links and special files, and sizes over the
+    limit are errors."""
+    total = 0
+    for name, kind, size in members:
+        if _safe_member_name(name) is None:
+            raise DataError(f"archive member path {name!r} is absolute or leaves the archive",
+                            path=upload.name)
+        if kind == "dir":
+            continue
+        if kind != "file":
+            raise DataError(f"archive member {name!r} is a link or special file",
+                            path=upload.name)
+        total += size
+        if size > limits.max_bytes or total > limits.max_bytes:
+            raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
+                            path=upload.name)
+
+
 def _tar_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
     try:
         archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:*")
     except (tarfile.TarError, OSError, EOFError) as error:
         raise DataError(f"not a readable tar archive ({error})", path=upload.name) from None
     with archive:
-        members, total = archive.getmembers(), 0
-        for member in members:
-            name = _safe_member_name(member.name)
-            if name is None:
-                raise DataError(f"archive member path {member.name!r} is absolute or leaves "
-                                f"the archive", path=upload.name)
-            if member.isdir():
-                continue
-            if not member.isfile():
-                raise DataError(f"archive member {member.name!r} is a link or special file",
-                                path=upload.name)
-            total += member.size
-            if member.size > limits.max_bytes or total > limits.max_bytes:
-                raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
-                                path=upload.name)
+        members = archive.getmembers()
+        _check_members(upload, [(m.name, "dir" if m.isdir() else "file" if m.isfile()
+                                 else "other", m.size) for m in members], limits)
         for member in members:
             if member.isfile() and _wanted(member.name):
                 yield Upload(f"{upload.name}:{_safe_member_name(member.name)}",
                              archive.extractfile(member).read())
+
+
+def _zip_kind(info: zipfile.ZipInfo) -> str:
+    if info.is_dir():
+        return "dir"
+    kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the archiver recorded no type
+    return "file" if kind in (0, stat.S_IFREG) else "other"
 
 
 def _zip_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
@@ -100,23 +116,8 @@ def _zip_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
     except (zipfile.BadZipFile, OSError) as error:
         raise DataError(f"not a readable zip archive ({error})", path=upload.name) from None
     with archive:
-        infos, total = archive.infolist(), 0
-        for info in infos:
-            name = _safe_member_name(info.filename)
-            if name is None:
-                raise DataError(f"archive member path {info.filename!r} is absolute or leaves "
-                                f"the archive", path=upload.name)
-            mode = info.external_attr >> 16
-            if info.is_dir():
-                continue
-            kind = stat.S_IFMT(mode)  # 0 when the archiver recorded no file type
-            if kind and kind != stat.S_IFREG:
-                raise DataError(f"archive member {info.filename!r} is a link or special file",
-                                path=upload.name)
-            total += info.file_size
-            if info.file_size > limits.max_bytes or total > limits.max_bytes:
-                raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
-                                path=upload.name)
+        infos = archive.infolist()
+        _check_members(upload, [(i.filename, _zip_kind(i), i.file_size) for i in infos], limits)
         for info in infos:
             if not info.is_dir() and _wanted(info.filename):
                 data = archive.read(info)

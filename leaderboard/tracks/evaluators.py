@@ -13,13 +13,12 @@ sentences and (when the set has them) QA units.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
-                                     check_item, report_missing)
-from leaderboard.tracks.pyramid_gold import human_pyramid, load_gold_folders
+from leaderboard.tracks.base import PartScore
+from leaderboard.tracks.pyramid_gold import PyramidSetTrack, human_pyramid
 from tasks.metrics.correlation import METHODS, correlation, summary_level, system_level
 
 LEVELS = ("system", "summary")
@@ -51,59 +50,21 @@ def system_kendall_statistic(sample: Sequence[Mapping]) -> float | None:
     return None if math.isnan(value) else 100.0 * value
 
 
-class EvaluatorsTrack(Track):
+class EvaluatorsTrack(PyramidSetTrack):
     name = "evaluators"
     title = "Evaluators: agreement with human Pyramid judgments"
     description = ("A metric's per-summary scores for the human-judged systems, ranked by "
                    "system-level Kendall tau with human Pyramid scores.")
-    part_kind = "dataset"
     submission_fields = ("dataset", "system", "id", "score")
+    id_fields = ("system", "id")
+    value_field = "score"
 
-    def load_gold(self, source) -> dict[str, dict[str, dict]]:
-        (parts,) = load_gold_folders(source).values()
-        return {name: {name: payload} for name, payload in parts.items()}
+    def manifest_items(self, payload: Mapping) -> list[dict]:
+        return [{"system": system, "id": example_id} for system in sorted(payload["labels"])
+                for example_id in payload["ids"]]
 
-    def manifest(self, gold, board: str) -> dict:
-        payload = gold[board][board]
-        return {"track": self.name, "board": board,
-                "parts": {board: [{"system": system, "id": example_id}
-                                  for system in sorted(payload["labels"])
-                                  for example_id in payload["ids"]]}}
-
-    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
-        items = {}
-        for _, _, record in located:
-            item = {"system": record.get("system"), "id": record.get("id")}
-            if isinstance(record.get("id"), str) and isinstance(record.get("system"), str):
-                items.setdefault(tuple(item.values()), item)
-        return {"track": self.name, "board": board, "parts": {board: list(items.values())}}
-
-    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
-        errors, board = ErrorCollector(), manifest["board"]
-        expected = {(item["system"], item["id"]): item for item in manifest["parts"][board]}
-        seen: dict[tuple, tuple[str, int]] = {}
-        scores: dict[tuple, float] = {}
-        for entry in located:
-            path, line, record = entry
-            if record.get("dataset") != board:
-                errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
-                           path=path, line=line, field="dataset")
-                continue
-            if not check_id_types(errors, entry, ("system", "id")):
-                continue
-            if not _number(record.get("score")):
-                errors.add(f"expected a finite number, got {record.get('score')!r}",
-                           path=path, line=line, field="score")
-                continue
-            key = (record.get("system"), record.get("id"))
-            if check_item(errors, entry, seen, key, expected,
-                          f"system={key[0]!r}, id={key[1]!r}"):
-                scores[key] = float(record["score"])
-        report_missing(errors, board, list(expected), seen,
-                       lambda key: f"system={key[0]!r}, id={key[1]!r}")
-        errors.raise_if_any()
-        return {board: [{"system": key[0], "id": key[1], "score": scores[key]}
-                        for key in expected]}
+    def value_problem(self, value) -> str | None:
+        return None if _number(value) else f"expected a finite number, got {value!r}"
 
     def score(self, checked, gold, board: str) -> dict[str, PartScore]:
         payload = gold[board][board]

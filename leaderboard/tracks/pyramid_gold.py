@@ -1,4 +1,5 @@
-"""Gold of the `summaries` and `evaluators` tracks: REALSumm/PyrXSum-layout folders.
+"""Gold of the `summaries` and `evaluators` tracks (REALSumm/PyrXSum-layout folders) and the
+base class of the two tracks (one board per set; lines keyed by id fields, one value each).
 
 A folder (see tasks.qapyramid.pyramid_data) becomes one JSON payload: ids, cleaned
 references, SCUs and STUs, the human-judged systems' summaries and SCU presence labels, the
@@ -13,6 +14,8 @@ import hashlib
 from pathlib import Path
 from typing import Mapping
 
+from leaderboard.tracks.base import (ErrorCollector, Track, check_id_types, check_item,
+                                     report_missing)
 from tasks.errors import DataError, SumbenchError
 from tasks.io import iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
@@ -106,3 +109,65 @@ def human_pyramid(payload: Mapping) -> dict[str, list[float]]:
     """system -> per-example human Pyramid score (share of SCUs labelled present)."""
     return {system: [sum(row) / len(row) for row in rows]
             for system, rows in payload["labels"].items()}
+
+
+class PyramidSetTrack(Track):
+    """A track over Pyramid sets: one board (and part) per set; each submitted line names a
+    set (`dataset`), an item (`id_fields`) and carries one value (`value_field`, checked by
+    `value_problem`)."""
+
+    part_kind = "dataset"
+    id_fields: tuple[str, ...] = ("id",)
+    value_field: str = "value"
+
+    def load_gold(self, source) -> dict[str, dict[str, dict]]:
+        (parts,) = load_gold_folders(source).values()
+        return {name: {name: payload} for name, payload in parts.items()}
+
+    def manifest_items(self, payload: Mapping) -> list[dict]:
+        return [{"id": example_id} for example_id in payload["ids"]]
+
+    def manifest(self, gold, board: str) -> dict:
+        return {"track": self.name, "board": board,
+                "parts": {board: self.manifest_items(gold[board][board])}}
+
+    def manifest_from_records(self, located, board: str) -> dict:
+        items: dict[tuple, dict] = {}
+        for _, _, record in located:
+            if all(isinstance(record.get(field), str) for field in self.id_fields):
+                item = {field: record[field] for field in self.id_fields}
+                items.setdefault(tuple(item.values()), item)
+        return {"track": self.name, "board": board, "parts": {board: list(items.values())}}
+
+    def value_problem(self, value) -> str | None:
+        """Why a submitted value is unusable, or None."""
+        raise NotImplementedError
+
+    def _describe(self, key: tuple) -> str:
+        return ", ".join(f"{field}={value!r}" for field, value in zip(self.id_fields, key))
+
+    def check(self, located, manifest: Mapping) -> dict[str, list[dict]]:
+        errors, board = ErrorCollector(), manifest["board"]
+        expected = {tuple(item[f] for f in self.id_fields): item
+                    for item in manifest["parts"][board]}
+        seen: dict[tuple, tuple[str, int]] = {}
+        values: dict[tuple, object] = {}
+        for entry in located:
+            path, line, record = entry
+            if record.get("dataset") != board:
+                errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
+                           path=path, line=line, field="dataset")
+                continue
+            if not check_id_types(errors, entry, self.id_fields):
+                continue
+            problem = self.value_problem(record.get(self.value_field))
+            if problem:
+                errors.add(problem, path=path, line=line, field=self.value_field)
+                continue
+            key = tuple(record[field] for field in self.id_fields)
+            if check_item(errors, entry, seen, key, expected, self._describe(key)):
+                values[key] = record[self.value_field]
+        report_missing(errors, board, list(expected), seen, self._describe)
+        errors.raise_if_any()
+        return {board: [{**dict(zip(self.id_fields, key)), self.value_field: values[key]}
+                        for key in expected]}

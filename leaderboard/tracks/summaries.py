@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
-                                     check_item, report_missing)
-from leaderboard.tracks.pyramid_gold import dataset_of, human_pyramid, load_gold_folders
+from leaderboard.tracks.base import PartScore
+from leaderboard.tracks.pyramid_gold import PyramidSetTrack, dataset_of, human_pyramid
 from tasks.errors import SumbenchError
 
 
@@ -90,59 +89,21 @@ def default_summary_evaluators() -> list[SummariesEvaluator]:
             SummariesEvaluator("qapyramid-lexical", "qas")]
 
 
-class SummariesTrack(Track):
+class SummariesTrack(PyramidSetTrack):
     name = "summaries"
     title = "Summaries: Pyramid-scored system summaries"
     description = ("System summaries of REALSumm/PyrXSum documents scored on the server by "
                    "Pyramid and QAPyramid evaluators; human-judged systems shown as reference "
                    "rows with their human scores.")
-    part_kind = "dataset"
     submission_fields = ("dataset", "id", "summary")
+    id_fields = ("id",)
+    value_field = "summary"
 
     def __init__(self, evaluators: Sequence[SummariesEvaluator] | None = None):
         self.evaluators = list(evaluators or default_summary_evaluators())
 
-    def load_gold(self, source) -> dict[str, dict[str, dict]]:
-        (parts,) = load_gold_folders(source).values()
-        return {name: {name: payload} for name, payload in parts.items()}
-
-    def manifest(self, gold, board: str) -> dict:
-        payload = gold[board][board]
-        return {"track": self.name, "board": board,
-                "parts": {board: [{"id": example_id} for example_id in payload["ids"]]}}
-
-    def manifest_from_records(self, located: Sequence[Located], board: str) -> dict:
-        items = {}
-        for _, _, record in located:
-            item = {"id": record.get("id")}
-            if isinstance(record.get("id"), str):
-                items.setdefault(tuple(item.values()), item)
-        return {"track": self.name, "board": board, "parts": {board: list(items.values())}}
-
-    def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
-        errors, board = ErrorCollector(), manifest["board"]
-        expected = {(item["id"],): item for item in manifest["parts"][board]}
-        seen: dict[tuple, tuple[str, int]] = {}
-        summaries: dict[tuple, str] = {}
-        for entry in located:
-            path, line, record = entry
-            if record.get("dataset") != board:
-                errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
-                           path=path, line=line, field="dataset")
-                continue
-            if not check_id_types(errors, entry, ("id",)):
-                continue
-            summary = record.get("summary")
-            if not isinstance(summary, str) or not summary.strip():
-                errors.add("expected a non-empty string", path=path, line=line,
-                           field="summary")
-                continue
-            key = (record.get("id"),)
-            if check_item(errors, entry, seen, key, expected, f"id={key[0]!r}"):
-                summaries[key] = summary
-        report_missing(errors, board, list(expected), seen, lambda key: f"id={key[0]!r}")
-        errors.raise_if_any()
-        return {board: [{"id": key[0], "summary": summaries[key]} for key in expected]}
+    def value_problem(self, value) -> str | None:
+        return None if isinstance(value, str) and value.strip() else "expected a non-empty string"
 
     def evaluator_scores(self, payload: Mapping, summaries: Sequence[str]) -> dict[str, list]:
         return {evaluator.name: evaluator.per_example(payload, summaries)
