@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "benchmark.commands.run",
     "benchmark.commands.demo",
     "benchmark.commands.leaderboard",
+    "benchmark.commands.experiment",
 )
 
 

@@ -1,4 +1,6 @@
-"""`sumbench data build` (raw annotations -> task datasets) and `sumbench data fetch`."""
+"""`sumbench data build` (raw annotations -> task datasets), `sumbench data heuristic`
+(heuristic EVEXT / FAC / FIX training labels from article-summary pairs) and `sumbench data
+fetch`."""
 from __future__ import annotations
 
 import argparse
@@ -40,6 +42,28 @@ def register(subparsers) -> None:
                             "changed (says so on stderr)")
     fetch.set_defaults(handler=run_fetch)
 
+    heuristic = commands.add_parser(
+        "heuristic", help="heuristic EVEXT, FAC and FIX training data, without human labels",
+        description="Derive the training (and validation) data of evidence extraction, "
+                    "factuality classification and fixing factuality from (article, summary) "
+                    "pairs only: evidence by ROUGE-L, name/number overlap or an alignment "
+                    "model; FactCC-style corruptions or model infilling. Same record shapes as "
+                    "`data build`; OUT/build_info.json holds counts, the agreement of the "
+                    "heuristic evidence with the human one, corruption types and provenance.")
+    heuristic.add_argument("--raw", required=True, metavar="DIR")
+    heuristic.add_argument("--out", required=True, metavar="DIR")
+    heuristic.add_argument("--tasks", default="evidence_extraction,factuality_classification,"
+                                              "fixing_factuality")
+    heuristic.add_argument("--evidence", default="rougeL",
+                           choices=("rougeL", "entity", "superpal"))
+    heuristic.add_argument("--corruption", default="factcc", choices=("factcc", "infill"))
+    heuristic.add_argument("--superpal-model", help="alignment classifier (hub id or folder)")
+    heuristic.add_argument("--infill-model", help="seq2seq infilling model (hub id or folder)")
+    heuristic.add_argument("--splits", default="train,validation",
+                           help="splits to write (default train,validation)")
+    heuristic.add_argument("--seed", type=int, default=0)
+    heuristic.set_defaults(handler=run_heuristic)
+
 
 def format_counts(counts: dict[str, dict[str, dict[str, int]]]) -> str:
     """A small table: one row per variant and task, one column per split."""
@@ -67,4 +91,30 @@ def run_fetch(args: argparse.Namespace) -> int:
     result = fetch_archive(cache_dir=args.cache, revision=args.revision, refresh=args.refresh)
     print(f"sumbench data fetch: {result.message()}", file=sys.stderr)
     print(result.data_dir)
+    return 0
+
+
+def run_heuristic(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from tasks import parse_task_list
+    from tasks.errors import SumbenchError
+    from tasks.usb.heuristic import HeuristicSpec, build_heuristic_datasets
+    from tasks.usb.layout import SPLITS
+    from trainers.heuristic_models import model_heuristics
+
+    splits = tuple(part.strip() for part in args.splits.split(",") if part.strip())
+    if not splits or any(split not in SPLITS for split in splits):
+        raise SumbenchError(f"--splits takes {', '.join(SPLITS)}; got {args.splits!r}")
+    if not Path(args.raw).is_dir():
+        raise SumbenchError(f"{args.raw}: no such raw folder (--raw)")
+    spec = HeuristicSpec(args.evidence, args.corruption, args.seed,
+                         parse_task_list([args.tasks]), splits)
+    functions = model_heuristics(args.evidence, args.corruption, args.superpal_model,
+                                 args.infill_model)
+    report = build_heuristic_datasets(args.raw, args.out, spec, **functions)
+    print(json.dumps({key: report[key] for key in (
+        "records", "evidence_agreement_with_human", "corruption_types",
+        "corruption_agreement_with_human")}, indent=1))
     return 0

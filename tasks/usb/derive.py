@@ -14,7 +14,7 @@ import difflib
 import hashlib
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from tasks.errors import DataError
 from tasks.io import atomic_directory, dumps_record, read_json, write_json
@@ -294,11 +294,13 @@ def _plan(raw_dir: Path, variants: Iterable[str] | None,
     return jobs
 
 
-def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool) -> dict[str, dict]:
+def iter_documents(raw_dir: Path, jobs: list[_Job], progress: bool = False
+                   ) -> Iterator[tuple[str, str, list[tuple[str, dict]]]]:
+    """(variant, split, [(article id, validated annotation), ...]) per job; every file is
+    read once whatever the number of variants listing it."""
     from tqdm.auto import tqdm
     annotations_dir = raw_dir / "annotations"
     cache: dict[str, dict] = {}
-    result: dict[str, dict] = {}
     total = sum(len(job.entries) for job in jobs)
     with tqdm(total=total, desc="USB documents", unit="doc", file=sys.stderr,
               disable=None if progress else True) as bar:
@@ -310,10 +312,24 @@ def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool) -> dict[str, d
                                                       job.split_file, line)
                 documents.append((relative, cache[relative]))
                 bar.update(1)
-            per_task = derive_documents(documents)
-            by_task = result.setdefault(job.variant, {task: {} for task in TASK_FOLDERS})
-            for task, records in per_task.items():
-                by_task[task][job.split] = records
+            yield job.variant, job.split, documents
+
+
+def read_documents(raw_dir: str | Path, variants: Iterable[str] | None = None,
+                   splits: Iterable[str] = SPLITS
+                   ) -> Iterator[tuple[str, str, list[tuple[str, dict]]]]:
+    """(variant, split, documents) of a raw folder's split files (all variants by default)."""
+    raw_dir = Path(raw_dir)
+    return iter_documents(raw_dir, _plan(raw_dir, variants, splits))
+
+
+def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool) -> dict[str, dict]:
+    result: dict[str, dict] = {}
+    for variant, split, documents in iter_documents(raw_dir, jobs, progress):
+        per_task = derive_documents(documents)
+        by_task = result.setdefault(variant, {task: {} for task in TASK_FOLDERS})
+        for task, records in per_task.items():
+            by_task[task][split] = records
     return result
 
 
@@ -333,7 +349,7 @@ def derive_all(raw_dir: str | Path, variants: Iterable[str] | None = None, *,
     return _derive_jobs(raw_dir, _plan(raw_dir, variants), progress)
 
 
-def _check_output_folder(out_dir: Path, raw_dir: Path) -> None:
+def check_output_folder(out_dir: Path, raw_dir: Path) -> None:
     out, raw = out_dir.resolve(), raw_dir.resolve()
     if out == raw or raw.is_relative_to(out) or out.is_relative_to(raw):
         raise DataError("output folder must lie outside the raw folder and not contain it",
@@ -377,7 +393,7 @@ def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
     from tasks.provenance import provenance
     from tasks.text import word_tokenizer_name
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    _check_output_folder(out_dir, raw_dir)
+    check_output_folder(out_dir, raw_dir)
     datasets = derive_all(raw_dir, variants, progress=progress)
     counts = record_counts(datasets)
     with atomic_directory(out_dir) as staging:

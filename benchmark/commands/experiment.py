@@ -1,0 +1,193 @@
+"""`sumbench experiment transfer|fractions|labels|collect` (benchmark.experiments).
+
+  transfer   cross-domain transfer: one model per training domain, evaluated on every domain
+  fractions  data-size curves: models trained on nested seeded fractions of the training articles
+  labels     heuristic training labels (EVEXT, FAC, FIX) vs fractions of the human labels
+  collect    assemble an experiment's outputs from its finished jobs (after --plan)
+
+Every experiment writes OUT/experiment.json, OUT/plan.jsonl (complete `sumbench` command lines
+with their dependencies: run them on a cluster with --plan, then `collect`), one folder per
+job, the result JSON with provenance, figures and summary.md. --resume reuses every finished
+training and cell. The exit code is 0 only when every job finished.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmark.commands import non_negative_int, positive_int
+from benchmark.results import EARLY_STOPPING
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "experiment", help="cross-domain transfer, data-size curves, heuristic vs human labels",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="experiment_command", metavar="KIND")
+    commands.required = True
+    transfer = commands.add_parser("transfer", help="cross-domain transfer (paper Section 6)")
+    _common(transfer)
+    transfer.add_argument("--domains", default="biographies,companies,disasters,schools",
+                          help="training domains (comma-separated)")
+    transfer.add_argument("--train-docs", type=positive_int, default=40)
+    transfer.add_argument("--val-docs", type=positive_int, default=19)
+    transfer.add_argument("--test-docs", type=positive_int, default=38)
+    transfer.add_argument("--full-domain", metavar="D",
+                          help="add a row for D trained on its full train split")
+    transfer.set_defaults(handler=run_transfer)
+    fractions = commands.add_parser("fractions", help="data-size curves (paper Table 5)")
+    _common(fractions)
+    fractions.add_argument("--fractions", default="0.05,0.1,0.2,1.0", help="in (0, 1]")
+    fractions.add_argument("--seeds", default=None, help="subset/training seeds, e.g. 0,1,2 "
+                                                         "(default: --seed)")
+    fractions.add_argument("--variant", default="all", help="data variant (default all)")
+    fractions.set_defaults(handler=run_fractions)
+    labels = commands.add_parser("labels", help="heuristic vs human training labels")
+    _common(labels, default_tasks="evidence_extraction,factuality_classification,"
+                                  "fixing_factuality")
+    labels.add_argument("--human-fractions", default="1.0,0.2,0.1,0.05")
+    labels.add_argument("--evidence", default="rougeL,entity",
+                        help="heuristic evidence methods (rougeL, entity, superpal)")
+    labels.add_argument("--corruption", default="factcc", help="corruption methods "
+                                                               "(factcc, infill)")
+    labels.add_argument("--superpal-model", help="alignment model for --evidence superpal")
+    labels.add_argument("--infill-model", help="seq2seq model for --corruption infill")
+    labels.set_defaults(handler=run_labels)
+    collect = commands.add_parser("collect", help="assemble outputs from finished jobs")
+    collect.add_argument("out", metavar="OUT")
+    collect.set_defaults(handler=run_collect)
+
+
+def _common(parser, default_tasks: str = "all") -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--raw", metavar="DIR", help="raw USB folder (annotations/, splits/)")
+    source.add_argument("--data", metavar="DIR", help="task-datasets folder")
+    parser.add_argument("--model", required=True, help="hub id or local folder to fine-tune")
+    parser.add_argument("--profile", default="flan-t5-large")
+    parser.add_argument("--lora", action="store_true")
+    parser.add_argument("--tasks", default=default_tasks, help=f"default {default_tasks}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=positive_int)
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="FIELD=VALUE", help="fine-tuning spec field (train and run)")
+    parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric")
+    parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
+                        help="bootstrap resamples for 95%% intervals of every cell")
+    parser.add_argument("--batch-size", type=positive_int, default=8,
+                        help="prediction batch size (never changes results)")
+    parser.add_argument("--max-new-tokens", type=positive_int,
+                        help="prediction output budget (default: the profile's)")
+    parser.add_argument("--out", required=True, metavar="OUT")
+    parser.add_argument("--plan", action="store_true",
+                        help="write OUT/plan.jsonl and the data, run nothing")
+    parser.add_argument("--resume", action="store_true", help="continue the experiment in OUT")
+    parser.add_argument("--submit", metavar="URL", help="submit every cell to a leaderboard")
+    parser.add_argument("--token", help="leaderboard token (or SUMBENCH_LEADERBOARD_TOKEN)")
+
+
+def _settings(args):
+    from benchmark.commands.run import local_or_id, task_list
+    from benchmark.experiments.common import ModelSettings
+    from tasks.errors import SumbenchError
+
+    overrides = []
+    for text in args.overrides:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise SumbenchError(f"--set expects FIELD=VALUE, got {text!r}")
+        overrides.append((key.strip(), value))
+    return ModelSettings(local_or_id(args.model), task_list(args.tasks), args.profile,
+                         args.lora, args.seed, args.max_steps, tuple(overrides),
+                         args.early_stopping, args.bootstrap, args.batch_size,
+                         args.max_new_tokens)
+
+
+def _source(args):
+    from benchmark.commands.run import local_or_id
+    from benchmark.experiments.data import DataSource
+
+    return DataSource(raw=local_or_id(args.raw), data=local_or_id(args.data))
+
+
+def number_list(text: str, kind, name: str) -> list:
+    from tasks.errors import SumbenchError
+
+    try:
+        values = [kind(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SumbenchError(f"{name} expects comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise SumbenchError(f"{name} is empty")
+    return values
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _execute(kind: str, spec, args) -> int:
+    from benchmark.experiments.runner import all_finished, run_experiment
+
+    result = run_experiment(kind, spec, Path(args.out), resume=args.resume,
+                            plan_only=args.plan)
+    if result is None:
+        return 0
+    if args.submit:
+        _submit_cells(args, result)
+    print(f"{kind}: {Path(args.out) / 'summary.md'}", file=sys.stderr)
+    return 0 if all_finished(result) else 1
+
+
+def _submit_cells(args, result) -> None:
+    import os
+
+    from leaderboard.client import submit_run_folder
+    from tasks.errors import SumbenchError
+
+    token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
+    if not token:
+        raise SumbenchError("--submit needs --token (or SUMBENCH_LEADERBOARD_TOKEN)")
+    for name, entry in sorted(result["jobs"].items()):
+        if name.startswith("cell/") and entry["status"] in ("done", "reused"):
+            cell = Path(args.out).resolve() / "cells" / name[len("cell/"):]
+            variant = "all" if result["spec"]["kind"] != "transfer" else cell.name
+            answer = submit_run_folder(args.submit, token, f"{Path(args.out).name}/{name}",
+                                       cell, variant=variant)
+            print(f"submitted {name}: {answer}", file=sys.stderr)
+
+
+def run_transfer(args) -> int:
+    from benchmark.experiments.transfer import TransferSpec
+
+    spec = TransferSpec(_source(args), _settings(args), name_list(args.domains),
+                        (args.train_docs, args.val_docs, args.test_docs), args.full_domain)
+    return _execute("transfer", spec, args)
+
+
+def run_fractions(args) -> int:
+    from benchmark.experiments.fractions import FractionsSpec
+
+    seeds = number_list(args.seeds, int, "--seeds") if args.seeds else [args.seed]
+    spec = FractionsSpec(_source(args), _settings(args),
+                         tuple(number_list(args.fractions, float, "--fractions")),
+                         tuple(seeds), args.variant)
+    return _execute("fractions", spec, args)
+
+
+def run_labels(args) -> int:
+    from benchmark.experiments.labels import LabelsSpec
+
+    spec = LabelsSpec(_source(args), _settings(args),
+                      tuple(number_list(args.human_fractions, float, "--human-fractions")),
+                      name_list(args.evidence), name_list(args.corruption),
+                      args.superpal_model, args.infill_model)
+    return _execute("labels", spec, args)
+
+
+def run_collect(args) -> int:
+    from benchmark.experiments.runner import all_finished, collect_experiment
+
+    result = collect_experiment(Path(args.out))
+    print(f"collected: {Path(args.out) / 'summary.md'}", file=sys.stderr)
+    return 0 if all_finished(result) else 1

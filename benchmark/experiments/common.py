@@ -1,0 +1,117 @@
+"""What every experiment shares: the model settings that become `sumbench train` / `sumbench
+run` command lines, reading a cell's headlines, and the experiment folder's spec file."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tasks.errors import SumbenchError
+from tasks.io import json_text, read_json
+
+SPEC_FILE = "experiment.json"
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How each model of an experiment is fine-tuned and evaluated."""
+    model: str
+    tasks: tuple[str, ...]
+    profile: str = "flan-t5-large"
+    lora: bool = False
+    seed: int = 0
+    max_steps: int | None = None
+    overrides: tuple[tuple[str, str], ...] = ()     # --set FIELD=VALUE of train and run
+    early_stopping: str = "metric"
+    bootstrap: int = 0
+    batch_size: int = 8
+    max_new_tokens: int | None = None               # prediction output budget (run's)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+        pairs = self.overrides.items() if isinstance(self.overrides, Mapping) else self.overrides
+        object.__setattr__(self, "overrides", tuple((str(k), str(v)) for k, v in pairs))
+        if self.max_steps is not None and self.max_steps < 1:
+            raise SumbenchError(f"--max-steps must be >= 1, got {self.max_steps}")
+        if self.bootstrap < 0:
+            raise SumbenchError(f"--bootstrap must be >= 0, got {self.bootstrap}")
+
+    def final_folder(self, train_out: Path) -> Path:
+        """Where `sumbench train` leaves the trained weights."""
+        return train_out / ("adapter" if self.lora else "model")
+
+    def _sets(self) -> list[str]:
+        return [item for key, value in self.overrides for item in ("--set", f"{key}={value}")]
+
+    def train_argv(self, data: Path, variant: str, out: Path, *, seed: int | None = None,
+                   train_fraction: float | None = None, tasks: Sequence[str] | None = None
+                   ) -> tuple[str, ...]:
+        argv = ["train", "--tasks", *(tasks or self.tasks), "--data", str(data), "--variant",
+                variant, "--out", str(out), "--profile", self.profile, "--model", self.model,
+                "--seed", str(self.seed if seed is None else seed), "--early-stopping",
+                self.early_stopping, "--resume"]
+        if self.lora:
+            argv.append("--lora")
+        if self.max_steps is not None:
+            argv += ["--max-steps", str(self.max_steps)]
+        if train_fraction is not None:
+            argv += ["--train-fraction", repr(float(train_fraction))]
+        return tuple(argv + self._sets())
+
+    def cell_argv(self, model: Path, data: Path, variant: str, out: Path, *,
+                  seed: int | None = None, tasks: Sequence[str] | None = None
+                  ) -> tuple[str, ...]:
+        argv = ["run", "--model", str(model), "--training", "none", "--tasks",
+                ",".join(tasks or self.tasks), "--data", str(data), "--variant", variant,
+                "--split", "test", "--profile", self.profile, "--out", str(out), "--seed",
+                str(self.seed if seed is None else seed), "--bootstrap", str(self.bootstrap),
+                "--batch-size", str(self.batch_size), "--resume"]
+        if self.max_new_tokens is not None:
+            argv += ["--max-new-tokens", str(self.max_new_tokens)]
+        return tuple(argv + self._sets())
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data.update(tasks=list(self.tasks), overrides=dict(self.overrides))
+        return data
+
+
+def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
+    """task -> {"headline", "ci95"} of a finished run folder (headlines x100)."""
+    from benchmark.results import read_results
+
+    results = read_results(cell_dir)
+    table = {}
+    for task, scores in results["scores"].items():
+        ci = (scores.get("ci95") or {}).get("headline")
+        table[task] = {"headline": scores["headline"], "ci95": ci}
+    return table
+
+
+def mean_or_none(values: Sequence[float | None]) -> float | None:
+    defined = [value for value in values if value is not None and math.isfinite(value)]
+    return sum(defined) / len(defined) if defined and len(defined) == len(values) else None
+
+
+def claim_folder(out: Path, spec: Mapping[str, Any], resume: bool) -> None:
+    """Write OUT/experiment.json; a folder holding another experiment (or this one without
+    --resume) is refused."""
+    path = out / SPEC_FILE
+    if path.is_file():
+        earlier = read_json(path, what="experiment spec")
+        if not resume:
+            raise SumbenchError(f"{out} already holds an experiment; pass --resume to continue "
+                                f"it or choose another folder")
+        if earlier != json.loads(json.dumps(spec)):
+            changed = sorted(key for key in set(spec) | set(earlier)
+                             if spec.get(key) != earlier.get(key))
+            raise SumbenchError(f"cannot resume {out}: the experiment used a different "
+                                f"{', '.join(changed)}")
+        return
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SumbenchError(f"{out} exists and is not an empty folder; choose another (--out)")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json_text(spec) + "\n", encoding="utf-8")

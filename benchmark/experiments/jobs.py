@@ -1,0 +1,148 @@
+"""Experiment jobs: complete `sumbench` command lines with dependencies, a plan file for
+clusters, and a local runner that skips finished jobs and goes on past failed ones.
+
+A job is exactly the command a cluster would run (`plan.jsonl`, one JSON object per line:
+name, kind, command, argv, out, needs). The local runner executes the same argv in process
+(`benchmark.cli.main`), with the job's output teed to `OUT/logs/<job>.log`: what runs here is
+what the plan says. A job whose outputs are complete is reused, never recomputed; a job
+whose dependency failed is skipped; a failure is reported with its log path and the rest go
+on.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shlex
+import sys
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+from tasks.errors import SumbenchError
+from tasks.io import write_jsonl
+
+PLAN_FILE = "plan.jsonl"
+LOG_DIR = "logs"
+KINDS = ("data", "train", "cell")
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str                 # unique, e.g. "train/biographies", "cell/biographies/companies"
+    kind: str                 # "data" | "train" | "cell"
+    argv: tuple[str, ...]     # sumbench arguments
+    out: str                  # its output folder (absolute)
+    needs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SumbenchError(f"unknown job kind {self.kind!r}")
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["sumbench", *self.argv])
+
+    @property
+    def log_name(self) -> str:
+        return self.name.replace("/", "__") + ".log"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "argv": list(self.argv), "needs": list(self.needs),
+                "command": self.command}
+
+
+def job_done(job: Job) -> bool:
+    """Whether the job's outputs are complete (then it is reused, not rerun)."""
+    out = Path(job.out)
+    if job.kind == "train":
+        result = out / "train_result.json"
+        if not result.is_file():
+            return False
+        final = json.loads(result.read_text(encoding="utf-8")).get("final")
+        return isinstance(final, str) and (out / final).exists()
+    if job.kind == "cell":
+        return (out / "results.json").is_file()
+    return (out / "build_info.json").is_file()
+
+
+def write_plan(jobs: Sequence[Job], path: Path) -> None:
+    write_jsonl(path, [job.to_dict() for job in jobs])
+
+
+def read_plan(path: Path) -> list[Job]:
+    from tasks.io import iter_jsonl
+
+    jobs = []
+    for _, record in iter_jsonl(path):
+        jobs.append(Job(record["name"], record["kind"], tuple(record["argv"]), record["out"],
+                        tuple(record["needs"])))
+    return jobs
+
+
+class _Tee(io.TextIOBase):
+    """Writes to several text streams (a job's log and the terminal)."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
+    """Run a job in process, its output teed to `log_path`: ("done" | "failed", error)."""
+    from benchmark.cli import main
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    terminal = sys.__stderr__ or sys.stderr
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"$ {job.command}\n")
+        log.flush()
+        try:
+            with contextlib.redirect_stdout(_Tee(log)), \
+                    contextlib.redirect_stderr(_Tee(log, terminal)):
+                code = main(list(job.argv))
+        except SystemExit as error:  # argparse errors
+            code = error.code if isinstance(error.code, int) else 2
+        except Exception as error:  # noqa: BLE001 - one failed job must not stop the rest
+            log.write(traceback.format_exc())
+            return "failed", f"{type(error).__name__}: {error}"
+    return ("done", None) if code == 0 else ("failed", f"exit code {code}")
+
+
+def run_jobs(jobs: Sequence[Job], out_dir: Path) -> dict[str, dict]:
+    """Run the jobs in order (dependencies first); returns name -> {"status", "log",
+    "error"} with status done | reused | failed | skipped."""
+    from tqdm.auto import tqdm
+
+    report: dict[str, dict] = {}
+    bar = tqdm(jobs, desc="experiment jobs", unit="job", disable=None,
+               file=sys.__stderr__ or sys.stderr)
+    for job in bar:
+        bar.set_postfix_str(job.name)
+        log = out_dir / LOG_DIR / job.log_name
+        failed_needs = [need for need in job.needs
+                        if report.get(need, {}).get("status") in ("failed", "skipped")]
+        if failed_needs:
+            report[job.name] = {"status": "skipped", "log": None,
+                                "error": f"needs {', '.join(failed_needs)}"}
+        elif job_done(job):
+            report[job.name] = {"status": "reused", "log": None, "error": None}
+        else:
+            status, error = run_one(job, log)
+            report[job.name] = {"status": status, "log": str(log), "error": error}
+            if error:
+                print(f"sumbench experiment: job {job.name} failed ({error}); log: {log}",
+                      file=sys.__stderr__ or sys.stderr)
+    return report

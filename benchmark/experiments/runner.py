@@ -1,0 +1,100 @@
+"""Running an experiment: claim the folder, prepare data, plan jobs, run them (or stop at the
+plan), collect, write the result JSON with provenance, figures and summary.md.
+
+Each kind of experiment is a module (transfer, fractions, labels) with: `spec_from_dict`,
+`prepare_experiment(spec, out) -> prepared`, `experiment_jobs(spec, out, prepared)`,
+`experiment_result(spec, out, prepared)`, `write_figures(result, out)`,
+`summary_markdown(result)` and `RESULT_FILE`.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmark.experiments.common import SPEC_FILE, claim_folder
+from benchmark.experiments.jobs import PLAN_FILE, run_jobs, write_plan
+from tasks.errors import SumbenchError
+from benchmark.experiments.report import job_lines, notes
+from tasks.io import read_json, write_json
+
+PREPARED_FILE = "prepared.json"
+JOBS_FILE = "jobs.json"
+KINDS = ("transfer", "fractions", "labels")
+
+
+def kind_module(kind: str):
+    if kind not in KINDS:
+        raise SumbenchError(f"unknown experiment kind {kind!r} (known: {', '.join(KINDS)})")
+    return importlib.import_module(f"benchmark.experiments.{kind}")
+
+
+def start(kind: str, spec: Any, out: Path, *, resume: bool) -> tuple[Any, dict, list]:
+    """Claim OUT, prepare the data (reused on resume) and write the plan."""
+    module = kind_module(kind)
+    out = out.resolve()
+    claim_folder(out, spec.to_dict(), resume)
+    prepared_path = out / PREPARED_FILE
+    if prepared_path.is_file():
+        prepared = read_json(prepared_path)
+    else:
+        prepared = module.prepare_experiment(spec, out)
+        write_json(prepared_path, prepared)
+    jobs = module.experiment_jobs(spec, out, prepared)
+    write_plan(jobs, out / PLAN_FILE)
+    return module, prepared, jobs
+
+
+def run_experiment(kind: str, spec: Any, out: Path, *, resume: bool = False,
+                   plan_only: bool = False) -> dict | None:
+    """Everything `sumbench experiment <kind>` does; returns the result (None with --plan)."""
+    out = out.resolve()
+    module, prepared, jobs = start(kind, spec, out, resume=resume)
+    if plan_only:
+        print(f"plan: {out / PLAN_FILE} ({len(jobs)} jobs); run them, then "
+              f"`sumbench experiment collect {out}`", file=sys.stderr)
+        return None
+    report = run_jobs(jobs, out)
+    write_json(out / JOBS_FILE, report)
+    return finish(module, spec, out, prepared, report)
+
+
+def finish(module, spec: Any, out: Path, prepared: dict, report: dict) -> dict:
+    """Collect the finished cells and write the result file, figures and summary.md."""
+    from tasks.provenance import provenance
+
+    result = module.experiment_result(spec, out, prepared)
+    result["jobs"] = report
+    result["figures"] = module.write_figures(result, out)
+    result["format"] = f"sumbench-{spec.to_dict()['kind']}/1"
+    result["spec"] = spec.to_dict()
+    result["provenance"] = provenance(spec.to_dict(), {"seed": spec.settings.seed})
+    write_json(out / module.RESULT_FILE, result)
+    (out / "summary.md").write_text(module.summary_markdown(result) +
+                                    notes(job_lines(report), "Jobs that did not finish"),
+                                    encoding="utf-8")
+    return result
+
+
+def collect_experiment(out: Path) -> dict:
+    """`sumbench experiment collect OUT`: assemble the outputs from finished jobs (e.g. run on
+    a cluster from plan.jsonl)."""
+    from benchmark.experiments.jobs import job_done, read_plan
+
+    out = out.resolve()
+    data = read_json(out / SPEC_FILE, what="experiment spec")
+    module = kind_module(data.get("kind"))
+    spec = module.spec_from_dict(data)
+    prepared = read_json(out / PREPARED_FILE, what="prepared experiment data")
+    jobs = read_plan(out / PLAN_FILE)
+    report = {job.name: {"status": "done" if job_done(job) else "failed", "log": None,
+                         "error": None if job_done(job) else "outputs missing"}
+              for job in jobs}
+    return finish(module, spec, out, prepared, report)
+
+
+def all_finished(result: dict) -> bool:
+    return all(entry["status"] in ("done", "reused") for entry in result["jobs"].values())
+
+

@@ -1,0 +1,210 @@
+"""Cross-domain transfer (USB paper, Section 6, Fig. 2 and Table 4).
+
+Each training domain's train / validation / test splits are subsampled to the given article
+counts (seeded, ids recorded); one model per training domain is fine-tuned on the chosen tasks
+(`sumbench train`); every model is evaluated on every domain's subsampled test set and on the
+test-only domains the data has (`sumbench run --training none`, one run folder per cell under
+OUT/cells/<train>/<test>). `--full-domain D` adds the paper's extra row: D trained on its full
+train split. Outputs: transfer.json (matrix[train][test][task] = headline, average over tasks,
+delta against the test domain's in-domain cell, optional bootstrap intervals, subsample ids,
+provenance), transfer_heatmap.png, transfer_deltas.png, summary.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from benchmark.experiments.common import ModelSettings, cell_headlines, mean_or_none
+from benchmark.experiments.data import DataSource, shortfalls, subsample_domain
+from benchmark.experiments.jobs import Job
+from tasks.base import SPLITS
+from tasks.errors import SumbenchError
+
+TRAIN_DOMAINS = ("biographies", "companies", "disasters", "schools")
+TEST_ONLY_DOMAINS = ("landmarks", "newspapers")
+FULL_SUFFIX = "-full"
+SUBSAMPLE_DIR = "subsample"
+
+
+@dataclass(frozen=True)
+class TransferSpec:
+    source: DataSource
+    settings: ModelSettings
+    domains: tuple[str, ...] = TRAIN_DOMAINS
+    counts: tuple[int, int, int] = (40, 19, 38)          # train, validation, test articles
+    full_domain: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domains", tuple(self.domains))
+        if not self.domains:
+            raise SumbenchError("--domains is empty")
+        if len(set(self.domains)) != len(self.domains):
+            raise SumbenchError(f"a domain is listed twice: {', '.join(self.domains)}")
+        bad = [count for count in self.counts if count < 1]
+        if bad:
+            raise SumbenchError(f"article counts must be >= 1, got {list(self.counts)}")
+        if self.full_domain is not None and self.full_domain not in self.domains:
+            raise SumbenchError(f"--full-domain {self.full_domain} is not one of --domains "
+                                f"({', '.join(self.domains)})")
+
+    def to_dict(self) -> dict:
+        return {"kind": "transfer", "source": dataclasses.asdict(self.source),
+                "settings": self.settings.to_dict(), "domains": list(self.domains),
+                "counts": dict(zip(SPLITS, self.counts)), "full_domain": self.full_domain}
+
+
+def check_domains(spec: TransferSpec, data_dir: Path) -> list[str]:
+    """The test-only domains present; errors for unknown domains and training domains without
+    training articles, before anything is trained."""
+    from benchmark.experiments.data import split_article_ids
+
+    present = sorted(path.name for path in data_dir.iterdir() if path.is_dir())
+    for domain in spec.domains:
+        if domain not in present:
+            raise SumbenchError(f"unknown domain {domain!r}: the data has "
+                                f"{', '.join(p for p in present if p != 'all') or 'none'}")
+        if not split_article_ids(data_dir, domain, "train", spec.settings.tasks):
+            raise SumbenchError(f"domain {domain!r} has no train split: it cannot be a "
+                                f"training domain (test-only domains are evaluated only)")
+    return [domain for domain in TEST_ONLY_DOMAINS
+            if domain in present and domain not in spec.domains]
+
+
+def prepare(spec: TransferSpec, out: Path) -> tuple[Path, dict, list[str]]:
+    """Subsampled task datasets under OUT/data/subsample; (folder, subsample record,
+    test-only domains)."""
+    variants = list(spec.domains) + list(TEST_ONLY_DOMAINS)
+    available = spec.source.available_variants()
+    data_dir = spec.source.task_datasets(out, [v for v in variants if v in available])
+    test_only = check_domains(spec, data_dir)
+    target = out / "data" / SUBSAMPLE_DIR
+    tasks = spec.settings.tasks
+    counts = dict(zip(SPLITS, spec.counts))
+    record = {domain: subsample_domain(data_dir, target, domain, counts, spec.settings.seed,
+                                       tasks) for domain in spec.domains}
+    for domain in test_only:
+        record[domain] = subsample_domain(data_dir, target, domain,
+                                          {"train": 0, "validation": 0, "test": counts["test"]},
+                                          spec.settings.seed, tasks)
+    if spec.full_domain:
+        full = dict(counts, train=None)
+        record[spec.full_domain + FULL_SUFFIX] = subsample_domain(
+            data_dir, target, spec.full_domain, full, spec.settings.seed, tasks,
+            target=spec.full_domain + FULL_SUFFIX)
+    return target, record, test_only
+
+
+def training_rows(spec: TransferSpec) -> list[str]:
+    return list(spec.domains) + ([spec.full_domain + FULL_SUFFIX] if spec.full_domain else [])
+
+
+def plan_jobs(spec: TransferSpec, out: Path, data: Path, test_domains: Sequence[str]
+              ) -> list[Job]:
+    """One training job per row, one cell per (row, test domain)."""
+    jobs = []
+    for row in training_rows(spec):
+        train_out = out / "models" / row
+        jobs.append(Job(f"train/{row}", "train",
+                        spec.settings.train_argv(data, row, train_out), str(train_out)))
+        for test in test_domains:
+            cell_out = out / "cells" / row / test
+            jobs.append(Job(f"cell/{row}/{test}", "cell",
+                            spec.settings.cell_argv(spec.settings.final_folder(train_out),
+                                                    data, test, cell_out),
+                            str(cell_out), needs=(f"train/{row}",)))
+    return jobs
+
+
+def collect(spec: TransferSpec, out: Path, test_domains: Sequence[str]) -> dict[str, Any]:
+    """matrix / average / delta / intervals from the finished cells (None where missing)."""
+    tasks = list(spec.settings.tasks)
+    matrix, cis, missing = {}, {}, []
+    for row in training_rows(spec):
+        matrix[row], cis[row] = {}, {}
+        for test in test_domains:
+            cell = out / "cells" / row / test
+            if not (cell / "results.json").is_file():
+                missing.append(f"{row}/{test}")
+                matrix[row][test] = {task: None for task in tasks}
+                continue
+            table = cell_headlines(cell)
+            matrix[row][test] = {task: table[task]["headline"] for task in tasks}
+            cis[row][test] = {task: table[task]["ci95"] for task in tasks}
+    average = {row: {test: mean_or_none(list(cells.values())) for test, cells in tests.items()}
+               for row, tests in matrix.items()}
+    delta, delta_task = {}, {}
+    for row, tests in matrix.items():
+        delta[row], delta_task[row] = {}, {}
+        for test, cells in tests.items():
+            own = matrix.get(test, {}).get(test)
+            delta[row][test] = None if own is None or average[row][test] is None or \
+                average[test][test] is None else average[row][test] - average[test][test]
+            delta_task[row][test] = {task: None if own is None or cells[task] is None or
+                                     own[task] is None else cells[task] - own[task]
+                                     for task in tasks}
+    return {"matrix": matrix, "average": average, "delta": delta, "delta_per_task": delta_task,
+            "ci95": cis if spec.settings.bootstrap else None, "missing_cells": missing}
+
+
+RESULT_FILE = "transfer.json"
+
+
+def spec_from_dict(data: dict) -> TransferSpec:
+    counts = data["counts"]
+    return TransferSpec(DataSource(**data["source"]), ModelSettings(**data["settings"]),
+                        tuple(data["domains"]), tuple(counts[split] for split in SPLITS),
+                        data["full_domain"])
+
+
+def test_domains_of(spec: TransferSpec, prepared: dict) -> list[str]:
+    return list(spec.domains) + list(prepared["test_only"])
+
+
+def prepare_experiment(spec: TransferSpec, out: Path) -> dict:
+    data, record, test_only = prepare(spec, out)
+    return {"data": str(data), "subsample": record, "test_only": test_only,
+            "shortfalls": shortfalls(record)}
+
+
+def experiment_jobs(spec: TransferSpec, out: Path, prepared: dict) -> list[Job]:
+    return plan_jobs(spec, out, Path(prepared["data"]), test_domains_of(spec, prepared))
+
+
+def experiment_result(spec: TransferSpec, out: Path, prepared: dict) -> dict:
+    return {**collect(spec, out, test_domains_of(spec, prepared)),
+            "rows": training_rows(spec), "columns": test_domains_of(spec, prepared),
+            "tasks": list(spec.settings.tasks), "subsample": prepared["subsample"],
+            "shortfalls": prepared["shortfalls"]}
+
+
+def write_figures(result: dict, out: Path) -> list[str]:
+    from benchmark.experiments.plots import delta_bars, heatmap
+
+    heatmap(result["rows"], result["columns"], result["average"],
+            out / "transfer_heatmap.png", title="Cross-domain transfer: average headline",
+            label="mean headline over tasks")
+    delta_bars(result["rows"], result["columns"], result["tasks"], result["delta_per_task"],
+               out / "transfer_deltas.png",
+               title="Change against in-domain training (headline points)")
+    return ["transfer_heatmap.png", "transfer_deltas.png"]
+
+
+def summary_markdown(result: dict) -> str:
+    from benchmark.experiments.report import grid, notes
+
+    rows, columns = result["rows"], result["columns"]
+    parts = ["# Cross-domain transfer", "",
+             "Rows: training domain; columns: test domain. Headlines x100 (ROUGE geometric "
+             "mean, AUC, F1 or exact match per task), averaged over the tasks.", "",
+             "## Average headline", "", grid(rows, columns, result["average"], "train \\ test"),
+             "", "## Change against in-domain training (average)", "",
+             grid(rows, columns, result["delta"], "train \\ test", signed=True)]
+    for task in result["tasks"]:
+        per_task = {row: {col: result["delta_per_task"][row][col][task] for col in columns}
+                    for row in rows}
+        parts += ["", f"## {task}: change against in-domain", "",
+                  grid(rows, columns, per_task, "train \\ test", signed=True)]
+    missing = [f"cell {cell} has no results" for cell in result["missing_cells"]]
+    return "\n".join(parts) + notes(result["shortfalls"] + missing) + "\n"

@@ -1,0 +1,190 @@
+"""`sumbench experiment transfer|fractions|labels|collect` end to end on a synthetic
+six-domain corpus with a tiny T5: matrix shapes, a cell equal to a standalone `sumbench run`,
+resume without recomputation, plans run elsewhere and collected, bad input refused early."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from benchmark.cli import main
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+DOMAINS = ("biographies", "companies", "disasters", "schools")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    """A raw corpus (4 training domains + landmarks, test-only) and a tiny T5."""
+    from benchmark.synthetic import SyntheticSpec, generate_corpus
+    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("experiments")
+    generate_corpus(root / "raw", SyntheticSpec(seed=2, docs=24, domains=DOMAINS,
+                                                test_only_domains=("landmarks",),
+                                                test_only_docs=2))
+    texts = [line["txt"] for path in (root / "raw" / "annotations").rglob("*.json")
+             for line in json.loads(path.read_text())["annotations"]["source"]]
+    tokenizer = build_tiny_tokenizer(texts + ["Yes No SENT0 SENT1 Summarize content :"],
+                                     vocab_size=400)
+    build_tiny_t5(tokenizer, save_dir=root / "t5", seed=0)
+    return {"raw": root / "raw", "model": root / "t5", "root": root}
+
+
+def _common(corpus, out: Path, *extra) -> list[str]:
+    return ["--raw", str(corpus["raw"]), "--model", str(corpus["model"]), "--profile", "tiny",
+            "--lora", "--max-steps", "2", "--early-stopping", "none", "--max-new-tokens", "6",
+            "--out", str(out), *extra]
+
+
+def _transfer_args(corpus, out: Path, *extra) -> list[str]:
+    return ["experiment", "transfer", *_common(corpus, out), "--tasks", "FAC,COMP",
+            "--domains", "biographies,companies", "--train-docs", "3", "--val-docs", "1",
+            "--test-docs", "2", "--full-domain", "companies", "--bootstrap", "20", *extra]
+
+
+@pytest.fixture(scope="module")
+def transfer(corpus):
+    out = corpus["root"] / "transfer"
+    assert main(_transfer_args(corpus, out)) == 0
+    return out, json.loads((out / "transfer.json").read_text())
+
+
+def test_transfer_matrix_shape_outputs_and_subsamples(transfer):
+    out, result = transfer
+    rows, columns = ["biographies", "companies", "companies-full"], \
+        ["biographies", "companies", "landmarks"]
+    assert result["rows"] == rows and result["columns"] == columns
+    assert list(result["matrix"]) == rows
+    assert all(list(result["matrix"][row]) == columns for row in rows)
+    assert set(result["matrix"]["biographies"]["companies"]) == {
+        "factuality_classification", "multisentence_compression"}
+    assert result["delta"]["companies"]["companies"] == 0.0
+    assert result["delta"]["biographies"]["landmarks"] is None  # test-only: no in-domain cell
+    assert result["ci95"]["companies"]["biographies"]["factuality_classification"]
+    companies = result["subsample"]["companies"]
+    assert companies["train"]["requested"] == 3 and len(companies["train"]["ids"]) == 3
+    assert all(doc.startswith("companies/") for doc in companies["train"]["ids"])
+    assert result["subsample"]["companies-full"]["train"]["requested"] is None
+    assert result["subsample"]["companies-full"]["test"]["ids"] == companies["test"]["ids"]
+    assert any("test articles" in note for note in result["shortfalls"])
+    assert result["provenance"]["git"] and result["spec"]["counts"] == {
+        "train": 3, "validation": 1, "test": 2}
+    for name in ("transfer_heatmap.png", "transfer_deltas.png"):
+        assert (out / name).read_bytes().startswith(b"\x89PNG")
+    summary = (out / "summary.md").read_text()
+    assert "| train \\ test | biographies | companies | landmarks |" in summary
+    plan = [json.loads(line) for line in (out / "plan.jsonl").read_text().splitlines()]
+    assert len(plan) == 3 + 3 * 3
+    assert plan[1]["needs"] == ["train/biographies"] and plan[1]["kind"] == "cell"
+
+
+def test_a_cell_equals_a_standalone_run(transfer, tmp_path):
+    out, result = transfer
+    plan = {job["name"]: job for job in map(json.loads,
+                                           (out / "plan.jsonl").read_text().splitlines())}
+    argv = list(plan["cell/biographies/companies"]["argv"])
+    argv[argv.index("--out") + 1] = str(tmp_path / "standalone")
+    assert shlex.split(plan["cell/biographies/companies"]["command"])[1:] == \
+        plan["cell/biographies/companies"]["argv"]
+    assert main(argv) == 0
+    standalone = json.loads((tmp_path / "standalone" / "results.json").read_text())
+    cell = json.loads((out / "cells" / "biographies" / "companies" / "results.json").read_text())
+    assert standalone["scores"] == cell["scores"]
+    assert {task: scores["headline"] for task, scores in cell["scores"].items()} == \
+        result["matrix"]["biographies"]["companies"]
+    assert main(["score", *[str(out / "cells" / "biographies" / "companies" / entry["path"])
+                            for entry in cell["predictions"].values()]]) == 0
+
+
+def test_resume_recomputes_nothing_and_gives_identical_numbers(transfer, corpus, capsys):
+    out, result = transfer
+    stamps = {path: path.stat().st_mtime_ns for path in out.rglob("results.json")}
+    stamps.update({path: path.stat().st_mtime_ns for path in out.rglob("train_result.json")})
+    assert main(_transfer_args(corpus, out, "--resume")) == 0
+    again = json.loads((out / "transfer.json").read_text())
+    assert {job["status"] for job in again["jobs"].values()} == {"reused"}
+    assert all(path.stat().st_mtime_ns == stamp for path, stamp in stamps.items())
+    assert again["matrix"] == result["matrix"] and again["subsample"] == result["subsample"]
+    interrupted = out / "cells" / "companies" / "landmarks" / "results.json"
+    interrupted.unlink()  # as if the run stopped before this cell finished
+    assert main(_transfer_args(corpus, out, "--resume")) == 0
+    resumed = json.loads((out / "transfer.json").read_text())
+    assert resumed["jobs"]["cell/companies/landmarks"]["status"] == "done"
+    assert sum(job["status"] == "reused" for job in resumed["jobs"].values()) == 11
+    assert resumed["matrix"] == result["matrix"]
+    capsys.readouterr()
+    assert main(_transfer_args(corpus, out)) == 2  # without --resume the folder is refused
+    assert "pass --resume" in capsys.readouterr().err
+    assert main(_transfer_args(corpus, out, "--resume", "--seed", "5")) == 2
+    assert "used a different settings" in capsys.readouterr().err
+
+
+def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):
+    out = tmp_path / "planned"
+    args = ["experiment", "fractions", *_common(corpus, out), "--tasks", "FAC",
+            "--fractions", "0.5,1.0", "--seeds", "0,1", "--plan"]
+    assert main(args) == 0
+    plan = [json.loads(line) for line in (out / "plan.jsonl").read_text().splitlines()]
+    assert [job["name"] for job in plan][:2] == ["train/fraction-0.5-seed-0",
+                                                "cell/fraction-0.5-seed-0"]
+    assert not (out / "fractions.json").exists() and not (out / "models").exists()
+    for job in plan[:-1]:  # the cluster ran all but the last job
+        assert main(job["argv"]) == 0
+    capsys.readouterr()
+    assert main(["experiment", "collect", str(out)]) == 1  # one cell is missing
+    partial = json.loads((out / "fractions.json").read_text())
+    assert partial["scores"]["factuality_classification"]["1"]["values"][1] is None
+    assert main(plan[-1]["argv"]) == 0
+    assert main(["experiment", "collect", str(out)]) == 0
+    result = json.loads((out / "fractions.json").read_text())
+    entry = result["scores"]["factuality_classification"]["0.5"]
+    assert len(entry["values"]) == 2 and entry["mean"] is not None
+    assert entry["spread"] is not None
+    small = result["articles"]["fraction-0.5-seed-0"]["factuality_classification"]
+    full = result["articles"]["fraction-1-seed-0"]["factuality_classification"]
+    assert set(small) < set(full)  # nested
+    assert (out / "fractions.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_labels_experiment_rows_and_heuristic_reports(corpus, tmp_path):
+    out = tmp_path / "labels"
+    args = ["experiment", "labels", *_common(corpus, out), "--tasks", "EVEXT,FAC,FIX",
+            "--human-fractions", "1.0,0.5", "--evidence", "rougeL", "--corruption", "factcc"]
+    assert main(args) == 0
+    result = json.loads((out / "labels.json").read_text())
+    assert result["rows"] == ["human 1", "human 0.5", "heuristic rougeL+factcc"]
+    assert set(result["scores"]["human 1"]) == {"evidence_extraction",
+                                                 "factuality_classification",
+                                                 "fixing_factuality"}
+    report = result["heuristic_data"]["heuristic rougeL+factcc"]
+    assert 0 <= report["evidence_agreement_with_human"]["precision"] <= 1
+    assert "unknown" in report["corruption_agreement_with_human"]
+    assert (out / "labels.png").is_file() and "heuristic rougeL+factcc" in (
+        out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["transfer", "--domains", "biographies,moon"], "unknown domain 'moon'"),
+    (["transfer", "--domains", "landmarks"], "has no train split"),
+    (["transfer", "--full-domain", "schools", "--domains", "biographies"],
+     "--full-domain schools is not one of --domains"),
+    (["fractions", "--fractions", "0,0.5"], "fractions must be in (0, 1]"),
+    (["fractions", "--fractions", "1.5"], "fractions must be in (0, 1]"),
+    (["fractions", "--fractions", "a"], "comma-separated numbers"),
+    (["labels", "--tasks", "ABS"], "heuristic labels exist for"),
+    (["labels", "--evidence", "superpal"], "needs --superpal-model"),
+])
+def test_bad_input_is_refused_before_training(corpus, tmp_path, capsys, extra, message):
+    out = tmp_path / "bad"
+    code = main(["experiment", extra[0], *_common(corpus, out), *extra[1:]])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (out / "models").exists()
+
+
+def test_counts_below_one_are_refused(corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["experiment", "transfer", *_common(corpus, tmp_path / "x"), "--train-docs", "0"])
+    assert "must be >= 1" in capsys.readouterr().err
