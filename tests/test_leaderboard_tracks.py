@@ -281,3 +281,21 @@ def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path)
     assert result["pyramid-scus-nli"] == pytest.approx(
         sum(expected.per_example) / len(expected.per_example), abs=1e-9)
     assert result["headline_evaluator"] == "pyramid-scus-nli"
+
+
+def test_lenient_lengths_score_as_the_official_evaluation(data_dir, usb_fixture_dir, tmp_path):
+    """With strict_lengths off, a list of another length is accepted and scored exactly as
+    `sumbench score` scores it (truncated or zero-padded, counted as a length mismatch)."""
+    track = make_track("usb", strict_lengths=False)
+    gold = track.load_gold(str(data_dir))
+    ext = usb_fixture_dir / "predictions" / "extractive_summarization.jsonl"
+    records = [json.loads(line) for line in ext.read_text().splitlines()]
+    records[1]["prediction"] = records[1]["prediction"][:-3]
+    path = tmp_path / "ext.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(SubmissionErrors, match="requires exact lengths"):
+        _check(make_track("usb"), gold, [Upload("ext.jsonl", path.read_bytes())])
+    checked = _check(track, gold, [Upload("ext.jsonl", path.read_bytes())]).checked
+    result = track.score(checked, gold, "all")["extractive_summarization"].result
+    expected = score_files([path])["extractive_summarization"]
+    assert result == expected and result["length_mismatches"] == 1

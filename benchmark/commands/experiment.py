@@ -3,6 +3,7 @@
   transfer   cross-domain transfer: one model per training domain, evaluated on every domain
   fractions  data-size curves: models trained on nested seeded fractions of the training articles
   labels     heuristic training labels (EVEXT, FAC, FIX) vs fractions of the human labels
+  job        run the N-th job of one kind from OUT/plan.jsonl (cluster array tasks)
   collect    assemble an experiment's outputs from its finished jobs (after --plan)
 
 Every experiment writes OUT/experiment.json, OUT/plan.jsonl (complete `sumbench` command lines
@@ -54,6 +55,12 @@ def register(subparsers) -> None:
     labels.add_argument("--superpal-model", help="alignment model for --evidence superpal")
     labels.add_argument("--infill-model", help="seq2seq model for --corruption infill")
     labels.set_defaults(handler=run_labels)
+    job = commands.add_parser("job", help="run one job of a plan (for cluster array tasks)")
+    job.add_argument("out", metavar="OUT")
+    job.add_argument("index", type=positive_int,
+                     help="1-based position among the plan's jobs of --kind")
+    job.add_argument("--kind", choices=("data", "train", "cell"), default="train")
+    job.set_defaults(handler=run_job)
     collect = commands.add_parser("collect", help="assemble outputs from finished jobs")
     collect.add_argument("out", metavar="OUT")
     collect.set_defaults(handler=run_collect)
@@ -191,3 +198,17 @@ def run_collect(args) -> int:
     result = collect_experiment(Path(args.out))
     print(f"collected: {Path(args.out) / 'summary.md'}", file=sys.stderr)
     return 0 if all_finished(result) else 1
+
+
+def run_job(args) -> int:
+    from benchmark.cli import main
+    from benchmark.experiments.jobs import PLAN_FILE, read_plan
+    from tasks.errors import SumbenchError
+
+    jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE) if job.kind == args.kind]
+    if args.index > len(jobs):
+        raise SumbenchError(f"{Path(args.out) / PLAN_FILE} has {len(jobs)} {args.kind} jobs, "
+                            f"not {args.index}")
+    job = jobs[args.index - 1]
+    print(f"job {job.name}: {job.command}", file=sys.stderr)
+    return main(list(job.argv))

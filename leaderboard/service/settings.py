@@ -33,6 +33,8 @@ class InstanceSettings:
     lease_seconds: float = 300.0     # a claimed job is re-claimed after this without a beat
     min_public_items: int = 10       # fewest test items behind a published interval or
     #                                  per-domain score (fewer would expose per-item results)
+    strict_lengths: bool = True      # refuse probability lists of another length than the
+    #                                  item's (else score them as the official evaluation does)
     summary_evaluators: tuple[Mapping[str, Any], ...] = field(
         default_factory=lambda: tuple(_default_evaluators()))
 
@@ -44,6 +46,9 @@ class InstanceSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SumbenchError(f"setting {name} must be a positive integer, got {value!r}")
+        if not isinstance(self.strict_lengths, bool):
+            raise SumbenchError(f"setting strict_lengths must be true or false, got "
+                                f"{self.strict_lengths!r}")
         if not (isinstance(self.alpha, (int, float)) and 0 < self.alpha < 1):
             raise SumbenchError(f"setting alpha must be in (0, 1), got {self.alpha!r}")
         if not (isinstance(self.lease_seconds, (int, float)) and math.isfinite(self.lease_seconds)
@@ -73,7 +78,8 @@ class InstanceSettings:
         """The track called `name`, configured by these settings."""
         from leaderboard.tracks import make_track
 
-        return make_track(name, self.evaluators() if name == "summaries" else None)
+        return make_track(name, self.evaluators() if name == "summaries" else None,
+                          self.strict_lengths)
 
     def with_changes(self, changes: Mapping[str, str]) -> "InstanceSettings":
         """A copy with `KEY=VALUE` strings applied (values parsed as JSON when possible)."""

@@ -7,11 +7,12 @@ from leaderboard.tracks.base import PartScore, SubmissionErrors, Track
 TRACK_NAMES = ("usb", "summaries", "evaluators")
 
 
-def make_track(name: str, evaluators=None) -> Track:
-    """The track called `name`; `evaluators` configures the summaries track."""
+def make_track(name: str, evaluators=None, strict_lengths: bool = True) -> Track:
+    """The track called `name`; `evaluators` configures the summaries track,
+    `strict_lengths` the usb track."""
     if name == "usb":
         from leaderboard.tracks.usb import UsbTrack
-        return UsbTrack()
+        return UsbTrack(strict_lengths)
     if name == "summaries":
         from leaderboard.tracks.summaries import SummariesTrack
         return SummariesTrack(evaluators)

@@ -100,8 +100,9 @@ def gold_templates(task, data_dir: str, variant: str) -> list[dict]:
     return templates
 
 
-def _shape_error(task, prediction: Any, expected_length: int | None) -> str | None:
-    """Why a prediction has the wrong type or length, or None."""
+def _shape_error(task, prediction: Any, expected_length: int | None,
+                 strict_lengths: bool = True) -> str | None:
+    """Why a prediction has the wrong type or (with `strict_lengths`) length, or None."""
     if task.output_kind != "probabilities":
         return None if isinstance(prediction, str) else \
             f"expected a string, got {type(prediction).__name__}"
@@ -109,8 +110,9 @@ def _shape_error(task, prediction: Any, expected_length: int | None) -> str | No
         values = require_probabilities({"prediction": prediction})
     except DataError as error:
         return error.reason
-    if expected_length is not None and len(values) != expected_length:
-        return f"expected {expected_length} probabilities, got {len(values)}"
+    if strict_lengths and expected_length is not None and len(values) != expected_length:
+        return (f"expected {expected_length} probabilities, got {len(values)} (the official "
+                f"evaluation would truncate or zero-pad; this instance requires exact lengths)")
     return None
 
 
@@ -121,6 +123,12 @@ class UsbTrack(Track):
                    "(the code of `sumbench score`).")
     part_kind = "task"
     submission_fields = ("task", "id", "summ_idx", "prediction")
+
+    def __init__(self, strict_lengths: bool = True):
+        #: refuse probability lists of another length than the item's; when False they are
+        #: accepted and scored as the official evaluation does (and counted as
+        #: length_mismatches)
+        self.strict_lengths = strict_lengths
 
     # ---- gold ---------------------------------------------------------------------------
     def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
@@ -212,7 +220,8 @@ class UsbTrack(Track):
         if not check_item(errors, entry, seen.setdefault(task.name, {}), key,
                           expected[task.name], f"{task.name}: {key_text(task, key)}"):
             return None
-        problem = _shape_error(task, record["prediction"], expected[task.name][key]["n"])
+        problem = _shape_error(task, record["prediction"], expected[task.name][key]["n"],
+                               self.strict_lengths)
         if problem:
             errors.add(problem, path=path, line=line, field="prediction")
             return None
