@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchmark.results import RunSpec, build_results, prediction_entries, write_results
+from trainers.prompts import OFFICIAL_GPT35_STYLE
 from tasks.errors import SumbenchError
 from tasks.io import read_json
 
@@ -311,6 +312,8 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
     spec = state.spec
     backend = make_backend(spec, state.out_dir)
     style = spec.style or DEFAULT_STYLES[spec.fewshot_backend]
+    if style == OFFICIAL_GPT35_STYLE:
+        return run_official_fewshot(state, tasks, backend)
     state.config["fewshot"] = {"backend": spec.fewshot_backend, "style": style,
                                "fingerprint": backend.fingerprint(),
                                "context_window": context_window(backend)}
@@ -327,6 +330,33 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
         state.log(f"few-shot {task.name}: {report.get('items')} items, "
                   f"{report.get('generated_this_run')} prompts generated, "
                   f"{report.get('unparseable')} unparseable")
+        paths[task.name] = predictions_path(state.out_dir, task.name)
+    return paths
+
+
+def run_official_fewshot(state: RunState, tasks: Sequence[Any], backend) -> dict[str, Path]:
+    """The USB release's GPT-3.5 protocol (trainers.fewshot_official) for every task:
+    predictions/<task>.jsonl, outputs/<task>.jsonl (prompts and raw answers) and a report.
+    Answers come from the backend's response cache when a run is repeated."""
+    from tasks.io import write_jsonl
+    from trainers.fewshot_official import official_predict
+
+    spec = state.spec
+    if spec.fewshot_backend != "openai":
+        raise SumbenchError(f"--style {OFFICIAL_GPT35_STYLE} reproduces the release's "
+                            f"OpenAI chat protocol: use --fewshot-backend openai")
+    state.config["fewshot"] = {"backend": spec.fewshot_backend, "style": OFFICIAL_GPT35_STYLE,
+                               "fingerprint": backend.fingerprint()}
+    state.fewshot, paths = {}, {}
+    for task in tasks:
+        records, report, outputs = official_predict(task, backend, state.data_dir,
+                                                    spec.variant, split=spec.split)
+        write_jsonl(state.out_dir / "outputs" / f"{task.name}.jsonl", outputs)
+        write_jsonl(state.out_dir / "predictions" / f"{task.name}.jsonl", records)
+        state.fewshot[task.name] = report
+        state.models[task.name] = fewshot_model_info(spec, backend)
+        state.log(f"{OFFICIAL_GPT35_STYLE} {task.name}: {report['items']} items, "
+                  f"{report['prompts']} prompts, {report['unparseable']} unparseable")
         paths[task.name] = predictions_path(state.out_dir, task.name)
     return paths
 

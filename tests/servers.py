@@ -3,6 +3,9 @@ subprocesses, each on a free 127.0.0.1 port and always stopped."""
 from __future__ import annotations
 
 import contextlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import glob
 import os
 import pwd
@@ -133,3 +136,35 @@ class LeaderboardServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ChatServer:
+    """Canned chat completions; every request body is recorded."""
+
+    def __init__(self, answer):
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append({"path": self.path, "body": body})
+                payload = json.dumps({"choices": [{"message": {
+                    "role": "assistant", "content": answer(body["messages"])}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

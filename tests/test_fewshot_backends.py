@@ -1,13 +1,11 @@
 """Few-shot backends: tiny real HF models (causal, seq2seq) and a real local chat server."""
 from __future__ import annotations
 
-import json
-import threading
 from pathlib import Path
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from servers import ChatServer
 from tasks import get_task
 from tasks.errors import SumbenchError
 from tasks.io import read_jsonl
@@ -234,39 +232,7 @@ def test_loaded_hub_models_record_their_commit(tiny, tmp_path):
         shutil.rmtree(repo)
 
 
-# ---- a real OpenAI-compatible server on 127.0.0.1 ------------------------------------------
-class ChatServer:
-    """Canned chat completions; every request body is recorded."""
-
-    def __init__(self, answer):
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "body": body})
-                payload = json.dumps({"choices": [{"message": {
-                    "role": "assistant", "content": answer(body["messages"])}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
+# ---- a real OpenAI-compatible server on 127.0.0.1 (tests/servers.py) --------------------
 @pytest.fixture
 def chat_server():
     def answer(messages):

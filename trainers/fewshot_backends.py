@@ -278,6 +278,14 @@ class ChatBackend:
         params = {**self.params, self.max_tokens_param: int(max_new_tokens)}
         return self.client.complete([dict(message) for message in messages], **params)
 
+    def complete_text(self, text: str, max_new_tokens: int, *,
+                      params: dict | None = None) -> str:
+        """One user message; `params` replaces the backend's sampling parameters (the
+        official GPT-3.5 protocol sends none but max_tokens: the API's defaults)."""
+        chosen = self.params if params is None else params
+        return self.client.complete([{"role": "user", "content": text}],
+                                    **{**chosen, self.max_tokens_param: int(max_new_tokens)})
+
     def generate(self, prompts: Sequence[Prompt], max_new_tokens: Sequence[int]) -> list[str]:
         if self.workers == 1:
             return [self._complete(p, n) for p, n in zip(prompts, max_new_tokens)]

@@ -153,6 +153,10 @@ class Prompt:
         return [dict(message) for message in self.messages] if self.messages else self.text
 
 
+#: the USB release's own GPT-3.5 protocol (trainers.fewshot_official), not a PromptStyle
+OFFICIAL_GPT35_STYLE = "gpt-3.5-official"
+
+
 def style_names() -> list[str]:
     return sorted(STYLE_SPECS)
 

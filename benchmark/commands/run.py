@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmark.commands import non_negative_int, positive_int
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
-from trainers.prompts import style_names
+from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 
 
 def register(subparsers) -> None:
@@ -94,7 +94,7 @@ def _add_prediction_arguments(predict) -> None:
 
 def _add_fewshot_arguments(shots) -> None:
     shots.add_argument("--fewshot-backend", choices=FEWSHOT_BACKENDS)
-    shots.add_argument("--style", choices=style_names(),
+    shots.add_argument("--style", choices=style_names() + [OFFICIAL_GPT35_STYLE],
                        help="prompt style (default: by backend)")
     shots.add_argument("--n-shots", type=non_negative_int,
                        help="shots per item, 0 for zero-shot (default: the paper's)")
