@@ -50,15 +50,17 @@ def check_groups(groups: Mapping[str, Sequence[str]] | None, systems: Sequence[s
 
 def meta_evaluate(metric: Scores, human: Scores,
                   groups: Mapping[str, Sequence[str]] | None = None,
-                  methods: Sequence[str] = METHODS) -> dict[str, dict[str, Any]]:
-    """System- and summary-level correlations for each group (and "all")."""
+                  methods: Sequence[str] = METHODS,
+                  rule: str = "zero") -> dict[str, dict[str, Any]]:
+    """System- and summary-level correlations for each group (and "all"); `rule` says how
+    summary level treats constant examples (tasks.metrics.correlation.UNDEFINED_RULES)."""
     systems = check_aligned(metric, human)
     result: dict[str, dict[str, Any]] = {}
     for name, members in check_groups(groups, systems).items():
         result[name] = {
             "systems": members,
             "system": {m: system_level(metric, human, m, members) for m in methods},
-            "summary": {m: summary_level(metric, human, m, members) for m in methods},
+            "summary": {m: summary_level(metric, human, m, members, rule) for m in methods},
         }
     return result
 

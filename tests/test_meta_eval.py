@@ -195,3 +195,35 @@ def test_cli_errors(pyramid_data_dir, tmp_path, capsys):
     assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  "rouge1_recall", "--groups", str(groups)]) == 2
     assert "unknown systems gpt-4" in capsys.readouterr().err
+
+
+def test_lite_pyramid_rule_reproduces_the_official_pyrxsum_number(pyramid_data_dir, capsys):
+    """Lite²/³Pyramid adds 1e-10 to the first value of a constant score vector: PyrXSum,
+    ROUGE-2 recall vs human Pyramid, summary-level Pearson 0.5463 (0.5251 when such examples
+    count as 0)."""
+    from benchmark.cli import main
+
+    folder = str(pyramid_data_dir / "pyrxsum")
+    results = {}
+    for rule in ("zero", "lite-pyramid"):
+        assert main(["meta-eval", "--data", folder, "--metric", "rouge2_recall", "--methods",
+                     "pearson", "--undefined-rule", rule]) == 0
+        results[rule] = json.loads(capsys.readouterr().out)["all"]
+    assert round(results["zero"]["summary"]["pearson"], 4) == 0.5251
+    assert round(results["lite-pyramid"]["summary"]["pearson"], 4) == 0.5463
+    assert results["zero"]["system"] == results["lite-pyramid"]["system"]
+
+
+def test_lite_pyramid_perturbation_by_hand():
+    import numpy as np
+
+    from tasks.metrics.correlation import lite_pyramid_perturbed, per_example
+
+    assert lite_pyramid_perturbed([0.5, 0.5, 0.5]) == [0.5 + 1e-10, 0.5, 0.5]
+    assert lite_pyramid_perturbed([0.1, 0.5]) == [0.1, 0.5]
+    metric = {"a": [1.0], "b": [1.0], "c": [1.0]}
+    human = {"a": [0.9], "b": [0.2], "c": [0.1]}
+    assert math.isnan(per_example(metric, human, "pearson")[0])
+    perturbed = per_example(metric, human, "pearson", rule="lite-pyramid")[0]
+    expected = np.corrcoef([1.0 + 1e-10, 1.0, 1.0], [0.9, 0.2, 0.1])[0, 1]
+    assert perturbed == pytest.approx(expected, abs=1e-6)

@@ -115,14 +115,24 @@ def test_entailment_index_follows_id2label():
         entailment_index(None, {"entailment": 0}, "supported")
 
 
-def test_nli_outputs():
-    logits = [1.0, 0.9, 0.8]  # entailment is argmax but has less than half the mass
+def test_nli_outputs_follow_lite2pyramid():
+    """p2c / l2c as Lite²Pyramid computes them: the non-entailment LOGITS are added, then
+    softmax / argmax over [entailment, that sum] (entailment first, as in the release)."""
+    import torch
+
+    logits = [1.0, 0.9, 0.8]  # entailment is the 3-class argmax
     out = nli_outputs(logits, 0)
     p_e = math.exp(1.0) / sum(math.exp(v) for v in logits)
-    assert out["p3"] == pytest.approx(p_e) and out["p2"] == pytest.approx(p_e)
-    assert (out["label3"], out["label2"]) == (1, 0)
+    assert out["p3"] == pytest.approx(p_e)
+    batch = torch.tensor([logits], dtype=torch.float64)
+    official = torch.stack([batch[:, 0], batch[:, 1] + batch[:, 2]], dim=1)
+    assert out["p2"] == pytest.approx(torch.softmax(official, dim=1)[0, 0].item(), abs=1e-12)
+    assert out["p2"] == pytest.approx(1 / (1 + math.exp(0.7)))
+    assert (out["label3"], out["label2"]) == (1, int(torch.argmax(official, dim=1) == 0))
+    assert nli_outputs([2.0, 1.0, 1.0], 0)["label2"] == 1  # a tie goes to entailment
     two_class = nli_outputs([0.3, -0.2], 1)  # [not_entailment, entailment]
     assert two_class["p2"] == pytest.approx(1 / (1 + math.exp(0.5)))
+    assert nli_outputs([-900.0, 0.0, 0.0], 0)["p2"] == pytest.approx(0.0)
 
 
 def test_nli_reads_entailment_index_from_label2id(tokenizer, classifier_dir):
@@ -368,3 +378,26 @@ def test_backend_fits_the_pyramid_evaluator(pyramid_data_dir):
     soft = evaluate_system("abs_bart_out", summaries, units,
                            LexicalBackend(threshold, use="probability"))
     assert soft.score == pytest.approx(0.5654078221932388)
+
+
+def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir):
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from leaderboard.evaluators.pyramid import check_presence_options
+
+    backend = build_backend("nli", model=str(classifier_dir), mode="prob3")
+    assert backend.max_length == 400
+    assert check_presence_options("nli", "scus", {"model": "m", "max_length": 16}) == "nli"
+    summary, unit = " ".join(TEXTS * 60), PAIRS[0][1]
+    assert len(tokenizer(summary, unit)["input_ids"]) > 400
+    model = AutoModelForSequenceClassification.from_pretrained(str(classifier_dir)).eval()
+
+    def p3(max_length):
+        with torch.no_grad():
+            logits = model(**tokenizer(summary, unit, truncation=True, max_length=max_length,
+                                       return_tensors="pt")).logits[0]
+        return torch.softmax(logits, -1)[backend.entail].item()
+    assert backend.score([(summary, unit)])[0].probability == pytest.approx(p3(400), abs=1e-6)
+    short = build_backend("nli", model=str(classifier_dir), mode="prob3", max_length=16)
+    assert short.score([(summary, unit)])[0].probability == pytest.approx(p3(16), abs=1e-6)

@@ -251,7 +251,9 @@ def test_cli_lexical_without_labels_needs_a_threshold(small_folder, capsys):
 
 # ---- automatic presence: NLI ----------------------------------------------------------------
 def _nli_expected(model_dir, summaries, units) -> float:
-    """Mean over examples of the mean softmax entailment probability, pair by pair, unpadded."""
+    """Lite²Pyramid's p2c computed its way, pair by pair, unpadded: mean over examples of
+    the mean of softmax([entailment logit, sum of the other logits])[0], pairs truncated at
+    400 tokens."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -261,10 +263,12 @@ def _nli_expected(model_dir, summaries, units) -> float:
     per_example = []
     with torch.no_grad():
         for summary, row in zip(summaries, units):
-            probabilities = [torch.softmax(model(**tokenizer(summary, unit, truncation=True,
-                                                             max_length=512,
-                                                             return_tensors="pt")).logits[0],
-                                           -1)[entail].item() for unit in row]
+            probabilities = []
+            for unit in row:
+                logits = model(**tokenizer(summary, unit, truncation=True, max_length=400,
+                                           return_tensors="pt")).logits[0]
+                two = torch.stack([logits[entail], logits.sum() - logits[entail]])
+                probabilities.append(torch.softmax(two, -1)[0].item())
             per_example.append(sum(probabilities) / len(probabilities))
     return sum(per_example) / len(per_example)
 

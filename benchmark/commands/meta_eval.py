@@ -2,12 +2,16 @@
 
     sumbench meta-eval --data DIR --metric rouge1_recall|rouge2_recall|rougeL_recall|FILE.json
                        [--human pyramid|FILE.json] [--groups FILE.json] [--systems S ...]
-                       [--methods kendall pearson spearman] [--out FILE]
+                       [--methods kendall pearson spearman] [--undefined-rule zero|lite-pyramid]
+                       [--out FILE]
 
 `--metric` is a built-in ROUGE recall (rouge-score with stemming, summary vs reference) or a
 JSON score file; `--human pyramid` (default) is the SCU Pyramid score from the human labels.
 Score files: {system: [score per example in ids.txt order]} or {system: {example_id: score}}.
 `--groups`: {group: [systems]}; "all" (every system) is always added.
+`--undefined-rule` says how summary level treats an example whose scores are constant on a
+side: "zero" (default; the correlation is undefined and counts as 0) or "lite-pyramid"
+(Lite²/³Pyramid's evaluation: 1e-10 added to the first score of a constant vector).
 Prints the result as JSON ({group: {"systems", "system": {method: r}, "summary": {...}}},
 undefined values as null) to stdout and a readable table to stderr. `--out` also writes the
 per-system mean scores, the configuration and provenance.
@@ -20,8 +24,10 @@ import sys
 from pathlib import Path
 
 from tasks.errors import SumbenchError
+from tasks.metrics.correlation import UNDEFINED_RULES
 
 METHOD_CHOICES = ("kendall", "pearson", "spearman")
+
 
 
 def register(subparsers) -> None:
@@ -37,6 +43,9 @@ def register(subparsers) -> None:
     parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
                         default=list(METHOD_CHOICES), help="correlation methods")
+    parser.add_argument("--undefined-rule", choices=UNDEFINED_RULES, default="zero",
+                        help="summary level, constant scores: count the example as 0 "
+                             "(zero, default) or perturb as Lite²/³Pyramid (lite-pyramid)")
     parser.add_argument("--out", help="also write scores, configuration and provenance")
     parser.set_defaults(handler=run)
 
@@ -90,13 +99,13 @@ def run(args) -> int:
     groups = load_groups(args.groups, dataset.systems) if args.groups else None
     human = human_scores(args.human, dataset)
     metric = metric_scores(args.metric, dataset)
-    result = meta_evaluate(metric, human, groups, args.methods)
+    result = meta_evaluate(metric, human, groups, args.methods, args.undefined_rule)
     print(json.dumps(_json_ready(result), indent=1))
     print(format_table(result), file=sys.stderr)
     if args.out:
         config = {"data": args.data, "metric": args.metric, "human": args.human,
                   "groups": args.groups, "systems": list(dataset.systems),
-                  "methods": list(args.methods)}
+                  "methods": list(args.methods), "undefined_rule": args.undefined_rule}
         means = {side: {s: float(np.mean(v)) for s, v in scores.items()}
                  for side, scores in (("metric", metric), ("human", human))}
         write_json(args.out, {"correlations": _json_ready(result), "system_means": means,

@@ -36,7 +36,7 @@ SCORE_SPLITS = ("all", "train", "validation", "test")
 #: argparse destination -> backend option name
 OPTION_ARGS = {"model": "model", "threshold": "threshold", "nli_mode": "mode",
                "entailment_label": "entailment_label", "batch_size": "batch_size",
-               "device": "device", "cache": "cache"}
+               "device": "device", "cache": "cache", "nli_max_length": "max_length"}
 
 
 def register(subparsers) -> None:
@@ -58,6 +58,9 @@ def register(subparsers) -> None:
     parser.add_argument("--entailment-label", metavar="NAME", help="nli: the class name "
                         "(in the model's id2label, any case) that means entailment "
                         "(default: entailment)")
+    parser.add_argument("--nli-max-length", type=positive_int, metavar="N",
+                        help="nli: tokens of a (summary, unit) pair (default 400, as "
+                             "Lite²Pyramid)")
     parser.add_argument("--batch-size", type=positive_int, help="model backends: batch size")
     parser.add_argument("--device", help="model backends: cpu (default), cuda, cuda:N")
     parser.add_argument("--cache", metavar="FILE", help="model/chat backends: on-disk cache")

@@ -68,6 +68,8 @@ def _add_common_options(parser) -> None:
     parser.add_argument("--threshold", type=float, help="presence threshold in [0, 1]")
     parser.add_argument("--entailment-label", metavar="NAME", help="nli: the class name (in "
                         "the model's id2label, any case) that means entailment (entailment)")
+    parser.add_argument("--nli-max-length", type=int, metavar="N",
+                        help="nli: tokens of a (summary, QA) pair (default 400, as Lite²Pyramid)")
     parser.add_argument("--use", choices=("label", "probability"), default="label")
     parser.add_argument("--unit-kind", choices=("qa", "statement"), default="qa")
     parser.add_argument("--systems", nargs="+", help="systems to score (default: all)")
@@ -118,6 +120,12 @@ def presence_backend(args) -> PresenceBackend:
             options["batch_size"] = args.batch_size
     if args.entailment_label is not None:
         options["entailment_label"] = args.entailment_label
+    if args.nli_max_length is not None:
+        if args.presence != "nli":
+            raise SumbenchError("--nli-max-length applies to --presence nli only")
+        if args.nli_max_length < 1:
+            raise SumbenchError(f"--nli-max-length must be >= 1, got {args.nli_max_length}")
+        options["max_length"] = args.nli_max_length
     backend = build_backend(args.presence, **options)
     return backend if args.threshold is None else ThresholdedBackend(backend, args.threshold)
 

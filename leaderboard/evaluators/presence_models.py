@@ -8,12 +8,13 @@ name here is importable from `leaderboard.evaluators.presence` too.
   entailment class is looked up in `config.id2label`, which indexes the logits (case-insensitive
   "entailment" or `entailment_label`; `label2id` only without id2label; maps that disagree on
   it are an error). Outputs:
-  `p3` = softmax entailment probability; `p2` = entailment vs the rest merged, the softmax over
-  [logit_e, logsumexp(other logits)] = sigmoid(logit_e - logsumexp(others)); `label3` = argmax
-  of all classes is entailment; `label2` = p2 > 0.5. `mode` picks the reported one. Note: for a
-  3-class head p2 equals p3 exactly (merging the other classes' mass does not change p_e); the
-  two differ in their labels (argmax vs p_e > 0.5), and p2 is a model's own probability when
-  its head has two classes (entailment vs not).
+  `p3` = softmax entailment probability; `p2` = Lite²Pyramid's 2-class probability: the other
+  classes' LOGITS are added into one logit and the softmax is taken over [logit_e, sum of the
+  other logits] = sigmoid(logit_e - sum(others)); `label3` = argmax of all classes is
+  entailment; `label2` = the 2-class argmax, entailment when logit_e >= sum(others) (the
+  first index wins a tie, and the release's entailment index is 0). `mode` picks the reported
+  one (Lite²Pyramid's p2c, l2c, p3c, l3c). Inputs are (summary, unit) pairs truncated to
+  `max_length` tokens, 400 by default as in the release.
 - `seq2seq`: a model trained on the `presence_detection` format; P(Yes) / (P(Yes) + P(No)) of
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
@@ -206,17 +207,19 @@ def entailment_index(id2label: Mapping | None, label2id: Mapping | None = None,
     return found[0]
 
 
+#: Lite²Pyramid's NLI input length (tokens of the summary-unit pair)
+NLI_MAX_LENGTH = 400
+
+
 def nli_outputs(logits: Sequence[float], entail: int) -> dict:
     """p3, p2, label3, label2 from one pair's logits (see module docstring)."""
     top = max(logits)
     exp = [math.exp(value - top) for value in logits]
-    others = [value for i, value in enumerate(logits) if i != entail]
-    other_top = max(others)
-    rest = other_top + math.log(sum(math.exp(v - other_top) for v in others))
-    p2 = 1.0 / (1.0 + math.exp(min(rest - logits[entail], 700.0)))
+    rest = sum(value for i, value in enumerate(logits) if i != entail)
+    p2 = 1.0 / (1.0 + math.exp(max(-700.0, min(rest - logits[entail], 700.0))))
     return {"p3": exp[entail] / sum(exp), "p2": p2,
             "label3": int(max(range(len(logits)), key=lambda i: logits[i]) == entail),
-            "label2": int(logits[entail] > rest)}
+            "label2": int(logits[entail] >= rest)}
 
 
 @BACKEND_CLASSES.decorator()
@@ -225,8 +228,9 @@ class NLIBackend(BatchedModelBackend):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, mode: str = "prob2",
                  entailment_label: str | None = None, revision: str | None = None,
-                 model_id: str | None = None, batch_size: int = 32, max_length: int = 512,
-                 chunk_size: int = 2048, cache: Any = None, device: str = "cpu"):
+                 model_id: str | None = None, batch_size: int = 32,
+                 max_length: int = NLI_MAX_LENGTH, chunk_size: int = 2048, cache: Any = None,
+                 device: str = "cpu"):
         if mode not in NLI_MODES:
             raise ValueError(f"mode must be one of {', '.join(NLI_MODES)}, got {mode!r}")
         super().__init__(model, tokenizer, "AutoModelForSequenceClassification",

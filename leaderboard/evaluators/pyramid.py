@@ -44,7 +44,7 @@ PRESENCE_BACKENDS: Registry = Registry("presence backend")
 #: option name -> the `sumbench pyramid` flag that sets it (for messages)
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
                 "batch_size": "--batch-size", "device": "--device", "cache": "--cache",
-                "entailment_label": "--entailment-label"}
+                "entailment_label": "--entailment-label", "max_length": "--nli-max-length"}
 MODEL_OPTIONS = ("model", "batch_size", "device", "cache")
 
 
@@ -65,7 +65,8 @@ BACKEND_OPTIONS: dict[str, BackendOptions] = {
     "human": BackendOptions(units=("scus",), units_reason="human labels exist only for SCUs",
                             human_labels=True),
     "lexical": BackendOptions(accepted=("threshold",)),
-    "nli": BackendOptions(("model",), MODEL_OPTIONS + ("mode", "entailment_label"),
+    "nli": BackendOptions(("model",), MODEL_OPTIONS + ("mode", "entailment_label",
+                                                       "max_length"),
                           model_help="an NLI sequence classifier: a folder or hub id"),
     "seq2seq": BackendOptions(("model",), MODEL_OPTIONS,
                               model_help="a seq2seq model trained on presence_detection"),

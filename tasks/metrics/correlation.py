@@ -5,8 +5,11 @@ number of examples, example i of every system is the same input document).
 
 - system level: the correlation between the per-system means (one point per system);
 - summary level: for each example, the correlation across systems of that example's scores,
-  then the plain mean over examples; an undefined correlation (fewer than two systems, or
-  constant scores on either side) counts as 0.
+  then the plain mean over examples. An example whose scores are constant on a side is
+  handled by a named rule: "zero" (default: its correlation is undefined and counts as 0) or
+  "lite-pyramid" (as Lite²/³Pyramid's evaluation does: 1e-10 is added to the first score of a
+  constant vector, systems in the given order, which makes the correlation defined; PyrXSum,
+  ROUGE-2 recall vs human Pyramid, Pearson: 0.5463 instead of 0.5251).
 
 Methods: "kendall" (scipy.stats.kendalltau, its default tau-b, which corrects for ties),
 "pearson" (scipy.stats.pearsonr), "spearman" (scipy.stats.spearmanr). `correlation` returns
@@ -22,6 +25,9 @@ import numpy as np
 from tasks.errors import SumbenchError
 
 METHODS = ("kendall", "pearson", "spearman")
+#: how summary-level correlation treats an example with constant scores on a side
+UNDEFINED_RULES = ("zero", "lite-pyramid")
+LITE_PYRAMID_EPSILON = 1e-10
 Scores = Mapping[str, Sequence[float]]
 
 
@@ -72,19 +78,40 @@ def system_level(metric: Scores, human: Scores, method: str,
                        [float(np.mean(human[s])) for s in chosen], method)
 
 
+def check_rule(rule: str) -> str:
+    if rule not in UNDEFINED_RULES:
+        raise SumbenchError(f"unknown undefined-correlation rule {rule!r} (known: "
+                            f"{', '.join(UNDEFINED_RULES)})")
+    return rule
+
+
+def lite_pyramid_perturbed(values: list[float]) -> list[float]:
+    """Lite²/³Pyramid's fix for a constant vector: 1e-10 added to its first value."""
+    if len(set(values)) == 1 and values:
+        return [values[0] + LITE_PYRAMID_EPSILON, *values[1:]]
+    return values
+
+
 def per_example(metric: Scores, human: Scores, method: str,
-                systems: Sequence[str] | None = None) -> list[float]:
+                systems: Sequence[str] | None = None, rule: str = "zero") -> list[float]:
     """For each example, the correlation across systems (nan when undefined)."""
+    check_rule(rule)
     chosen = check_aligned(metric, human, systems)
     count = len(human[chosen[0]]) if chosen else 0
-    return [correlation([metric[s][i] for s in chosen], [human[s][i] for s in chosen], method)
-            for i in range(count)]
+    values = []
+    for i in range(count):
+        x, y = [metric[s][i] for s in chosen], [human[s][i] for s in chosen]
+        if rule == "lite-pyramid" and len(chosen) > 1:
+            x, y = lite_pyramid_perturbed(x), lite_pyramid_perturbed(y)
+        values.append(correlation(x, y, method))
+    return values
 
 
 def summary_level(metric: Scores, human: Scores, method: str,
-                  systems: Sequence[str] | None = None) -> float:
-    """Mean over examples of the across-system correlation; undefined ones count as 0."""
-    values = per_example(metric, human, method, systems)
+                  systems: Sequence[str] | None = None, rule: str = "zero") -> float:
+    """Mean over examples of the across-system correlation; constant examples by `rule`
+    (undefined ones count as 0)."""
+    values = per_example(metric, human, method, systems, rule)
     if not values:
         return math.nan
     return float(np.mean([0.0 if math.isnan(v) else v for v in values]))
