@@ -79,6 +79,7 @@ class RunSpec:
     base_url: str | None = None
     # --- scoring --------------------------------------------------------------------------
     bootstrap: int = 0
+    rouge_aggregate: str = "mean"              # or "bootstrap-mid" (seeded with `seed`)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
@@ -107,6 +108,9 @@ class RunSpec:
                 and tuple(self.train_tasks) != tuple(self.tasks):
             raise SumbenchError("per-task training trains one model per evaluated task; "
                                 "train_tasks cannot differ from tasks")
+        if self.rouge_aggregate not in ("mean", "bootstrap-mid"):
+            raise SumbenchError(f"RunSpec.rouge_aggregate must be mean or bootstrap-mid, got "
+                                f"{self.rouge_aggregate!r}")
         if self.data_dir and self.raw_dir:
             raise SumbenchError("give either a task-dataset folder or a raw folder, not both")
         for name in ("batch_size", "num_beams"):

@@ -74,7 +74,8 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
         paths = run_fewshot_mode(state, tasks, test)
     log("scoring " + ", ".join(paths))
     scores = score_files([str(paths[name]) for name in spec.tasks], bootstrap=spec.bootstrap,
-                         seed=spec.seed)
+                         seed=spec.seed, options={"rouge_aggregate": spec.rouge_aggregate,
+                                                  "rouge_seed": spec.seed})
     results = build_results(
         spec, scores, predictions=prediction_entries(out, paths, scores), models=state.models,
         training=state.training, fewshot=state.fewshot,

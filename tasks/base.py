@@ -59,6 +59,8 @@ class Task(abc.ABC):
     main_metric: ClassVar[str] = "headline"
     #: "text" (generated string), "probabilities" (list of floats) or "spans" (tagged text)
     output_kind: ClassVar[str] = "text"
+    #: constructor options the task takes (scoring passes only these to it)
+    option_names: ClassVar[tuple[str, ...]] = ()
 
     # ---- data -------------------------------------------------------------------------
     @abc.abstractmethod

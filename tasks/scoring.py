@@ -39,14 +39,21 @@ IDENTITY_FIELDS = ("id", "summ_idx", "claim", "summary_sent")
 
 
 class _Tasks:
-    """Task instances by any registered name, created once."""
+    """Task instances by any registered name, created once, each with the scoring options it
+    takes (`Task.option_names`, e.g. the ROUGE aggregate of text tasks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self._by_name: dict[str, Any] = {}
+        self.options = dict(options or {})
 
     def get(self, name: str):
         if name not in self._by_name:
-            self._by_name[name] = get_task(name)
+            from tasks.registry import TASKS
+            from tasks import canonical_task_name
+
+            taken = TASKS.get(canonical_task_name(name)).option_names
+            self._by_name[name] = get_task(name, **{key: value for key, value in
+                                                    self.options.items() if key in taken})
         return self._by_name[name]
 
 
@@ -223,15 +230,16 @@ def score_task(task, records: Sequence[dict], *, bootstrap: int = 0, seed: int =
 
 
 def _score_grouped(by_task: Mapping[str, Sequence[dict]], *, bootstrap: int, seed: int,
-                   workers: int) -> dict:
-    tasks = _Tasks()
+                   workers: int, options: Mapping[str, Any] | None = None) -> dict:
+    tasks = _Tasks(options)
     with rouge.using_workers(workers):
         return {name: score_task(tasks.get(name), records, bootstrap=bootstrap, seed=seed)
                 for name, records in sorted(by_task.items())}
 
 
 def score_records(records_by_task: Mapping[str, Sequence[dict]], *, bootstrap: int = 0,
-                  seed: int = 0, workers: int = 1) -> dict:
+                  seed: int = 0, workers: int = 1,
+                  options: Mapping[str, Any] | None = None) -> dict:
     """Validate and score in-memory records grouped by task name (aliases accepted).
 
     A record's position in its list (1-based) stands for the line in error messages.
@@ -248,11 +256,14 @@ def score_records(records_by_task: Mapping[str, Sequence[dict]], *, bootstrap: i
     if set(by_task) - expected:
         raise DataError(f"records name tasks {sorted(set(by_task) - expected)} outside the "
                         f"groups {sorted(records_by_task)}", field="task")
-    return _score_grouped(by_task, bootstrap=bootstrap, seed=seed, workers=workers)
+    return _score_grouped(by_task, bootstrap=bootstrap, seed=seed, workers=workers,
+                          options=options)
 
 
 def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed: int = 0,
-                workers: int = 1) -> dict:
-    """Read, validate and score prediction files: {task: {metric: value, ...}}."""
+                workers: int = 1, options: Mapping[str, Any] | None = None) -> dict:
+    """Read, validate and score prediction files: {task: {metric: value, ...}}; `options`
+    go to the tasks that take them (e.g. {"rouge_aggregate": "bootstrap-mid",
+    "rouge_seed": 3})."""
     return _score_grouped(read_prediction_files(paths), bootstrap=bootstrap, seed=seed,
-                          workers=workers)
+                          workers=workers, options=options)

@@ -68,7 +68,10 @@ def test_cli_reproduces_official_scores(capsys, tmp_path, prediction_files, expe
         assert written[task]["length_mismatches"] == 0
     assert written["factuality_classification"]["n_records"] == 14
     assert written["evidence_extraction"]["n_records"] == 13
-    assert provenance["config"]["bootstrap"] == 0 and provenance["seeds"] == {"bootstrap": 0}
+    assert provenance["config"]["bootstrap"] == 0
+    assert provenance["seeds"] == {"bootstrap": 0, "rouge": 0}
+    assert provenance["config"]["rouge_aggregate"] == "mean"
+    assert written["abstractive_summarization"]["rouge_aggregate"] == "mean"
     assert len(provenance["config"]["inputs"]) == 8
     assert stdout == json.dumps(printed, indent=1, sort_keys=True) + "\n"
 
@@ -331,3 +334,34 @@ def test_qapyramid_records_score_through_the_same_path(tmp_path):
     path.write_text(json.dumps(bad) + "\n", encoding="utf-8")
     with pytest.raises(Exception, match=r"qa\.jsonl:1.*prediction"):
         scoring.score_files([path])
+
+
+def test_rouge_bootstrap_mid_equals_the_official_aggregator(usb_fixture_dir, capsys):
+    """`--rouge-aggregate bootstrap-mid --seed S` gives rouge-score's BootstrapAggregator
+    mid.fmeasure exactly as USB's evaluation computes it (rouge1, rouge2, rougeL added in that
+    order, lower-cased, no stemming), with NumPy's global generator seeded with S."""
+    from rouge_score import rouge_scorer, scoring as official
+
+    path = usb_fixture_dir / "predictions" / "multisentence_compression.jsonl"
+    records = read_jsonl(path)
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
+    aggregator = official.BootstrapAggregator()
+    for record in records:
+        aggregator.add_scores(scorer.score(record["output_string"].lower(),
+                                           record["prediction"].lower()))
+    state = np.random.get_state()
+    try:
+        np.random.seed(7)
+        expected = aggregator.aggregate()
+    finally:
+        np.random.set_state(state)
+    code, stdout, _ = run_cli(capsys, str(path), "--rouge-aggregate", "bootstrap-mid",
+                              "--seed", "7")
+    scores = json.loads(stdout)["multisentence_compression"]
+    assert code == 0
+    assert scores["rouge1"] == expected["rouge1"].mid.fmeasure
+    assert scores["rouge2"] == expected["rouge2"].mid.fmeasure
+    assert scores["rougel"] == expected["rougeL"].mid.fmeasure
+    assert scores["rouge_aggregate"] == "bootstrap-mid (seed 7, 1000 resamples)"
+    mean = scoring.score_files([path])["multisentence_compression"]
+    assert mean["rouge1"] != scores["rouge1"] and mean["exactmatch"] == scores["exactmatch"]

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_fewshot_arguments(parser.add_argument_group("few-shot (--mode fewshot)"))
     parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                         help="bootstrap resamples for 95%% intervals (default 0)")
+    parser.add_argument("--rouge-aggregate", choices=("mean", "bootstrap-mid"), default="mean",
+                        help="ROUGE over examples: plain mean (default) or the official "
+                             "script's bootstrap median, seeded with --seed")
 
 
 def _add_run_arguments(what) -> None:
@@ -157,7 +160,7 @@ def build_run_spec(args: argparse.Namespace):
         label_rule=args.label_rule, device=args.device,
         fewshot_backend=args.fewshot_backend, style=args.style, n_shots=args.n_shots,
         max_prompt_tokens=args.max_prompt_tokens, base_url=args.base_url,
-        bootstrap=args.bootstrap)
+        bootstrap=args.bootstrap, rouge_aggregate=args.rouge_aggregate)
 
 
 def print_results(results: dict, out_dir: str | Path) -> None:

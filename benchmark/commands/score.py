@@ -25,7 +25,12 @@ def register(subparsers) -> None:
     parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                         help="percentile 95%% intervals from N resamples of records (default 0)")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
-                        help="seed of the bootstrap resampling (default 0)")
+                        help="seed of the bootstrap resampling and of --rouge-aggregate "
+                             "bootstrap-mid (default 0)")
+    parser.add_argument("--rouge-aggregate", choices=("mean", "bootstrap-mid"), default="mean",
+                        help="ROUGE over examples: plain mean (default, deterministic) or the "
+                             "median of 1,000 bootstrap means that USB's evaluation script "
+                             "reports (mid.fmeasure; unseeded there, seeded with --seed here)")
     parser.add_argument("--workers", type=positive_int, default=1, metavar="W",
                         help="processes for ROUGE on large inputs; never changes results")
     parser.set_defaults(handler=run)
@@ -37,8 +42,9 @@ def run(args) -> int:
     from tasks.errors import SumbenchError
     from tasks.io import atomic_path
 
+    options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,
-                          workers=args.workers)
+                          workers=args.workers, options=options)
     if PROVENANCE_KEY in results:
         raise SumbenchError(f"a task named {PROVENANCE_KEY!r} clashes with the provenance key")
     text = json_text(results)
@@ -46,9 +52,11 @@ def run(args) -> int:
     if args.out:
         config = {"inputs": [{"path": str(Path(path).resolve()), "sha256": file_sha256(path)}
                              for path in args.paths],
-                  "bootstrap": args.bootstrap, "workers": args.workers}
+                  "bootstrap": args.bootstrap, "workers": args.workers,
+                  "rouge_aggregate": args.rouge_aggregate}
         written = dict(results)
-        written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": args.seed})
+        written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": args.seed,
+                                                                   "rouge": args.seed})
         with atomic_path(args.out) as tmp:
             Path(tmp).write_text(json_text(written) + "\n", encoding="utf-8")
     return 0

@@ -147,11 +147,44 @@ def rouge_per_example(predictions: Sequence[str], references: Sequence[str], *,
     return [dict(zip(ROUGE_KEYS, row)) for row in values]
 
 
-def aggregate_rouge(examples: Sequence[dict]) -> dict:
-    """Plain mean of the per-example values, for each of ROUGE_KEYS."""
+#: how per-example ROUGE becomes one number: the plain mean (the deterministic default, as
+#: shared/fixtures/usb/expected_scores.json), or the median of bootstrap means that the USB
+#: evaluation script reports (rouge-score's BootstrapAggregator `mid.fmeasure`)
+ROUGE_AGGREGATES = ("mean", "bootstrap-mid")
+BOOTSTRAP_SAMPLES = 1000
+
+
+def bootstrap_mid(values: Sequence[float], rng: np.random.RandomState,
+                  n_samples: int = BOOTSTRAP_SAMPLES) -> float:
+    """rouge-score's BootstrapAggregator mid value for one score type, with an explicit
+    generator: `n_samples` times `rng.choice(n, size=n)`, the mean of each resample (summed
+    row by row as over the aggregator's (n, 3) score matrix), then the 50th percentile."""
+    matrix = np.zeros((len(values), 3))
+    matrix[:, 2] = values
+    indices = np.arange(len(values))
+    means = np.zeros((n_samples, 3))
+    for row in range(n_samples):
+        means[row, :] = np.mean(matrix[rng.choice(indices, size=len(values)), :], axis=0)
+    return float(np.percentile(means, 50, axis=0)[2])
+
+
+def aggregate_rouge(examples: Sequence[dict], aggregate: str = "mean", seed: int = 0) -> dict:
+    """ROUGE_KEYS over examples: exact match is always the plain mean; ROUGE-1/2/L the plain
+    mean, or with `aggregate="bootstrap-mid"` the official scripts' bootstrap median, drawn
+    from `np.random.RandomState(seed)` for rouge1, rouge2, rougeL in turn (the scripts draw
+    from NumPy's unseeded global generator in the same order: seeding it with `seed` gives
+    these numbers exactly)."""
     if not examples:
         raise ValueError("ROUGE needs at least one example")
-    return {key: float(np.mean([example[key] for example in examples])) for key in ROUGE_KEYS}
+    if aggregate not in ROUGE_AGGREGATES:
+        raise ValueError(f"unknown ROUGE aggregate {aggregate!r} (known: "
+                         f"{', '.join(ROUGE_AGGREGATES)})")
+    scores = {key: float(np.mean([example[key] for example in examples])) for key in ROUGE_KEYS}
+    if aggregate == "bootstrap-mid":
+        rng = np.random.RandomState(seed)
+        for key in ("rouge1", "rouge2", "rougel"):
+            scores[key] = bootstrap_mid([example[key] for example in examples], rng)
+    return scores
 
 
 def rouge_scores(predictions: Sequence[str], references: Sequence[str]) -> dict:

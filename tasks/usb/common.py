@@ -9,7 +9,7 @@ import re
 from typing import Any, ClassVar, Sequence
 
 from tasks.base import FewShotParts, ModelInput, Task
-from tasks.errors import DataError
+from tasks.errors import DataError, SumbenchError
 from tasks.validation import require_str
 
 ROUGE_METRICS = ("rouge1", "rouge2", "rougel", "exactmatch")
@@ -114,6 +114,23 @@ class TextTask(UsbTask):
     output_kind = "text"
     metric_names = ROUGE_METRICS
     main_metric = "rouge_gmean"
+    option_names = ("rouge_aggregate", "rouge_seed")
+
+    def __init__(self, rouge_aggregate: str = "mean", rouge_seed: int = 0):
+        from tasks.metrics.rouge import ROUGE_AGGREGATES
+
+        if rouge_aggregate not in ROUGE_AGGREGATES:
+            raise SumbenchError(f"unknown ROUGE aggregate {rouge_aggregate!r} (known: "
+                                f"{', '.join(ROUGE_AGGREGATES)})")
+        self.rouge_aggregate, self.rouge_seed = rouge_aggregate, int(rouge_seed)
+
+    def aggregate_name(self) -> str:
+        """Which ROUGE aggregate ran, as results record it."""
+        if self.rouge_aggregate == "mean":
+            return "mean"
+        from tasks.metrics.rouge import BOOTSTRAP_SAMPLES
+
+        return f"bootstrap-mid (seed {self.rouge_seed}, {BOOTSTRAP_SAMPLES} resamples)"
 
     def reference(self, instance: dict) -> str:
         return joined(instance["output_lines"])
@@ -140,12 +157,14 @@ class TextTask(UsbTask):
                                  [r["output_string"] for r in records])
 
     def aggregate_scores(self, examples: Sequence[dict]) -> dict:
-        """rouge1, rouge2, rougel, exactmatch, plus `rouge_gmean` (their R1/R2/RL mean)."""
+        """rouge1, rouge2, rougel, exactmatch, `rouge_gmean` (their R1/R2/RL mean) and
+        `rouge_aggregate` (which aggregate ran: mean or the bootstrap median)."""
         from tasks.metrics.rouge import aggregate_rouge, geometric_mean
 
-        scores = aggregate_rouge(examples)
+        scores = aggregate_rouge(examples, self.rouge_aggregate, self.rouge_seed)
         scores["rouge_gmean"] = geometric_mean(
             [scores["rouge1"], scores["rouge2"], scores["rougel"]])
+        scores["rouge_aggregate"] = self.aggregate_name()
         return scores
 
     def headline(self, scores: dict) -> float | None:
