@@ -1,6 +1,8 @@
 """Score prediction files in the official USB record shape.
 
-Reading: every JSON line must name its `task` (a registered name or alias); records are
+Reading: the official converter's windowed EXT / EVEXT records (`sub_index`) are stitched
+back into one record per item first (tasks.windowed). Every JSON line must name its `task` (a
+registered name or alias); records are
 validated by `task.validate_record` (fields, types, finite probabilities in [0, 1]); a record
 whose identity (task, then `id`,
 `summ_idx`, `claim`, `summary_sent` as present, or `task.record_key(record)` where a task
@@ -122,8 +124,10 @@ def read_prediction_files(paths: Sequence[str | os.PathLike]) -> dict[str, list[
     """Records of all files, validated, grouped by canonical task name (file order kept)."""
     if not paths:
         raise SumbenchError("no prediction files given")
-    by_task = collect_records((str(path), line, record)
-                              for path in paths for line, record in iter_jsonl(path))
+    from tasks.windowed import stitch_windows
+
+    by_task = collect_records(stitch_windows(
+        (str(path), line, record) for path in paths for line, record in iter_jsonl(path)))
     if not by_task:
         raise DataError("no prediction records", path=", ".join(map(str, paths)))
     return by_task

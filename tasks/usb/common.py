@@ -259,6 +259,8 @@ class LineLabelTask(UsbTask):
         for record in records:
             labels = self.record_line_labels(record)
             aligned, mismatched = align_to_labels(record["prediction"], len(labels))
+            # a record stitched from official windows keeps its windows' mismatches
+            mismatched = mismatched or bool(record.get("window_length_mismatches"))
             examples.append((aligned, labels, mismatched))
         return examples
 

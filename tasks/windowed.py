@@ -1,0 +1,100 @@
+"""Reading the official converter's windowed EXT / EVEXT prediction files.
+
+The USB release's Flan-T5 conversion cuts an article's lines into windows and its prediction
+files keep one record per window: `sub_index` numbers the windows (0, 1, ...), `input_lines`
+and `labels` are the window's (EXT: 0/1 per window line; EVEXT: indices of the window's
+evidence lines, counted from the window's first line), `prediction` the window's
+probabilities, and EVEXT records name their claim by `summ_idx`. The official evaluation
+pools every window's (labels, prediction) after cutting or zero-padding each window's
+prediction to the window's lines. `stitch_windows` turns the windows of one item back into
+one record in sumbench's shape: lines and labels concatenated (EVEXT indices shifted by the
+window's offset), each window's prediction cut or padded to its lines and concatenated — the
+same pooled lines and probabilities, so the same scores — with the number of windows whose
+prediction had the wrong length kept in `window_length_mismatches` (counted as length
+mismatches by the scoring).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from tasks.errors import DataError
+
+WINDOWED_TASKS = ("extractive_summarization", "evidence_extraction")
+Located = tuple[str, int, dict]
+
+
+def _canonical(name) -> str | None:
+    from tasks import canonical_task_name
+    from tasks.errors import UnknownNameError
+
+    try:
+        return canonical_task_name(name) if isinstance(name, str) else None
+    except UnknownNameError:
+        return None
+
+
+def is_window(record: dict) -> bool:
+    return "sub_index" in record and _canonical(record.get("task")) in WINDOWED_TASKS
+
+
+def _group_key(task: str, record: dict) -> tuple:
+    return (task, record.get("id"), record.get("summ_idx") if task == "evidence_extraction"
+            else None)
+
+
+def _fit(values: list, size: int) -> tuple[list, bool]:
+    fitted = [float(value) for value in values][:size]
+    return fitted + [0.0] * (size - len(fitted)), len(values) != size
+
+
+def _stitch(task, windows: list[Located]) -> Located:
+    path, line, first = windows[0]
+    ordered = sorted(windows, key=lambda item: item[2]["sub_index"])
+    numbers = [item[2]["sub_index"] for item in ordered]
+    if numbers != list(range(len(ordered))):
+        where = ordered[0]
+        raise DataError(f"windows of {task.name} id={first.get('id')!r} have sub_index "
+                        f"{numbers}; expected 0..{len(ordered) - 1} once each",
+                        path=where[0], line=where[1], field="sub_index")
+    lines, labels, prediction, mismatches = [], [], [], 0
+    for window_path, window_line, window in ordered:
+        try:
+            task.validate_record(dict(window, task=task.name))
+        except DataError as error:
+            raise DataError(error.reason, path=window_path, line=window_line,
+                            field=error.field) from None
+        size = len(window["input_lines"])
+        if task.name == "evidence_extraction":
+            labels.extend(len(lines) + index for index in window["labels"])
+        else:
+            labels.extend(window["labels"])
+        fitted, mismatched = _fit(window["prediction"], size)
+        prediction.extend(fitted)
+        mismatches += mismatched
+        lines.extend(window["input_lines"])
+    stitched = {key: value for key, value in first.items()
+                if key not in ("sub_index", "input_string", "output_string")}
+    stitched.update(task=task.name, input_lines=lines, labels=labels, prediction=prediction,
+                    windows=len(ordered), window_length_mismatches=mismatches)
+    return path, line, stitched
+
+
+def stitch_windows(located: Iterable[Located]) -> Iterator[Located]:
+    """The records with every item's windows replaced by one stitched record (at the place
+    of its first window); other records pass unchanged."""
+    from tasks import get_task
+
+    order: list[tuple[str, object]] = []      # ("record", entry) or ("windows", group key)
+    groups: dict[tuple, list[Located]] = {}
+    for entry in located:
+        record = entry[2]
+        if isinstance(record, dict) and is_window(record):
+            key = _group_key(_canonical(record["task"]), record)
+            if key not in groups:
+                groups[key] = []
+                order.append(("windows", key))
+            groups[key].append(entry)
+        else:
+            order.append(("record", entry))
+    for kind, item in order:
+        yield _stitch(get_task(item[0]), groups[item]) if kind == "windows" else item
