@@ -67,7 +67,7 @@ class RunSpec:
     batch_size: int = 8
     max_input_tokens: int | None = None        # None: the profile's
     max_new_tokens: int | None = None          # None: the profile's / the task's default
-    num_beams: int = 1
+    num_beams: int = 4                         # text/span tasks (the release's 4); labels greedy
     label_rule: str = "official"               # Yes/No positions (trainers.label_probs)
     device: str = "auto"
     # --- few-shot (mode "fewshot") --------------------------------------------------------
@@ -212,11 +212,37 @@ def build_results(spec: RunSpec, scores: Mapping[str, Mapping[str, Any]], *,
 
     full_config = {"run": spec.to_dict(), "models": dict(models), **dict(config or {})}
     return {"format": RESULTS_FORMAT, "spec": spec.to_dict(), "scores": dict(scores),
+            "decoding": decoding_settings(spec, config),
             "table": results_table(scores, [name for name in spec.tasks if name in scores]),
             "predictions": dict(predictions), "models": dict(models),
             "training": None if training is None else dict(training),
             "fewshot": None if fewshot is None else dict(fewshot),
             "provenance": provenance(full_config, dict(seeds or {"seed": spec.seed}))}
+
+
+def decoding_settings(spec: RunSpec, config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """How the predictions were decoded (fine-tuning: the prediction spec's beams and budgets;
+    few-shot: the backend's)."""
+    predict = dict((config or {}).get("predict_spec") or {})
+    if spec.mode == "finetune":
+        return {"text_and_span_tasks": {"num_beams": predict.get("num_beams", spec.num_beams)},
+                "label_tasks": {"num_beams": predict.get("label_num_beams", 1),
+                                "label_rule": predict.get("label_rule", spec.label_rule)},
+                "max_new_tokens": predict.get("max_new_tokens"),
+                "max_input_tokens": predict.get("max_input_tokens"),
+                "window_tokens": predict.get("window_tokens")}
+    return {"fewshot_backend": spec.fewshot_backend, "style": spec.style,
+            "max_new_tokens": spec.max_new_tokens}
+
+
+def format_decoding(decoding: Mapping[str, Any]) -> str:
+    """One line for the terminal."""
+    if "text_and_span_tasks" in decoding:
+        return (f"decoding: text/span tasks {decoding['text_and_span_tasks']['num_beams']} "
+                f"beams, label tasks {decoding['label_tasks']['num_beams']} beam(s) "
+                f"({decoding['label_tasks']['label_rule']} Yes/No rule), at most "
+                f"{decoding['max_new_tokens']} new tokens")
+    return f"decoding: few-shot {decoding['fewshot_backend']} ({decoding['style']})"
 
 
 def write_results(out_dir: str | Path, results: Mapping[str, Any]) -> Path:

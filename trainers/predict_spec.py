@@ -22,7 +22,8 @@ class PredictSpec:
     inputs truncated at 8192 tokens, windowed tasks (EXT, EVEXT) cut into windows of 1024
     tokens (`window_tokens`), max_length 768 = 767 new tokens, greedy decoding for labels,
     outputs decoded with special tokens kept and the transformers-4 space clean-up. The
-    release used 4 beams for text tasks (`num_beams=4`). `task.format` gets `window_budget`:
+    release used 4 beams for text and span tasks (`num_beams=4`, the default) and greedy
+    decoding for labels (`label_num_beams=1`). `task.format` gets `window_budget`:
     `window_tokens` (None: `max_input_tokens`) capped at `max_input_tokens`, so a window is
     never truncated during encoding (which would drop its last SENT markers). `batch_size`
     and `device` change results only by floating-point noise and are not part of a run's
@@ -31,8 +32,8 @@ class PredictSpec:
     max_input_tokens: int = 8192
     window_tokens: int | None = 1024
     max_new_tokens: int = 767
-    num_beams: int = 1
-    label_num_beams: int = 1
+    num_beams: int = 4              # text and span tasks, as the release (predict_freeform/spans)
+    label_num_beams: int = 1        # label tasks, greedy as the release (predict_classes)
     label_rule: str = "official"
     clean_up_tokenization_spaces: bool = True
     device: str = "auto"

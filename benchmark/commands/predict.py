@@ -39,8 +39,8 @@ def register(subparsers) -> None:
                         help="token budget of one window of windowed tasks (1024; capped at "
                              "--max-input-tokens so no window is truncated)")
     parser.add_argument("--max-new-tokens", type=int, help="generation length (767)")
-    parser.add_argument("--num-beams", type=int, help="beams for text tasks (1; official 4)")
-    parser.add_argument("--label-num-beams", type=int, help="beams for label tasks (1)")
+    parser.add_argument("--num-beams", type=int, help="beams for text and span tasks (default 4, as the release)")
+    parser.add_argument("--label-num-beams", type=int, help="beams for label tasks (default 1: greedy, as the release)")
     parser.add_argument("--label-rule", choices=("official", "positional"),
                         help="which steps are label positions (default official)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or auto (default)")

@@ -87,8 +87,8 @@ def _add_prediction_arguments(predict) -> None:
     predict.add_argument("--max-new-tokens", type=positive_int,
                          help="output budget (default: the profile's, at most 767; few-shot: "
                               "per task)")
-    predict.add_argument("--num-beams", type=positive_int, default=1,
-                         help="beams for text tasks (default 1; the release used 4)")
+    predict.add_argument("--num-beams", type=positive_int, default=4,
+                         help="beams for text and span tasks (default 4, as the release; labels are always greedy)")
     predict.add_argument("--label-rule", choices=("official", "positional"), default="official",
                          help="which generated steps give Yes/No probabilities (default: the "
                               "release's rule, every generated Yes/No token)")
@@ -164,9 +164,11 @@ def build_run_spec(args: argparse.Namespace):
 
 
 def print_results(results: dict, out_dir: str | Path) -> None:
-    from benchmark.results import RESULTS_FILE, format_table
+    from benchmark.results import RESULTS_FILE, format_decoding, format_table
 
     print(format_table(results["table"]))
+    if results.get("decoding"):
+        print(format_decoding(results["decoding"]), file=sys.stderr)
     print(f"results: {Path(out_dir) / RESULTS_FILE}", file=sys.stderr)
 
 
