@@ -138,9 +138,11 @@ def test_score_examples_aggregate_to_the_pooled_scores_and_bootstrap():
     assert examples[3] == ([0.0], [records[3]["label"]], True)
     # the former `score`: binary_scores over the pooled values, plus the mismatch count
     probabilities = [r["prediction"][0] if len(r["prediction"]) == 1 else 0.0 for r in records]
-    former = {**binary_scores(probabilities, [r["label"] for r in records]),
-              "length_mismatches": 1}
+    labels = [r["label"] for r in records]
+    former = {**binary_scores(probabilities, labels), "length_mismatches": 1,
+              "micro_f1": sum(int(p > 0.5) == y for p, y in zip(probabilities, labels)) / 40}
     assert task.aggregate_scores(examples) == former == task.score(records)
+    assert former["micro_f1"] == former["accuracy"]
     result = score_records({"presence_detection": records}, bootstrap=50,
                            seed=0)["presence_detection"]
     low, high = result["ci95"]["f1"]

@@ -81,6 +81,19 @@ def binary_scores(probabilities: Sequence[float], labels: Sequence[int]) -> dict
     return {**scores, "auc": float(sk_metrics.roc_auc_score(y_true, y_score))}
 
 
+def micro_f1(probabilities: Sequence[float], labels: Sequence[int]) -> float | None:
+    """F1 micro-averaged over both classes of probabilities rounded as the other metrics
+    (for one label per item it equals accuracy: every item is one true or false
+    prediction); None without items."""
+    if not labels:
+        return None
+    y_true = np.asarray(labels, dtype=int)
+    y_class = rounded_classes(np.asarray(probabilities, dtype=float))
+    correct = int(np.sum(y_true == y_class))
+    # micro precision = micro recall = correct / items, so F1 is the same fraction
+    return correct / len(y_true)
+
+
 def count_scores(y_true: np.ndarray, y_class: np.ndarray) -> dict:
     """precision, recall, f1 (0 where undefined, as scikit-learn) and accuracy (None for
     empty arrays) of 0/1 arrays."""
