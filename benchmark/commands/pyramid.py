@@ -29,7 +29,7 @@ import sys
 from benchmark.commands import positive_int
 from leaderboard.evaluators.pyramid import backend_names
 
-UNIT_CHOICES = ("scus", "stus", "sentences")
+UNIT_CHOICES = ("scus", "stus", "sentences", "mixed", "file")
 PRESENCE_CHOICES = tuple(backend_names())
 NLI_MODE_CHOICES = ("prob2", "prob3", "label2", "label3")
 SCORE_SPLITS = ("all", "train", "validation", "test")
@@ -46,7 +46,19 @@ def register(subparsers) -> None:
     parser.add_argument("--data", required=True, help="folder with ids.txt, references.txt, "
                         "SCUs.txt/STUs.txt, summaries/ and labels/")
     parser.add_argument("--units", required=True, choices=UNIT_CHOICES,
-                        help="reference units: human SCUs, automatic STUs, or sentences")
+                        help="reference units: human SCUs, automatic STUs, sentences, a "
+                             "Lite²·⁵ mix of SCUs and STUs (mixed), or --units-file (file)")
+    parser.add_argument("--scu-share", type=float, default=0.5, metavar="P",
+                        help="mixed: share of examples that keep their SCUs, those whose STUs "
+                             "match their SCUs worst (default 0.5)")
+    parser.add_argument("--scu-ids", metavar="FILE",
+                        help="mixed: file of example ids (one per line) that keep their SCUs")
+    parser.add_argument("--units-file", metavar="FILE",
+                        help="file: units per example, TAB-separated, aligned with ids.txt "
+                             "(e.g. Lite²Pyramid's STUs_SCUs_percentage50.txt)")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="unit weights, TAB-separated per example, aligned with the units "
+                             "(Lite²Pyramid's --weight)")
     parser.add_argument("--presence", required=True, choices=PRESENCE_CHOICES,
                         help="who decides unit presence (human = the SCU labels)")
     parser.add_argument("--model", help="model folder or hub id (nli, seq2seq, causal-lm); "
@@ -113,12 +125,47 @@ def load_scored_dataset(args):
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     human = args.presence == "human"
-    dataset = load_pyramid_dataset(args.data, systems=args.systems, unit_kinds=(args.units,),
+    kinds = {"mixed": ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
+    dataset = load_pyramid_dataset(args.data, systems=args.systems, unit_kinds=kinds,
                                    labels=human, require_labels=human)
+    dataset, chosen = with_extra_units(dataset, args)
     scored = dataset_split(dataset, args.score_split)
     if not scored.ids:
         raise SumbenchError(f"{args.data}: no examples in the {args.score_split} split")
-    return scored
+    return scored, chosen
+
+
+def with_extra_units(dataset, args) -> tuple:
+    """(the dataset with `mixed` (Lite²·⁵) or `file` units added when asked for, what was
+    chosen: {"scu_examples": [...]} for mixed units)."""
+    import dataclasses
+    from pathlib import Path
+
+    from leaderboard.evaluators.lite_pyramid import mixed_units, scu_examples
+    from tasks.errors import SumbenchError
+    from tasks.io import read_text
+    from tasks.qapyramid.pyramid_data import parse_units
+
+    if args.units == "file":
+        if not args.units_file:
+            raise SumbenchError("--units file needs --units-file FILE")
+        path = Path(args.units_file)
+        lines = read_text(path, what="units file").splitlines()
+        if len(lines) != len(dataset.ids):
+            raise SumbenchError(f"{path}: {len(lines)} lines for {len(dataset.ids)} examples")
+        return dataclasses.replace(dataset, units={**dataset.units,
+                                                   "file": parse_units(path, lines)}), {}
+    if args.units != "mixed":
+        return dataset, {}
+    chosen = None
+    if args.scu_ids:
+        chosen = [line.strip() for line in read_text(args.scu_ids, what="id list")
+                  .splitlines() if line.strip()]
+    keep = scu_examples(dataset.ids, dataset.units["scus"], dataset.units["stus"],
+                        args.scu_share, chosen)
+    units = mixed_units(dataset.ids, dataset.units["scus"], dataset.units["stus"], keep)
+    return (dataclasses.replace(dataset, units={**dataset.units, "mixed": units}),
+            {"scu_examples": sorted(keep), "scu_share": None if chosen else args.scu_share})
 
 
 def run(args) -> int:
@@ -128,16 +175,21 @@ def run(args) -> int:
 
     options = backend_options(args)
     check_presence_options(args.presence, args.units, options)  # fail before loading data
-    dataset = load_scored_dataset(args)
+    dataset, chosen = load_scored_dataset(args)
     calibration = resolve_threshold(args, options)
     overlap = note_calibration_overlap(calibration, dataset.ids)
-    results = evaluate_dataset(dataset, args.units, args.presence, **options)
+    weights = None
+    if args.weights:
+        from leaderboard.evaluators.lite_pyramid import read_unit_weights
+        weights = read_unit_weights(args.weights, dataset.units[args.units])
+    results = evaluate_dataset(dataset, args.units, args.presence, weights=weights, **options)
     scores = {system: result.score for system, result in results.items()}
     print(json.dumps(scores, indent=1))
     if args.out:
         config = {"data": args.data, "units": args.units, "presence": args.presence,
                   "model": args.model, "options": options, "systems": list(results),
-                  "score_split": args.score_split}
+                  "score_split": args.score_split, "weights": args.weights,
+                  "units_file": args.units_file, **chosen}
         if args.presence == "lexical":
             config["threshold_source"] = ("given" if calibration is None else
                                           f"calibrated on the {calibration['split']} split's "

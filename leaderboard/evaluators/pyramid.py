@@ -34,6 +34,9 @@ from typing import Any, Callable, Mapping, Sequence
 from tasks.errors import SumbenchError
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
+
+#: unit kinds a text-judging backend accepts: the folder's, Lite²·⁵ mixes and unit files
+MODEL_UNIT_KINDS = UNIT_KINDS + ("mixed", "file")
 from tasks.registry import Registry
 
 Presence = Callable[[list[str], list[list[str]]], list[list[float]]]
@@ -53,7 +56,7 @@ class BackendOptions:
     """The options a built-in backend needs and takes, and the unit kinds it works with."""
     required: tuple[str, ...] = ()
     accepted: tuple[str, ...] = ()
-    units: tuple[str, ...] = UNIT_KINDS
+    units: tuple[str, ...] = MODEL_UNIT_KINDS
     #: why `units` is limited / what the required model is (for error messages)
     units_reason: str = ""
     model_help: str = ""
@@ -127,18 +130,27 @@ def _check_presences(presences: Sequence[Sequence[float]],
 
 
 def evaluate_system(system: str, summaries: Sequence[str], units: Sequence[Sequence[str]],
-                    presence: Presence) -> PyramidResult:
-    """Score one system's summaries against the units of their examples."""
+                    presence: Presence,
+                    weights: Sequence[Sequence[float]] | None = None) -> PyramidResult:
+    """Score one system's summaries against the units of their examples (weighted by unit
+    when `weights` are given, as Lite²Pyramid's --weight)."""
+    from leaderboard.evaluators.lite_pyramid import weighted_pyramid_score
+
     presences = presence(list(summaries), [list(u) for u in units])
     _check_presences(presences, units, system)
-    return PyramidResult(system=system, per_example=tuple(pyramid_scores(presences)))
+    scores = pyramid_scores(presences) if weights is None else [
+        weighted_pyramid_score(row, example_weights)
+        for row, example_weights in zip(presences, weights)]
+    return PyramidResult(system=system, per_example=tuple(scores))
 
 
 def evaluate_dataset(dataset: PyramidDataset, units_kind: str, backend: str,
                      systems: Sequence[str] | None = None,
+                     weights: Sequence[Sequence[float]] | None = None,
                      **options: Any) -> dict[str, PyramidResult]:
     """{system: PyramidResult} for the dataset's systems with the named presence backend;
-    `options` (None values = not given) go to the backend's factory."""
+    `weights` (per example, per unit) weight the units; `options` (None values = not given)
+    go to the backend's factory."""
     if units_kind not in dataset.units:
         raise SumbenchError(f"units {units_kind!r} are not loaded (loaded: "
                             f"{', '.join(dataset.units) or 'none'})")
@@ -151,7 +163,8 @@ def evaluate_dataset(dataset: PyramidDataset, units_kind: str, backend: str,
             raise SumbenchError(f"system {system!r} is not loaded (loaded: "
                                 f"{', '.join(dataset.systems)})")
         presence = factory(dataset, system, units_kind, **options)
-        results[system] = evaluate_system(system, dataset.summaries[system], units, presence)
+        results[system] = evaluate_system(system, dataset.summaries[system], units, presence,
+                                          weights)
     return results
 
 
