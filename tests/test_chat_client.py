@@ -191,3 +191,32 @@ def test_chat_backend_fingerprint_covers_what_changes_the_replies(server, tmp_pa
                             params={"temperature": 0, "max_tokens": 50})]
     prints = {base.fingerprint(), *(backend.fingerprint() for backend in variants)}
     assert len(prints) == 1 + len(variants)
+
+
+def test_qapyramid_gpt4o_prompt_and_parser_against_a_local_server():
+    """QAPyramid's released GPT-4o presence prompt, sent with the API's default sampling,
+    and its parser ([YES] / [NO] exactly, else yes / no anywhere, else unparsed)."""
+    from leaderboard.evaluators.presence import (QAPYRAMID_GPT4O_PROMPT, ChatBackend,
+                                                 parse_qapyramid_gpt4o)
+    from servers import ChatServer
+
+    assert parse_qapyramid_gpt4o("[YES]") == 1 and parse_qapyramid_gpt4o("[NO]") == 0
+    assert parse_qapyramid_gpt4o("Yes, it can.") == 1
+    assert parse_qapyramid_gpt4o("It is not known") == 0  # "no" inside "not", as the script
+    assert parse_qapyramid_gpt4o("Maybe.") is None
+    replies = iter(["[YES]", "[NO]"])
+    server = ChatServer(lambda messages: next(replies))
+    try:
+        backend = ChatBackend(model="gpt-4o", base_url=server.url,
+                              prompt_style="qapyramid-gpt4o")
+        results = backend.score([("Maria opened a bakery.", "Who opened something? Maria"),
+                                 ("Maria opened a bakery.", "What was sold? shoes")])
+    finally:
+        server.close()
+    assert [r.label for r in results] == [1, 0]
+    body = server.requests[0]["body"]
+    assert set(body) == {"model", "messages"}  # no sampling parameter: the API's defaults
+    assert body["messages"][0]["content"] == QAPYRAMID_GPT4O_PROMPT.format(
+        summary="Maria opened a bakery.", question="Who opened something?", answer="Maria")
+    assert body["messages"][0]["content"].endswith("[Question]\nWho opened something?\n\n"
+                                                   "[Answer]\nMaria")

@@ -153,7 +153,7 @@ def test_auto_with_a_tiny_t5(dataset, tiny_t5, capsys, tmp_path):
     out = tmp_path / "auto.json"
     report = run_json(capsys, "auto", "--dataset", str(dataset), "--qa-model", str(tiny_t5),
                       "--max-new-tokens", "12", "--presence", "lexical", "--normalize",
-                      "--out", str(out))
+                      "--predicates", "gold", "--out", str(out))
     assert set(report) >= {"systems", "n_examples", "nQAPyramid", "human", "kendall_tau",
                            "examples_without_qas"}
     assert set(report["systems"]) <= {"A", "B", "C"} and report["systems"]
@@ -167,6 +167,8 @@ def test_auto_with_a_tiny_t5(dataset, tiny_t5, capsys, tmp_path):
         report["examples_without_qas"]
     assert written["config"]["qa_model"] == str(tiny_t5)
     assert written["config"]["predicates"] == "gold"
+    assert report["predicates"] == "oracle predicates (the gold QAs' predicate words)"
+    assert written["config"]["predicate_source"] == report["predicates"]
 
 
 def test_auto_with_a_model_presence_backend_and_predicates_file(dataset, tiny_t5, capsys,
@@ -248,6 +250,10 @@ def test_missing_dataset_and_bad_inputs(tmp_path, dataset, capsys):
     assert f"{missing}: dataset file not found" in capsys.readouterr().err
     assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
                  str(tmp_path / "no-model"), "--presence", "lexical"]) == 2
+    assert "needs predicates: --predicate-model NAME" in capsys.readouterr().err
+    assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
+                 str(tmp_path / "no-model"), "--presence", "lexical",
+                 "--predicates", "gold"]) == 2
     assert "--qa-model: model folder not found" in capsys.readouterr().err
     predicates = tmp_path / "predicates.json"
     predicates.write_text(json.dumps({"e1": ["chased"], "e2": ["opened"]}))
@@ -311,7 +317,34 @@ def test_auto_generates_a_repeated_verb_once_per_predicate(tmp_path, predicate_c
     out = tmp_path / "auto.json"
     report = run_json(capsys, "auto", "--dataset", str(path), "--qa-model",
                       str(predicate_copier), "--max-new-tokens", "1", "--presence", "lexical",
-                      "--out", str(out))
+                      "--predicates", "gold", "--out", str(out))
     written = json.loads(out.read_text())
     assert written["qas"] == {"e1": [["opened", ""], ["opened", ""], ["sold", ""]]}
     assert report["systems"] == {"s": pytest.approx(2 / 3, abs=1e-12)}
+
+
+def test_auto_with_a_predicate_detector(tmp_path, predicate_copier, capsys):
+    """A token-classification detector (a tiny local substitute whose predicate class wins
+    for every word) supplies the predicates: each reference word is generated for, and the
+    results name the detector."""
+    from trainers.tiny import build_tiny_token_classifier
+
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(str(predicate_copier))
+    detector = build_tiny_token_classifier(tokenizer, labels=("O", "PREDICATE"),
+                                           save_dir=tmp_path / "detector", favour=1)
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"example_id": "e1", "reference": "Maria opened shops.",
+                                "QAs": REPEATED_QAS,
+                                "system_outputs": {"s": "Maria opened a bakery."}}) + "\n")
+    out = tmp_path / "auto.json"
+    report = run_json(capsys, "auto", "--dataset", str(path), "--qa-model",
+                      str(predicate_copier), "--max-new-tokens", "1", "--presence", "lexical",
+                      "--predicate-model", str(detector), "--out", str(out))
+    from trainers.predicate_detector import PredicateDetector
+    assert PredicateDetector(str(detector))("Maria opened shops.") == ["Maria", "opened",
+                                                                       "shops"]
+    written = json.loads(out.read_text())
+    # the copier model answers only for the verbs it knows: "opened" of the three predicates
+    assert written["qas"]["e1"] == [["opened", ""]]
+    assert report["predicates"] == f"detector: {detector}"

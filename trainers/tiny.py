@@ -88,6 +88,29 @@ def build_tiny_classifier(tokenizer, labels=("entailment", "neutral", "contradic
     return model
 
 
+def build_tiny_token_classifier(tokenizer, labels=("O", "PREDICATE"),
+                                save_dir: str | Path | None = None, seed: int = 0,
+                                hidden: int = 64, favour: int | None = None):
+    """A BERT-style token classifier (seeded), e.g. a stand-in predicate detector; with
+    `favour`, that label's output bias is raised so that it wins for every token."""
+    import torch
+    from transformers import BertConfig, BertForTokenClassification
+
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=hidden * 2, max_position_embeddings=1024,
+        pad_token_id=tokenizer.pad_token_id, num_labels=len(labels),
+        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)})
+    model = _seeded_init(seed, lambda: BertForTokenClassification(config))
+    if favour is not None:
+        with torch.no_grad():
+            model.classifier.bias[favour] += 100.0
+    if save_dir is not None:
+        _save(model, tokenizer, save_dir)
+        return Path(save_dir)
+    return model
+
+
 def build_tiny_causal_lm(tokenizer, save_dir: str | Path | None = None, seed: int = 0,
                          hidden: int = 64, num_layers: int = 2, num_heads: int = 4):
     """A randomly initialised decoder-only Llama-style model (seeded) sized for CPU tests."""

@@ -3,12 +3,15 @@
     sumbench qapyramid semi-auto --dataset FILE --presence BACKEND [options]
         Gold QAs of the dataset (its `QAs`) + a presence backend.
     sumbench qapyramid auto --dataset FILE --qa-model PATH --presence BACKEND
-                            [--predicates gold|FILE] [--max-new-tokens N] [options]
+                            (--predicate-model NAME | --predicates gold|FILE)
+                            [--max-new-tokens N] [options]
         QAs generated from each reference by a seq2seq model trained on the `qa_generation`
         format, one greedy generation per predicate (leaderboard.evaluators.autoqapyramid).
-        Predicates: `gold` (default) = the predicate words of the example's gold QAs
-        (`gold_predicates`, as the qa_generation task shows them); FILE = a JSON object
-        {example_id: [predicate word, ...]} covering every example.
+        Predicates come from a predicate detector (--predicate-model: a token-classification
+        model loaded by name, QASem-style, trainers.predicate_detector), as in AutoQAPyramid;
+        `--predicates gold` uses the predicate words of the example's gold QAs instead
+        (`gold_predicates`), reported as "oracle predicates"; `--predicates FILE` reads a JSON
+        object {example_id: [predicate word, ...]} covering every example.
 
 --dataset is the QAPyramid dataset format (tasks.qapyramid.dataset). Options: --presence
 lexical|nli|seq2seq|causal-lm|chat; --model (a model folder or hub id; the model name for
@@ -53,8 +56,12 @@ def register_subcommands(commands) -> None:
                                "and an automatic presence backend")
     auto.add_argument("--qa-model", required=True, help="seq2seq QA generation model (folder "
                       "or hub id) trained on the qa_generation format")
-    auto.add_argument("--predicates", default="gold", help="'gold' (predicate words of the "
-                      "gold QAs) or a JSON file {example_id: [predicate, ...]}")
+    auto.add_argument("--predicate-model", metavar="NAME",
+                      help="predicate detector: a token-classification model (folder or hub "
+                           "id) whose predicate class marks the reference's predicates")
+    auto.add_argument("--predicates", help="instead of a detector: 'gold' (oracle: the "
+                      "predicate words of the gold QAs) or a JSON file {example_id: "
+                      "[predicate, ...]}")
     auto.add_argument("--max-new-tokens", type=int, default=128, help="per generation (128)")
     auto.add_argument("--qa-batch-size", type=int, default=8, help="generation batch (8)")
     _add_common_options(auto)
@@ -79,6 +86,9 @@ def _add_common_options(parser) -> None:
     parser.add_argument("--device", default="cpu", help="presence/QA model device (cpu)")
     parser.add_argument("--cache", help="disk cache folder of presence model outputs")
     parser.add_argument("--base-url", help="chat endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--prompt-style", choices=("task", "qapyramid-gpt4o"), default="task",
+                        help="chat: the presence task's prompt (default) or QAPyramid's "
+                             "released GPT-4o prompt and parser ([YES]/[NO])")
     parser.add_argument("--out", help="also write per-example values, config, provenance")
 
 
@@ -113,7 +123,9 @@ def presence_backend(args) -> PresenceBackend:
                              else args.threshold)
     options: dict[str, Any] = {"model": args.model, "cache": args.cache}
     if args.presence == "chat":
-        options["base_url"] = args.base_url
+        options.update(base_url=args.base_url, prompt_style=args.prompt_style)
+    elif args.prompt_style != "task":
+        raise SumbenchError("--prompt-style applies to --presence chat only")
     else:
         options["device"] = args.device
         if args.batch_size is not None:
@@ -232,7 +244,8 @@ def _config(args, names: Sequence[str]) -> dict:
 
 
 COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold", "use",
-                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "device", "base_url")
+                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "device", "base_url",
+                 "prompt_style", "nli_max_length")
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:
@@ -273,13 +286,34 @@ def read_predicates(path: str, examples: Sequence) -> dict[str, list[str]]:
     return {example.example_id: data[example.example_id] for example in examples}
 
 
+def predicate_source(args) -> str:
+    """What the predicates are, as results report it."""
+    if args.predicate_model and args.predicates:
+        raise SumbenchError("give either --predicate-model (a detector) or --predicates, "
+                            "not both")
+    if args.predicate_model:
+        return f"detector: {args.predicate_model}"
+    if args.predicates == "gold":
+        return "oracle predicates (the gold QAs' predicate words)"
+    if args.predicates:
+        return f"file: {args.predicates}"
+    raise SumbenchError("AutoQAPyramid needs predicates: --predicate-model NAME (a predicate "
+                        "detector), or --predicates gold (oracle predicates) or FILE")
+
+
 def predicate_finder(args, examples: Sequence):
-    """`predicates(reference) -> [words]` for --predicates (gold or a file): the example's
-    list as it is, a word repeated once per predicate (gold: `gold_predicates`, one word per
-    predicate group), so the generated QAs count each predicate as the gold QAs do. Examples
-    sharing a reference text share the first one's list."""
+    """`predicates(reference) -> [words]`: the detector's words for the reference, or the
+    example's list (--predicates gold or a file) as it is, a word repeated once per
+    predicate (gold: `gold_predicates`, one word per predicate group), so the generated QAs
+    count each predicate as the gold QAs do. Examples sharing a reference text share the
+    first one's list."""
     from leaderboard.evaluators.autoqapyramid import gold_predicates
 
+    if args.predicate_model:
+        from trainers.predicate_detector import PredicateDetector
+
+        detector = PredicateDetector(args.predicate_model, device=args.device)
+        return lambda reference: detector(reference)
     by_example = ({ex.example_id: gold_predicates(ex) for ex in examples}
                   if args.predicates == "gold" else read_predicates(args.predicates, examples))
     by_reference: dict[str, list[str]] = {}
@@ -308,6 +342,7 @@ def run_auto(args) -> int:
     from leaderboard.evaluators.autoqapyramid import AutoQAPyramid
 
     alpha = _alpha(args)
+    source = predicate_source(args)
     examples, systems = load_dataset(args)
     backend = presence_backend(args)
     evaluator = AutoQAPyramid(qa_generator(args, examples), backend, args.unit_kind, args.use)
@@ -317,10 +352,12 @@ def run_auto(args) -> int:
     result = evaluator.score(items)
     if not result.per_summary:
         raise SumbenchError(f"the QA model {args.qa_model} generated no QAs for any reference "
-                            f"(predicates: {args.predicates}): nothing to score")
+                            f"(predicates: {source}): nothing to score")
     report, details = build_report(examples, systems, result.per_summary, alpha)
     report["examples_without_qas"] = sorted(e for e, qas in result.qas.items() if not qas)
+    report["predicates"] = source
     details["qas"] = {e: [list(pair) for pair in qas] for e, qas in result.qas.items()}
-    config = {**_config(args, COMMON_CONFIG + ("qa_model", "predicates", "max_new_tokens",
-                                               "qa_batch_size")), "alpha": alpha}
+    config = {**_config(args, COMMON_CONFIG + ("qa_model", "predicates", "predicate_model",
+                                               "max_new_tokens", "qa_batch_size")),
+              "alpha": alpha, "predicate_source": source}
     return _finish(args, report, details, config)

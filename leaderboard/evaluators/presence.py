@@ -246,33 +246,82 @@ def parse_yes_no(text: str) -> int | None:
     return None if match is None else int(match.group(1).lower() == "yes")
 
 
+#: QAPyramid's released GPT-4o presence prompt (run_autoqapyramid.py)
+QAPYRAMID_GPT4O_PROMPT = ("Read the following summary. Then read a question and an answer. "
+                          "Answer whether the question and answer pair can be inferred from "
+                          "the summary. Please strictly output either [YES] or [NO].\n\n"
+                          "[Summary]\n{summary}\n\n[Question]\n{question}\n\n"
+                          "[Answer]\n{answer}")
+PROMPT_STYLES = ("task", "qapyramid-gpt4o")
+
+
+def split_qa(unit: str) -> tuple[str, str]:
+    """(question, answer) of a "<question>? <answer>" unit (no "?": all question)."""
+    question, mark, answer = unit.partition("?")
+    return (question + mark).strip(), answer.strip()
+
+
+def qapyramid_gpt4o_prompt(summary: str, unit: str) -> str:
+    question, answer = split_qa(unit)
+    return QAPYRAMID_GPT4O_PROMPT.format(summary=summary, question=question, answer=answer)
+
+
+def parse_qapyramid_gpt4o(text: str) -> int | None:
+    """QAPyramid's parser: exactly "[YES]" -> 1, "[NO]" -> 0; else "yes" anywhere in the
+    lower-cased reply -> 1, else "no" anywhere -> 0; else None (unparsed)."""
+    reply = text or ""
+    if reply == "[YES]":
+        return 1
+    if reply == "[NO]":
+        return 0
+    lowered = reply.lower()
+    return 1 if "yes" in lowered else 0 if "no" in lowered else None
+
+
 @BACKEND_CLASSES.decorator()
 class ChatBackend(PresenceBackend):
+    """Presence from an OpenAI-compatible chat model. `prompt_style` "task" asks with the
+    presence task's (few-shot) prompt, greedily; "qapyramid-gpt4o" sends QAPyramid's released
+    GPT-4o prompt with the API's default sampling and parses the reply as its script does."""
     name = "chat"
 
     def __init__(self, client: Any = None, *, model: str | None = None,
                  base_url: str | None = None, api_key: str | None = None, cache: Any = None,
                  pool: Sequence[dict] = (), shots: int = 0, seed: int = 0,
-                 params: dict | None = None):
+                 params: dict | None = None, prompt_style: str = "task"):
         from trainers.chat_client import ChatClient
 
+        if prompt_style not in PROMPT_STYLES:
+            raise PresenceBackendError(f"unknown prompt style {prompt_style!r} (known: "
+                                       f"{', '.join(PROMPT_STYLES)})")
         if client is None:
             if not model:
                 raise PresenceBackendError("the chat backend needs a client or a model name")
             client = ChatClient(model=model, base_url=base_url, api_key=api_key, cache=cache)
         self.client, self.prompter = client, FewShotPrompter(pool, shots, seed)
-        self.params = {"temperature": 0, "max_tokens": 5} if params is None else dict(params)
+        self.prompt_style = prompt_style
+        default = {} if prompt_style == "qapyramid-gpt4o" else {"temperature": 0,
+                                                                "max_tokens": 5}
+        self.params = default if params is None else dict(params)
 
     def fingerprint(self) -> str:
         params = json.dumps(self.params, sort_keys=True, separators=(",", ":"), default=str)
         return (f"chat:{self.client.base_url}:{self.client.model}:{self.prompter.fingerprint()}"
-                f",params={params}")
+                f",params={params},style={self.prompt_style}")
+
+    def _prompt(self, pair: Sequence[str]) -> str:
+        if self.prompt_style == "qapyramid-gpt4o":
+            summary, unit, _ = pair_parts(pair)
+            return qapyramid_gpt4o_prompt(summary, unit)
+        return self.prompter.prompt(pair)
 
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
+        parse = parse_qapyramid_gpt4o if self.prompt_style == "qapyramid-gpt4o" \
+            else parse_yes_no
         for pair in pair_progress(pairs, self.name):
-            messages = [{"role": "user", "content": self.prompter.prompt(pair)}]
+            messages = [{"role": "user", "content": self._prompt(pair)}]
             reply = self.client.complete(messages, **self.params)
-            answer = parse_yes_no(reply)
+            answer = parse(reply)
             probability = 0.5 if answer is None else float(answer)
             yield PresenceResult(probability, answer or 0,
                                  {"reply": reply, "parsed": answer is not None})
