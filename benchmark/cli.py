@@ -3,6 +3,7 @@ exposes `register(subparsers)`; heavy libraries are imported inside the handlers
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -24,8 +25,19 @@ COMMAND_MODULES = (
 )
 
 
+#: commands that write one output folder (--out): one process per folder at a time
+LOCKED_COMMANDS = ("train", "predict", "run", "demo")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the option, then a pointer to --help."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sumbench", description="Reproducible summarization benchmarking (USB, QAPyramid).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
@@ -34,11 +46,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _handle(args: argparse.Namespace) -> int:
+    """Run the command's handler, holding the lock of its output folder where it has one."""
+    out = getattr(args, "out", None)
+    if args.command in LOCKED_COMMANDS and out and not getattr(args, "print_spec", False):
+        from tasks.locks import output_lock
+
+        with output_lock(out, args.command):
+            return int(args.handler(args) or 0)
+    return int(args.handler(args) or 0)
+
+
+def _os_error_text(error: OSError) -> str:
+    """One line for an OS fault: what failed and the path, never a traceback."""
+    reason = error.strerror or str(error) or type(error).__name__
+    if error.errno == errno.EFBIG or error.errno == errno.ENOSPC:
+        reason += " (the disk or the file-size limit is full)"
+    paths = [name for name in (error.filename, error.filename2) if name]
+    return f"{reason}: {' -> '.join(map(str, paths))}" if paths else reason
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    prefix = f"sumbench {args.command}"
     try:
-        return int(args.handler(args) or 0)
+        return _handle(args)
     except SumbenchError as error:
-        print(f"sumbench {args.command}: error: {error}", file=sys.stderr)
+        print(f"{prefix}: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        print(f"{prefix}: error: {_os_error_text(error)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted; finished work is kept, run the same command again "
+              "(with --resume where it has one) to continue", file=sys.stderr)
+        return 130

@@ -19,8 +19,13 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     path = Path(path)
     if not path.is_file():
         raise DataError("file not found", path=str(path))
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for line_number, raw_line in enumerate(handle, start=1):
+            try:
+                line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DataError(f"not UTF-8 text ({error.reason} at byte {error.start + 1} of "
+                                "the line)", path=str(path), line=line_number) from None
             if not line.strip():
                 continue
             try:

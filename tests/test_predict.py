@@ -216,8 +216,10 @@ def test_load_model_merges_a_peft_adapter(tokenizer, tmp_path):
 
 
 def test_load_model_names_a_missing_model(tmp_path):
-    with pytest.raises(SumbenchError, match="cannot load model"):
+    with pytest.raises(SumbenchError, match=f"model path {tmp_path}/nowhere does not exist"):
         load_model(str(tmp_path / "nowhere"))
+    with pytest.raises(SumbenchError, match="cannot load model owner/not-cached"):
+        load_model("owner/not-cached")  # a hub id, offline and not in the cache
 
 
 def test_windows_never_exceed_the_input_budget(labeler, tokenizer, data_dir):

@@ -124,7 +124,7 @@ def test_cli_reproduces_known_values(pyramid_data_dir, capsys, tmp_path):
     (["--units", "scus", "--presence", "lexical", "--model", "m"],
      "--presence lexical does not take --model (it takes: --threshold)"),
     (["--units", "stus", "--presence", "nli", "--model", "/no/such/model"],
-     "model folder not found: /no/such/model"),
+     "model path /no/such/model does not exist"),
     (["--units", "scus", "--presence", "lexical", "--systems", "t5-larg"],
      "unknown system 't5-larg'; did you mean 't5-large'?"),
 ])

@@ -232,7 +232,7 @@ def test_semi_auto_nli_entailment_label(dataset, refuted_supported_nli, capsys, 
     (["--presence", "lexical", "--model", "x"], "--presence lexical does not take --model (it takes: --threshold)"),
     (["--presence", "lexical", "--alpha", "2"], "--alpha needs --normalize"),
     (["--presence", "lexical", "--threshold", "1.5"], "--threshold must be in [0, 1]"),
-    (["--presence", "nli", "--model", "/nonexistent/nli"], "model folder not found"),
+    (["--presence", "nli", "--model", "/nonexistent/nli"], "model path /nonexistent/nli does not exist"),
 ])
 def test_semi_auto_errors(dataset, tmp_path, capsys, extra, message):
     out = tmp_path / "never.json"
@@ -254,7 +254,7 @@ def test_missing_dataset_and_bad_inputs(tmp_path, dataset, capsys):
     assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
                  str(tmp_path / "no-model"), "--presence", "lexical",
                  "--predicates", "gold"]) == 2
-    assert "--qa-model: model folder not found" in capsys.readouterr().err
+    assert "--qa-model: model path" in capsys.readouterr().err
     predicates = tmp_path / "predicates.json"
     predicates.write_text(json.dumps({"e1": ["chased"], "e2": ["opened"]}))
     assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",

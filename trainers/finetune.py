@@ -129,13 +129,16 @@ def load_seq2seq(spec: FinetuneSpec):
 
     if not spec.model:
         raise SpecError("field 'model' is empty: give a hub id or a local folder (--model)")
+    from trainers.model_loading import check_model_source, load_errors, load_failure
+
+    check_model_source(spec.model)
     source = resolve_model_path(spec.model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=spec.revision)
         model = AutoModelForSeq2SeqLM.from_pretrained(source, revision=spec.revision,
                                                       dtype=torch.float32)
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"cannot load model {spec.model!r}: {error}") from error
+    except load_errors() as error:
+        raise load_failure(spec.model, error) from None
     if model.config.decoder_start_token_id is None:
         raise SpecError(f"model {spec.model} has no decoder_start_token_id (not seq2seq?)")
     commit = model_commit(spec.model, spec.revision)

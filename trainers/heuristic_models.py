@@ -26,12 +26,15 @@ def _load(model: str, auto_class: str):
 
     from trainers.profiles import resolve_model_path
 
+    from trainers.model_loading import check_model_source, load_errors, load_failure
+
+    check_model_source(model)
     source = resolve_model_path(model)
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(source)
         loaded = getattr(transformers, auto_class).from_pretrained(source).eval()
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"cannot load model {model!r}: {error}") from None
+    except load_errors() as error:
+        raise load_failure(model, error) from None
     return loaded, tokenizer
 
 

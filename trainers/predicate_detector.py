@@ -37,14 +37,17 @@ class PredicateDetector:
 
         from trainers.profiles import resolve_model_path
 
+        from trainers.model_loading import check_model_source, load_errors, load_failure
+
+        check_model_source(model, "predicate detector")
         source = resolve_model_path(model)
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(source,
                                                                         revision=revision)
             self.model = transformers.AutoModelForTokenClassification.from_pretrained(
                 source, revision=revision).to(device).eval()
-        except (OSError, ValueError) as error:
-            raise SumbenchError(f"cannot load predicate detector {model!r}: {error}") from None
+        except load_errors() as error:
+            raise load_failure(model, error, "predicate detector") from None
         self.name, self.device, self.max_length = model, device, max_length
         self.target = predicate_index(getattr(self.model.config, "id2label", None))
 

@@ -209,14 +209,17 @@ def load_model(path_or_id: str, revision: str | None = None):
     (adapter_config.json) loads its base model and merges the adapter into it."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from trainers.model_loading import check_model_source, load_errors, load_failure
+
+    check_model_source(path_or_id)
     path = Path(path_or_id)
     try:
         if (path / "adapter_config.json").is_file():
             return _load_adapter(path)
         model = AutoModelForSeq2SeqLM.from_pretrained(path_or_id, revision=revision)
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision)
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"cannot load model {path_or_id!r}: {error}") from error
+    except load_errors() as error:
+        raise load_failure(path_or_id, error) from None
     source = str(path.resolve()) if path.is_dir() else path_or_id
     info = {"model": source, "revision": revision, "commit": hub_commit(path_or_id, revision),
             "adapter": None}

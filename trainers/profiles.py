@@ -8,6 +8,7 @@ choices and are marked as such below; every value can be overridden with
 from __future__ import annotations
 
 import dataclasses
+import math
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,10 @@ class FinetuneSpec:
         _choice("precision", self.precision, PRECISIONS)
         _choice("mixing", self.mixing, MIXINGS)
         _choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SpecError(f"field '{field.name}' must be a finite number, got {value!r}")
         for name in ("batch_size", "per_device_batch_size", "num_epochs", "max_input_tokens",
                      "max_output_tokens", "window_tokens", "megabatch_steps", "keep_checkpoints",
                      "log_every_steps", "lora_r"):
@@ -98,6 +103,8 @@ class FinetuneSpec:
             raise SpecError(f"field 'train_fraction' must be in (0, 1], got {self.train_fraction}")
         if self.learning_rate <= 0 or self.mixing_temperature <= 0:
             raise SpecError("fields 'learning_rate' and 'mixing_temperature' must be positive")
+        if self.weight_decay < 0 or self.max_grad_norm <= 0:
+            raise SpecError("field 'weight_decay' must be >= 0 and 'max_grad_norm' > 0")
         if not 0.0 <= self.warmup_ratio < 1.0 or not 0.0 <= self.lora_dropout < 1.0:
             raise SpecError("fields 'warmup_ratio' and 'lora_dropout' must be in [0, 1)")
 

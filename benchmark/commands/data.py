@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmark.commands import non_negative_int
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("data", help="build or fetch the USB task datasets")
@@ -61,7 +63,7 @@ def register(subparsers) -> None:
     heuristic.add_argument("--infill-model", help="seq2seq infilling model (hub id or folder)")
     heuristic.add_argument("--splits", default="train,validation",
                            help="splits to write (default train,validation)")
-    heuristic.add_argument("--seed", type=int, default=0)
+    heuristic.add_argument("--seed", type=non_negative_int, default=0)
     heuristic.set_defaults(handler=run_heuristic)
 
 

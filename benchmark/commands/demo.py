@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import positive_int
+from benchmark.commands import non_negative_int, positive_int
 
 DEMO_FILE = "demo.json"
 DEMO_FORMAT = "sumbench-demo/1"
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
                         help="synthetic documents (default 30: 18 train, 6 validation, 6 test)")
     parser.add_argument("--max-steps", type=positive_int, default=80,
                         help="fine-tuning steps (default 80)")
-    parser.add_argument("--seed", type=int, default=0, help="corpus, model and training seed")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="corpus, model and training seed")
     parser.add_argument("--batch-size", type=positive_int, default=16,
                         help="prediction batch size (never changes results)")
     parser.add_argument("--threads", type=positive_int, default=1,

@@ -74,7 +74,7 @@ def _common(parser, default_tasks: str = "all") -> None:
     parser.add_argument("--profile", default="flan-t5-large")
     parser.add_argument("--lora", action="store_true")
     parser.add_argument("--tasks", default=default_tasks, help=f"default {default_tasks}")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--max-steps", type=positive_int)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="FIELD=VALUE", help="fine-tuning spec field (train and run)")

@@ -18,7 +18,7 @@ import json
 import sys
 import threading
 
-from benchmark.commands import positive_int
+from benchmark.commands import non_negative_float, positive_float, positive_int
 
 DEFAULT_DB = "leaderboard.sqlite"
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
@@ -103,9 +103,9 @@ def _serve_args(parser) -> None:
 def _worker_args(parser) -> None:
     _db(parser)
     parser.add_argument("--once", action="store_true", help="exit when no job is left")
-    parser.add_argument("--lease", type=float, metavar="SECONDS",
+    parser.add_argument("--lease", type=positive_float, metavar="SECONDS",
                         help="job lease (default: the instance's lease_seconds)")
-    parser.add_argument("--hold", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--hold", type=non_negative_float, default=0.0, metavar="SECONDS",
                         help="sleep after each claim (fault drills: kill a worker mid-job)")
 
 

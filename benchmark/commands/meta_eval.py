@@ -88,9 +88,9 @@ def human_scores(name: str, dataset) -> dict[str, list[float]]:
 def run(args) -> int:
     import numpy as np
 
-    from tasks.provenance import provenance
     from leaderboard.meta_eval import format_table, load_groups, meta_evaluate
     from tasks.io import write_json
+    from tasks.provenance import provenance
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     pyramid = args.human == "pyramid"

@@ -14,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchmark.commands import positive_int
+
 SPEC_OPTIONS = ("batch_size", "max_input_tokens", "window_tokens", "max_new_tokens", "num_beams",
                 "label_num_beams", "label_rule", "device", "dtype")
 
@@ -33,21 +35,21 @@ def register(subparsers) -> None:
                         help="folder of <variant>/<task>/<split>.jsonl task datasets")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument("--spec", metavar="FILE", help="JSON file of PredictSpec fields")
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--max-input-tokens", type=int, help="truncation of inputs (8192)")
-    parser.add_argument("--window-tokens", type=int,
+    parser.add_argument("--batch-size", type=positive_int)
+    parser.add_argument("--max-input-tokens", type=positive_int, help="truncation of inputs (8192)")
+    parser.add_argument("--window-tokens", type=positive_int,
                         help="token budget of one window of windowed tasks (1024; capped at "
                              "--max-input-tokens so no window is truncated)")
-    parser.add_argument("--max-new-tokens", type=int, help="generation length (767)")
-    parser.add_argument("--num-beams", type=int, help="beams for text and span tasks (default 4, as the release)")
-    parser.add_argument("--label-num-beams", type=int, help="beams for label tasks (default 1: greedy, as the release)")
+    parser.add_argument("--max-new-tokens", type=positive_int, help="generation length (767)")
+    parser.add_argument("--num-beams", type=positive_int, help="beams for text and span tasks (default 4, as the release)")
+    parser.add_argument("--label-num-beams", type=positive_int, help="beams for label tasks (default 1: greedy, as the release)")
     parser.add_argument("--label-rule", choices=("official", "positional"),
                         help="which steps are label positions (default official)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")
-    parser.add_argument("--limit", type=int, metavar="N", help="only the first N instances")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N instances")
     parser.add_argument("--no-resume", action="store_true",
                         help="recompute everything, ignoring partial or finished runs")
     parser.set_defaults(handler=run)
@@ -85,9 +87,9 @@ def spec_file_fields(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks.provenance import provenance
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
+    from tasks.provenance import provenance
     from trainers.predict import load_model, run_task
 
     spec = build_spec(args)

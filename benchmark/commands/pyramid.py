@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmark.commands import positive_int
+from benchmark.commands import positive_int, probability
 from leaderboard.evaluators.pyramid import backend_names
 
 UNIT_CHOICES = ("scus", "stus", "sentences", "mixed", "file")
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     parser.add_argument("--units", required=True, choices=UNIT_CHOICES,
                         help="reference units: human SCUs, automatic STUs, sentences, a "
                              "Lite²·⁵ mix of SCUs and STUs (mixed), or --units-file (file)")
-    parser.add_argument("--scu-share", type=float, default=0.5, metavar="P",
+    parser.add_argument("--scu-share", type=probability, default=0.5, metavar="P",
                         help="mixed: share of examples that keep their SCUs, those whose STUs "
                              "match their SCUs worst (default 0.5)")
     parser.add_argument("--scu-ids", metavar="FILE",
@@ -63,7 +63,7 @@ def register(subparsers) -> None:
                         help="who decides unit presence (human = the SCU labels)")
     parser.add_argument("--model", help="model folder or hub id (nli, seq2seq, causal-lm); "
                         "model name (chat)")
-    parser.add_argument("--threshold", type=float, help="lexical: present iff the unit's "
+    parser.add_argument("--threshold", type=probability, help="lexical: present iff the unit's "
                         "content-token recall >= T (default: calibrated on the train split)")
     parser.add_argument("--nli-mode", choices=NLI_MODE_CHOICES,
                         help="nli: entailment probability (prob2, default; prob3) or label")
@@ -169,9 +169,9 @@ def with_extra_units(dataset, args) -> tuple:
 
 
 def run(args) -> int:
-    from tasks.provenance import provenance
     from leaderboard.evaluators.pyramid import check_presence_options, evaluate_dataset
     from tasks.io import write_json
+    from tasks.provenance import provenance
 
     options = backend_options(args)
     check_presence_options(args.presence, args.units, options)  # fail before loading data

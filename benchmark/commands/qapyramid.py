@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 
+from benchmark.commands import positive_float
 from tasks.errors import DataError
 from tasks.io import read_json
 
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
     norm.add_argument("--summaries", required=True, help="JSONL {system, example_id, summary}")
     norm.add_argument("--references", required=True, help="JSONL {example_id, reference}")
     choice = norm.add_mutually_exclusive_group()
-    choice.add_argument("--alpha", type=float, default=6.0, help="length penalty alpha (6)")
+    choice.add_argument("--alpha", type=positive_float, default=6.0, help="length penalty alpha (6)")
     choice.add_argument("--calibrate-alpha", action="store_true",
                         help="choose alpha in 1..10 (lowest |r| with effective length)")
     norm.add_argument("--out", help="also write per-example values and provenance (JSON)")
@@ -53,9 +54,9 @@ def register(subparsers) -> None:
 
 
 def run_human(args) -> int:
-    from tasks.provenance import provenance
     from leaderboard.evaluators.qapyramid import human_qapyramid
     from tasks.io import write_json
+    from tasks.provenance import provenance
     from tasks.qapyramid.judgments import load_qa_judgments
 
     report = human_qapyramid(load_qa_judgments(args.judgments))
@@ -144,9 +145,9 @@ def _calibrate(table):
 def run_normalize(args) -> int:
     import numpy as np
 
-    from tasks.provenance import provenance
     from leaderboard.evaluators.penalties import normalize, with_alpha
     from tasks.io import write_json
+    from tasks.provenance import provenance
 
     scores = read_scores(args.scores)
     summaries, references = read_summaries(args.summaries), read_references(args.references)

@@ -38,6 +38,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from benchmark.commands import finite_float, positive_float, positive_int
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
 from leaderboard.evaluators.pyramid import check_backend_options, text_backend_names
@@ -62,8 +63,8 @@ def register_subcommands(commands) -> None:
     auto.add_argument("--predicates", help="instead of a detector: 'gold' (oracle: the "
                       "predicate words of the gold QAs) or a JSON file {example_id: "
                       "[predicate, ...]}")
-    auto.add_argument("--max-new-tokens", type=int, default=128, help="per generation (128)")
-    auto.add_argument("--qa-batch-size", type=int, default=8, help="generation batch (8)")
+    auto.add_argument("--max-new-tokens", type=positive_int, default=128, help="per generation (128)")
+    auto.add_argument("--qa-batch-size", type=positive_int, default=8, help="generation batch (8)")
     _add_common_options(auto)
     auto.set_defaults(handler=run_auto)
 
@@ -72,17 +73,17 @@ def _add_common_options(parser) -> None:
     parser.add_argument("--dataset", required=True, help="QAPyramid dataset file (JSON/JSONL)")
     parser.add_argument("--presence", required=True, choices=text_backend_names())
     parser.add_argument("--model", help="presence model (folder or hub id; chat: model name)")
-    parser.add_argument("--threshold", type=float, help="presence threshold in [0, 1]")
+    parser.add_argument("--threshold", type=finite_float, help="presence threshold in [0, 1]")
     parser.add_argument("--entailment-label", metavar="NAME", help="nli: the class name (in "
                         "the model's id2label, any case) that means entailment (entailment)")
-    parser.add_argument("--nli-max-length", type=int, metavar="N",
+    parser.add_argument("--nli-max-length", type=positive_int, metavar="N",
                         help="nli: tokens of a (summary, QA) pair (default 400, as Lite²Pyramid)")
     parser.add_argument("--use", choices=("label", "probability"), default="label")
     parser.add_argument("--unit-kind", choices=("qa", "statement"), default="qa")
     parser.add_argument("--systems", nargs="+", help="systems to score (default: all)")
     parser.add_argument("--normalize", action="store_true", help="also nQAPyramid")
-    parser.add_argument("--alpha", type=float, help="length penalty alpha (6; --normalize)")
-    parser.add_argument("--batch-size", type=int, help="presence model batch size")
+    parser.add_argument("--alpha", type=positive_float, help="length penalty alpha (6; --normalize)")
+    parser.add_argument("--batch-size", type=positive_int, help="presence model batch size")
     parser.add_argument("--device", default="cpu", help="presence/QA model device (cpu)")
     parser.add_argument("--cache", help="disk cache folder of presence model outputs")
     parser.add_argument("--base-url", help="chat endpoint (default: $OPENAI_BASE_URL)")
@@ -249,8 +250,8 @@ COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold"
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:
-    from tasks.provenance import provenance
     from tasks.io import write_json
+    from tasks.provenance import provenance
 
     print(json.dumps(report, indent=1))
     if args.out:

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int
+from benchmark.commands import non_negative_int, positive_float, positive_int
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
 from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 
@@ -50,7 +50,7 @@ def _add_run_arguments(what) -> None:
     what.add_argument("--mode", choices=MODES, default="finetune")
     what.add_argument("--variant", default="all", help="a USB domain or 'all' (default)")
     what.add_argument("--split", default="test", help="split to predict (default test)")
-    what.add_argument("--seed", type=int, default=0, help="training and shot seed (default 0)")
+    what.add_argument("--seed", type=non_negative_int, default=0, help="training and shot seed (default 0)")
     what.add_argument("--out", required=True, metavar="DIR", help="output folder")
     data = what.add_mutually_exclusive_group()
     data.add_argument("--data", metavar="DIR", help="folder of <variant>/<task>/<split>.jsonl")
@@ -74,7 +74,7 @@ def _add_training_arguments(train) -> None:
                        help="best-model selection on the validation split: headline metric "
                             "(default), minus the loss, or none")
     train.add_argument("--max-steps", type=positive_int, help="optimizer steps")
-    train.add_argument("--learning-rate", type=float)
+    train.add_argument("--learning-rate", type=positive_float)
     train.add_argument("--set", dest="overrides", action="append", default=[],
                        metavar="FIELD=VALUE", help="any fine-tuning spec field")
 

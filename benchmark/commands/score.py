@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="FILE", help="also write the scores (with provenance)")
     parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                         help="percentile 95%% intervals from N resamples of records (default 0)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S",
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S",
                         help="seed of the bootstrap resampling and of --rouge-aggregate "
                              "bootstrap-mid (default 0)")
     parser.add_argument("--rouge-aggregate", choices=("mean", "bootstrap-mid"), default="mean",
@@ -37,10 +37,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tasks.provenance import provenance
-    from tasks.scoring import score_files
     from tasks.errors import SumbenchError
     from tasks.io import atomic_path
+    from tasks.provenance import provenance
+    from tasks.scoring import score_files
 
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmark.commands import fraction, non_negative_int, positive_int
 from benchmark.results import EARLY_STOPPING
 
 
@@ -36,10 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", help="data variant: a domain or 'all'")
     parser.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None,
                         help="train a LoRA adapter instead of all weights")
-    parser.add_argument("--train-fraction", type=float, help="fraction of training documents")
+    parser.add_argument("--train-fraction", type=fraction, help="fraction of training documents")
     parser.add_argument("--mixing", choices=("proportional", "temperature"))
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--seed", type=non_negative_int)
+    parser.add_argument("--max-steps", type=positive_int)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="FIELD=VALUE", help="any spec field, e.g. --set lora_r=8")
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric",

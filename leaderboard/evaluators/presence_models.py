@@ -53,14 +53,16 @@ def load_pretrained(model: Any, tokenizer: Any, auto_class: str, revision: str |
 
     if isinstance(model, (str, Path)):
         model_id = str(model)
-        if model_id.startswith(("/", ".", "~")) and not Path(model_id).expanduser().exists():
-            raise PresenceBackendError(f"model folder not found: {model_id}")
+        from trainers.model_loading import looks_local, load_errors
+
+        if looks_local(model_id) and not Path(model_id).expanduser().exists():
+            raise PresenceBackendError(f"model path {model_id} does not exist")
         try:
             loaded = getattr(transformers, auto_class).from_pretrained(model_id,
                                                                        revision=revision)
             tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(
                 model_id, revision=revision)
-        except (OSError, ValueError) as error:  # missing folder/files, bad id, wrong kind
+        except load_errors() as error:  # missing/damaged files, bad id, wrong kind
             raise PresenceBackendError(f"cannot load {auto_class} from {model_id!r}: "
                                        f"{str(error).splitlines()[0]}") from error
         return loaded.eval(), tokenizer, model_id

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from tasks.errors import DataError
-from tasks.io import atomic_directory, dumps_record, read_json, write_json
+from tasks.io import atomic_directory, dumps_record, read_json, read_text, write_json
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
 
 BUILD_INFO_FILE = "build_info.json"
@@ -246,7 +246,7 @@ def read_split_file(path: Path) -> list[tuple[int, str]]:
     if not path.is_file():
         raise DataError("split file not found", path=str(path))
     entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, what="split file").splitlines(), start=1):
         relative = line.strip()
         if not relative:
             continue

@@ -1,0 +1,127 @@
+"""One writer per output folder: a lock file beside the folder names its owner.
+
+`output_lock(folder, command)` creates `.<name>.sumbench-lock` in the folder's parent with
+O_EXCL and writes the owner (pid, host, process start time, command, time) into it; a second
+process that wants the same folder refuses with a message naming the owner. A lock whose owner
+is gone (same host, and the pid is dead or now belongs to a process that started later) is
+stale: it is replaced, with a note on stderr. The lock sits beside the folder, not in it, so
+resuming, "folder not empty" checks and the files a run writes never see it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+from tasks.errors import SumbenchError
+
+LOCK_SUFFIX = ".sumbench-lock"
+
+
+class FolderInUseError(SumbenchError):
+    """Another live process writes the same output folder."""
+
+
+def lock_path(folder: str | os.PathLike) -> Path:
+    """The lock file of an output folder (absolute, symlinks resolved)."""
+    folder = Path(folder).expanduser().resolve()
+    return folder.parent / f".{folder.name}{LOCK_SUFFIX}"
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of a process in clock ticks since boot (Linux), or None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_alive(owner: dict) -> bool:
+    """Whether the owner recorded in a lock file still runs (unknowable on another host: True)."""
+    if owner.get("host") != socket.gethostname():
+        return True
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    started = owner.get("process_start")
+    return started is None or _process_start(pid) in (None, started)
+
+
+def _read_owner(path: Path) -> dict:
+    try:
+        owner = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def _create(path: Path, owner: dict) -> bool:
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump(owner, handle)
+    return True
+
+
+def acquire(folder: str | os.PathLike, command: str) -> Path:
+    """Take the lock of `folder` for `command` or raise FolderInUseError naming the owner."""
+    path = lock_path(folder)
+    owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+             "process_start": _process_start(os.getpid()),
+             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    for _ in range(3):
+        if _create(path, owner):
+            return path
+        current = _read_owner(path)
+        if current and _owner_alive(current):
+            raise FolderInUseError(
+                f"{Path(folder)} is in use by 'sumbench {current.get('command', '?')}' "
+                f"(pid {current.get('pid')} on {current.get('host')}, since "
+                f"{current.get('since')}); wait for it to finish, or delete {path} if that "
+                "process is gone")
+        print(f"sumbench: note: removing the stale lock {path} (owner pid "
+              f"{current.get('pid', '?')} is gone)", file=sys.stderr)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    raise FolderInUseError(f"cannot take the lock {path}: another process keeps taking it")
+
+
+def release(path: Path) -> None:
+    """Drop a lock this process holds (a lock owned by someone else is left alone)."""
+    if _read_owner(path).get("pid") == os.getpid():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path]:
+    """Hold the lock of `folder` for the duration of the block. Parent folders made for the
+    lock are removed again when the block leaves them empty (a failed command leaves nothing)."""
+    parent = lock_path(folder).parent
+    missing = [parent, *parent.parents]
+    missing = missing[:next(i for i, p in enumerate(missing) if p.exists())]
+    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path = acquire(folder, command)
+        try:
+            yield path
+        finally:
+            release(path)
+    finally:
+        for made in missing:
+            with contextlib.suppress(OSError):
+                made.rmdir()
