@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from leaderboard.evaluators.presence import ChatBackend, parse_yes_no
+from leaderboard.evaluators.presence import ChatBackend, PresenceBackendError, parse_yes_no
 from trainers.chat_client import ChatClient, ChatError
 from trainers.disk_cache import DiskCache, cache_key
 
@@ -151,14 +151,20 @@ def test_chat_backend_labels_and_cache(server, tmp_path):
             {"example_id": "z", "summary": "S2", "unit": "U2", "label": 0}]
     client, _ = _client(server, tmp_path)
     backend = ChatBackend(client, pool=pool, shots=1, seed=0)
-    results = backend.score(pairs)
-    assert [(r.probability, r.label) for r in results] == [(1.0, 1), (0.0, 0), (0.5, 0)]
+    with pytest.raises(PresenceBackendError, match="1 of 3 pairs got no usable answer "
+                       r"\(first: pair 3: unparseable reply 'Maybe'\)"):
+        backend.score(pairs)  # never a silent 0.5
+    results = backend.score(pairs[:2])
+    assert [(r.probability, r.label) for r in results] == [(1.0, 1), (0.0, 0)]
     first_prompt = server.requests[0]["body"]["messages"][0]["content"]
     assert "SUMMARY: S2" in first_prompt and "SUMMARY: S1" not in first_prompt  # not ex. "a"
     assert server.requests[0]["body"]["temperature"] == 0
+    assert len(server.requests) == 3  # the two answered pairs came from the cache
     client2, _ = _client(server, tmp_path)
-    assert ChatBackend(client2, pool=pool, shots=1, seed=0).score(pairs) == results
-    assert len(server.requests) == 3
+    assert ChatBackend(client2, pool=pool, shots=1, seed=0).score(pairs[:2]) == results
+    with pytest.raises(PresenceBackendError):
+        ChatBackend(client2, pool=pool, shots=1, seed=0).score(pairs[2:])
+    assert len(server.requests) == 4  # the unparseable reply was never cached: asked again
 
 
 def test_disk_cache_round_trip(tmp_path):

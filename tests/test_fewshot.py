@@ -228,7 +228,8 @@ def test_backend_failures_name_the_task_and_the_items(usb_fixture_dir, tmp_path)
     assert str(caught.value) == (
         f"few-shot multisentence_compression: the backend failed on item "
         f"{instance_label(test[2])} (instance 3), {instance_label(test[3])} (instance 4): "
-        f"RuntimeError: device-side assert triggered")
+        f"RuntimeError: device-side assert triggered (2 of 4 prompts failed; the answered "
+        f"ones are saved and a rerun with --resume asks only for the failed ones)")
     partial = read_jsonl(tmp_path / "outputs" / f"{task.name}.partial.jsonl")
     assert [row["instance"] for row in partial] == [0, 1]  # the first chunk is kept
 

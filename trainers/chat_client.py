@@ -2,17 +2,23 @@
 
 - Endpoint: `{base_url}/chat/completions`; base URL, model and API key come from the arguments or
   the environment (`OPENAI_BASE_URL`, default https://api.openai.com/v1; `OPENAI_API_KEY`).
-- Retries: HTTP 429 and 5xx, connection errors and timeouts are retried with exponential backoff
-  (`backoff_s`, doubled each attempt, capped by `max_backoff_s`; a `Retry-After` header in seconds
-  takes precedence); other HTTP errors fail at once. After `max_attempts` failures a `ChatError`
-  names the URL, the attempts and the last error.
+- Retries: HTTP 429 and 5xx, connection errors (reset, refused, bad status line), timeouts and
+  broken bodies (truncated, not UTF-8, not JSON such as an HTML error page, no reply text) are
+  retried with exponential backoff (`backoff_s`, doubled each attempt, capped by
+  `max_backoff_s`); a `Retry-After` header in seconds takes precedence, capped by
+  `max_retry_after_s` and logged. Other HTTP errors fail at once. After `max_attempts` failures
+  a `ChatError` names the URL, the attempts and the last error.
 - Cache: responses are stored on disk keyed by a hash of (base_url, model, messages, params); the
-  API key is never part of the key nor stored. A cached request makes no HTTP call.
+  API key is never part of the key nor stored. A cached request makes no HTTP call. Only
+  accepted replies are cached: an empty reply, or one the caller's `accept` rejects (it could
+  not be parsed), is returned but never stored, so a rerun asks again.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +36,14 @@ class ChatError(SumbenchError):
     """A chat request failed for good (non-retryable status or retries exhausted)."""
 
 
+class _BrokenResponse(Exception):
+    """A response that arrived but cannot be used (retried like a connection error)."""
+
+
+def _log(message: str) -> None:
+    print(f"sumbench chat: {message}", file=sys.stderr)
+
+
 @dataclass
 class ChatClient:
     """Chat completions against an OpenAI-compatible server.
@@ -44,8 +58,10 @@ class ChatClient:
     max_attempts: int = 5
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
+    max_retry_after_s: float = 60.0
     cache: Any = None
     sleep: Callable[[float], None] = time.sleep
+    log: Callable[[str], None] = _log
     default_params: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,8 +81,10 @@ class ChatClient:
     def request_key(self, messages: Sequence[dict], params: dict) -> str:
         return cache_key("chat", self.base_url, self.model, list(messages), params)
 
-    def chat(self, messages: Sequence[dict], **params: Any) -> dict:
-        """The full response JSON for `messages` (from the cache when present)."""
+    def chat(self, messages: Sequence[dict], *, accept: Callable[[str], bool] | None = None,
+             **params: Any) -> dict:
+        """The full response JSON for `messages` (from the cache when present). The response
+        is cached only when its reply text is non-empty and `accept(text)` (if given) holds."""
         params = {**self.default_params, **params}
         key = self.request_key(messages, params)
         if isinstance(self.cache, DiskCache):
@@ -75,18 +93,15 @@ class ChatClient:
                 return cached
         body = {"model": self.model, "messages": list(messages), **params}
         response = self._post_with_retries(body)
-        if isinstance(self.cache, DiskCache):
+        text = reply_text(response)
+        if isinstance(self.cache, DiskCache) and text and (accept is None or accept(text)):
             self.cache.set(key, response)
         return response
 
-    def complete(self, messages: Sequence[dict], **params: Any) -> str:
-        """The text of the first choice."""
-        response = self.chat(messages, **params)
-        try:
-            return str(response["choices"][0]["message"]["content"] or "")
-        except (KeyError, IndexError, TypeError):
-            raise ChatError(f"{self.url}: unexpected response shape: "
-                            f"{json.dumps(response)[:300]}") from None
+    def complete(self, messages: Sequence[dict], *, accept: Callable[[str], bool] | None = None,
+                 **params: Any) -> str:
+        """The text of the first choice ("" for an empty reply, which is never cached)."""
+        return reply_text(self.chat(messages, accept=accept, **params)) or ""
 
     # ---- HTTP ---------------------------------------------------------------------------
     def _headers(self) -> dict:
@@ -103,9 +118,15 @@ class ChatClient:
         with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
             payload = response.read()
         try:
-            return json.loads(payload)
+            decoded = json.loads(payload.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise _BrokenResponse("response body is not UTF-8") from None
         except json.JSONDecodeError:
-            raise ChatError(f"{self.url}: response is not JSON: {payload[:200]!r}") from None
+            kind = "an HTML page" if payload.lstrip()[:1] == b"<" else "not JSON"
+            raise _BrokenResponse(f"response body is {kind}: {payload[:120]!r}") from None
+        if reply_text(decoded) is None:
+            raise _BrokenResponse(f"response has no reply text: {json.dumps(decoded)[:200]}")
+        return decoded
 
     def _post_with_retries(self, body: dict) -> dict:
         last_error = "no attempt made"
@@ -117,8 +138,11 @@ class ChatClient:
                 last_error = f"HTTP {error.code}: {detail}"
                 if error.code not in RETRYABLE_STATUS:
                     raise ChatError(f"{self.url}: {last_error}") from None
-                wait = _retry_after(error.headers) or self._backoff(attempt)
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                wait = self._retry_wait(error.headers, attempt)
+            except _BrokenResponse as error:
+                last_error, wait = str(error), self._backoff(attempt)
+            except (urllib.error.URLError, TimeoutError, ConnectionError,
+                    http.client.HTTPException) as error:
                 last_error = f"{type(error).__name__}: {getattr(error, 'reason', error)}"
                 wait = self._backoff(attempt)
             if attempt < self.max_attempts:
@@ -128,6 +152,26 @@ class ChatClient:
 
     def _backoff(self, attempt: int) -> float:
         return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+
+    def _retry_wait(self, headers: Any, attempt: int) -> float:
+        """The server's Retry-After (capped at `max_retry_after_s`, logged) or the backoff."""
+        asked = _retry_after(headers)
+        if asked is None:
+            return self._backoff(attempt)
+        wait = min(asked, self.max_retry_after_s)
+        self.log(f"{self.url} asked to retry after {asked:g} s; waiting {wait:g} s"
+                 + (f" (capped by max_retry_after_s={self.max_retry_after_s:g})"
+                    if wait < asked else ""))
+        return wait
+
+
+def reply_text(response: Any) -> str | None:
+    """The first choice's message content ("" when null), or None when the shape is wrong."""
+    try:
+        content = response["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return "" if content is None else str(content)
 
 
 def _retry_after(headers: Any) -> float | None:

@@ -190,7 +190,7 @@ def _output_row(plan: PlannedPrompt, instance: dict, train: Sequence[dict], raw:
 
 
 def backend_failure(task_name: str, chunk: Sequence[PlannedPrompt], instances: Sequence[dict],
-                    error: Exception) -> SumbenchError:
+                    error: Exception, total: int | None = None) -> SumbenchError:
     """A SumbenchError naming the task and the items whose prompts the backend failed on
     (`error.indices` when the backend says which, else the whole chunk): each item's label
     and its 1-based position among the test instances (labels may repeat)."""
@@ -202,8 +202,10 @@ def backend_failure(task_name: str, chunk: Sequence[PlannedPrompt], instances: S
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     reason = str(error) if isinstance(error, SumbenchError) \
         else f"{type(error).__name__}: {error}"
+    counted = f" ({len(names)} of {total} prompts failed; the answered ones are saved and a " \
+        "rerun with --resume asks only for the failed ones)" if total else ""
     return SumbenchError(f"few-shot {task_name}: the backend failed on item "
-                         f"{shown}: {reason}")
+                         f"{shown}: {reason}{counted}")
 
 
 def _generate_missing(task_name: str, plans, done: dict, backend, store, instances, train,
@@ -212,21 +214,40 @@ def _generate_missing(task_name: str, plans, done: dict, backend, store, instanc
     from tqdm.auto import tqdm
 
     todo = [plan for plan in plans if (plan.instance, plan.window) not in done]
+    failed: list[tuple[PlannedPrompt, Exception]] = []
     with tqdm(total=len(todo), desc="few-shot", unit="prompt", disable=None) as bar:
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
-            try:
-                raws = backend.generate([plan.prompt for plan in chunk],
-                                        [plan.max_new_tokens for plan in chunk])
-            except Exception as error:
-                raise backend_failure(task_name, chunk, instances, error) from error
+            raws = _generate_each(backend, chunk, failed)
             rows = [_output_row(plan, instances[plan.instance], train, raw)
-                    for plan, raw in zip(chunk, raws)]
+                    for plan, raw in zip(chunk, raws) if raw is not None]
             done.update(((row["instance"], row["window"]), row) for row in rows)
-            if store is not None:
+            if store is not None and rows:
                 store.append(rows)
             bar.update(len(chunk))
+    if failed:
+        error = failed[0][1]
+        plans_failed = [plan for plan, _ in failed]
+        raise backend_failure(task_name, plans_failed, instances, error,
+                              total=len(todo)) from error
     return len(todo)
+
+
+def _generate_each(backend, chunk: Sequence[PlannedPrompt], failed: list) -> list[str | None]:
+    """The chunk's outputs; when the chunk fails, its prompts one by one: a failing prompt
+    gives None and (prompt, error) in `failed`, the others their outputs."""
+    try:
+        return _generate(backend, chunk)
+    except Exception as error:
+        if len(chunk) == 1:
+            failed.append((chunk[0], error))
+            return [None]
+    return [output for plan in chunk for output in _generate_each(backend, [plan], failed)]
+
+
+def _generate(backend, chunk: Sequence[PlannedPrompt]) -> list[str]:
+    return backend.generate([plan.prompt for plan in chunk],
+                            [plan.max_new_tokens for plan in chunk])
 
 
 def _assemble(task, instances, plans, done) -> tuple[list[dict], list[dict], dict]:

@@ -318,10 +318,24 @@ class ChatBackend(PresenceBackend):
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
         parse = parse_qapyramid_gpt4o if self.prompt_style == "qapyramid-gpt4o" \
             else parse_yes_no
-        for pair in pair_progress(pairs, self.name):
+        from trainers.chat_client import ChatError
+
+        failures: list[str] = []
+        for number, pair in enumerate(pair_progress(pairs, self.name), start=1):
             messages = [{"role": "user", "content": self._prompt(pair)}]
-            reply = self.client.complete(messages, **self.params)
+            try:
+                reply = self.client.complete(messages, accept=lambda text: parse(text)
+                                             is not None, **self.params)
+            except ChatError as error:
+                failures.append(f"pair {number}: {error}")
+                continue
             answer = parse(reply)
-            probability = 0.5 if answer is None else float(answer)
-            yield PresenceResult(probability, answer or 0,
-                                 {"reply": reply, "parsed": answer is not None})
+            if answer is None:
+                failures.append(f"pair {number}: unparseable reply {reply[:60]!r}")
+                continue
+            yield PresenceResult(float(answer), answer, {"reply": reply, "parsed": True})
+        if failures:
+            raise PresenceBackendError(
+                f"chat presence: {len(failures)} of {number} pairs got no "
+                f"usable answer (first: {failures[0]}); answered pairs are cached, so "
+                "running the same command again asks only for these")
