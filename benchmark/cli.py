@@ -50,7 +50,12 @@ def _handle(args: argparse.Namespace) -> int:
     """Run the command's handler, holding the lock of its output folder where it has one."""
     out = getattr(args, "out", None)
     if args.command in LOCKED_COMMANDS and out and not getattr(args, "print_spec", False):
+        from pathlib import Path
+
         from tasks.locks import output_lock
+
+        if Path(out).exists() and not Path(out).is_dir():
+            raise SumbenchError(f"--out {out} is a file; give a folder")
 
         with output_lock(out, args.command):
             return int(args.handler(args) or 0)

@@ -63,7 +63,7 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
-    prepare_out_dir(spec, out, resume)
+    resume = prepare_out_dir(spec, out, resume)
     state = RunState(spec, out, prepare_data(spec, out, log), log,
                      config=dict(extra_config or {}))
     tasks = [get_task(name) for name in spec.tasks]
@@ -104,21 +104,29 @@ def run_seeds(spec: RunSpec) -> dict[str, int]:
     return seeds
 
 
-def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> None:
-    """Check DIR against an earlier run (resume) or refuse one that holds a run; write the spec."""
+def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> bool:
+    """Check DIR against an earlier run (resume) or refuse one that holds a finished or a
+    different run; write the spec. Returns whether the run continues an earlier one (an
+    unfinished identical run is continued without --resume: a failed run never blocks its
+    own retry)."""
     spec_path = out / RUN_SPEC_FILE
     if spec_path.is_file():
-        if not resume:
-            raise SumbenchError(f"{out} already holds a run; pass --resume to continue it or "
-                                f"choose another output folder")
         try:
             earlier = RunSpec.from_json(spec_path.read_text(encoding="utf-8"))
         except (ValueError, TypeError) as error:
             raise SumbenchError(f"{spec_path}: unreadable run spec ({error})") from None
         changed = spec.differences(earlier)
+        unfinished = not (out / "results.json").is_file()
+        if not resume and not (unfinished and not changed):
+            raise SumbenchError(f"{out} already holds a run; pass --resume to continue it or "
+                                f"choose another output folder")
         if changed:
             raise SumbenchError(f"cannot resume {out}: the run used a different "
                                 f"{', '.join(changed)}")
+        if not resume:  # the same run stopped early: retrying it simply continues it
+            print(f"sumbench run: continuing the unfinished identical run in {out}",
+                  file=sys.stderr)
+        resume = True
     elif out.exists():
         if not out.is_dir():
             raise SumbenchError(f"{out} exists and is not a folder")
@@ -131,6 +139,7 @@ def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(spec_path) as tmp:
         Path(tmp).write_text(spec.to_json() + "\n", encoding="utf-8")
+    return resume
 
 
 def prepare_data(spec: RunSpec, out: Path, log: Log) -> str | None:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tasks.errors import DataError
+from tasks.errors import DataError, SumbenchError
 from tasks.io import read_json
 from tasks.metrics.correlation import METHODS, Scores, check_aligned, summary_level, \
     system_level
@@ -57,6 +57,11 @@ def meta_evaluate(metric: Scores, human: Scores,
     systems = check_aligned(metric, human)
     result: dict[str, dict[str, Any]] = {}
     for name, members in check_groups(groups, systems).items():
+        if len(members) < 2:
+            raise SumbenchError(
+                f"{'all systems' if name == 'all' else f'group {name!r}'}: "
+                f"{len(members)} system(s) ({', '.join(members)}); correlations across systems "
+                "need at least 2 (summary level would otherwise print a meaningless 0.0)")
         result[name] = {
             "systems": members,
             "system": {m: system_level(metric, human, m, members) for m in methods},

@@ -137,6 +137,34 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_staging(path: Path, suffix: str) -> list[Path]:
+    """Remove the staging files/folders of `path` (`.NAME.PID.RANDOM<suffix>`) left by a
+    killed process on this machine (its pid is gone); those of live writers stay."""
+    removed = []
+    for candidate in path.parent.glob(f".{glob_escape(path.name)}.*{suffix}"):
+        middle = candidate.name[len(path.name) + 2:-len(suffix)]
+        pid_text = middle.split(".", 1)[0]
+        if pid_text.isdigit() and "." in middle and not _pid_alive(int(pid_text)):
+            _remove(candidate)
+            removed.append(candidate)
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    """`name` with glob metacharacters escaped."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in name)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file path beside `path`; move it into place only on success.
@@ -145,7 +173,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_staging(path, ".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                                   dir=path.parent)
+    except OSError as error:  # name the file asked for, not the temporary one
+        raise OSError(error.errno, f"cannot write {path.name} here ({error.strerror})",
+                      str(path.parent)) from None
     try:
         os.fchmod(fd, _file_mode(path))
     finally:
@@ -167,7 +201,9 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+    remove_stale_staging(path, ".partial")
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial",
+                                    dir=path.parent))
     try:
         os.chmod(staging, 0o777 & ~current_umask())
         yield staging

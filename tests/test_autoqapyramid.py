@@ -91,12 +91,17 @@ def test_autoqapyramid_with_a_fake_generator():
              {"example_id": "e3", "reference": "Arango scored a free kick .",
               "summaries": {"good": "Arango scored."}},
              {"example_id": "e2", "reference": "Chelsea won .", "summaries": ITEMS[1]["summaries"]}]
+    with pytest.raises(ValueError, match="example 'e3' has no output of system\\(s\\) 'half', "
+                       "'none'; every system needs a summary of every example"):
+        AutoQAPyramid(generator, LexicalBackend(0.5)).score(items)  # never a silent average
+    calls.clear()
+    items[1]["summaries"] = {"good": "Arango scored.", "half": "Nothing.", "none": "Nothing."}
     result = AutoQAPyramid(generator, LexicalBackend(0.5)).score(items)
     assert calls == [["Arango scored a free kick .", "Chelsea won ."]]  # once per reference
     assert result.qas["e3"] == [("Who scored something?", "Arango"),
                                 ("Who took something?", "a penalty")]
     assert result.per_summary["good"] == {"e1": 0.5, "e3": 0.5, "e2": 1.0}
-    assert result.per_summary["none"] == {"e1": 0.0, "e2": 0.0}
+    assert result.per_summary["none"] == {"e1": 0.0, "e3": 0.0, "e2": 0.0}
     with pytest.raises(ValueError, match="returned 1 lists for 2"):
         AutoQAPyramid(lambda refs: [[]], LexicalBackend()).score(items)
 

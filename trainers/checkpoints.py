@@ -86,12 +86,27 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 
 
 def load_checkpoint(path: Path, model, optimizer, scheduler, device) -> TrainState:
+    """Restore a checkpoint folder; a missing, truncated or damaged file is a SumbenchError
+    naming it (delete that step-* folder to resume from the one before)."""
+    state = TrainState(**read_json(path / "state.json"))
+    load_trainable_state(model, _torch_file(path / "trainable.pt", "cpu"))
+    optimizer.load_state_dict(_torch_file(path / "optimizer.pt", device))
+    scheduler.load_state_dict(_torch_file(path / "scheduler.pt", "cpu"))
+    return state
+
+
+def _torch_file(path: Path, device) -> Any:
+    import pickle
+
     import torch
 
-    load_trainable_state(model, torch.load(path / "trainable.pt", map_location="cpu"))
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location=device))
-    scheduler.load_state_dict(torch.load(path / "scheduler.pt"))
-    return TrainState(**read_json(path / "state.json"))
+    try:
+        return torch.load(path, map_location=device)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as error:
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise SumbenchError(f"{path}: checkpoint file is missing, truncated or damaged "
+                            f"({reason}); delete {path.parent} to resume from the checkpoint "
+                            "before it") from None
 
 
 # ---- resuming ----------------------------------------------------------------------------

@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from tasks.errors import SumbenchError
+
 _MISSING = object()
 
 
@@ -36,11 +38,17 @@ class DiskCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(str(self.path), check_same_thread=False,
-                                           timeout=30.0)
-        with self._lock, self._connection:
-            self._connection.execute(
-                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        if self.path.is_dir():
+            raise SumbenchError(f"cache {self.path} is a folder; give a file path")
+        try:
+            self._connection = sqlite3.connect(str(self.path), check_same_thread=False,
+                                               timeout=30.0)
+            with self._lock, self._connection:
+                self._connection.execute("CREATE TABLE IF NOT EXISTS entries "
+                                         "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.DatabaseError as error:
+            raise SumbenchError(f"cache {self.path} is not a sumbench cache (SQLite: {error}); "
+                                "move it away or choose another cache file") from None
 
     def get(self, key: str, default: Any = None) -> Any:
         with self._lock:

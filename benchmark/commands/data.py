@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     build.add_argument("--out", required=True, metavar="DIR", help="output folder")
     build.add_argument("--variant", "--variants", dest="variants", action="extend", nargs="+",
                        metavar="V", help="variants to build (default: every RAW/splits folder)")
+    build.add_argument("--strict", action="store_true",
+                       help="make duplicate documents in a split and documents shared by two "
+                            "splits (train/test leaks) an error instead of a warning")
     build.set_defaults(handler=run_build)
 
     fetch = commands.add_parser(
@@ -81,7 +84,7 @@ def format_counts(counts: dict[str, dict[str, dict[str, int]]]) -> str:
 
 def run_build(args: argparse.Namespace) -> int:
     from tasks.usb.derive import build_task_datasets
-    counts = build_task_datasets(args.raw, args.out, args.variants)
+    counts = build_task_datasets(args.raw, args.out, args.variants, strict=args.strict)
     print(format_counts(counts))
     n_files = sum(len(by_split) for by_task in counts.values() for by_split in by_task.values())
     print(f"wrote {n_files} files for {len(counts)} variant(s) to {args.out}", file=sys.stderr)

@@ -54,6 +54,15 @@ def _check_items(items: Sequence[Mapping]) -> None:
         if item["example_id"] in seen:
             raise ValueError(f"duplicate example_id {item['example_id']!r}")
         seen.add(item["example_id"])
+    systems = {system for item in items for system in item["summaries"]}
+    for item in items:
+        missing = sorted(system for system in systems
+                         if not isinstance(item["summaries"].get(system), str))
+        if missing:
+            raise ValueError(f"example {item['example_id']!r} has no output of system(s) "
+                             f"{', '.join(map(repr, missing))}; every system needs a summary "
+                             "of every example (a system mean over fewer examples would not "
+                             "compare)")
 
 
 def score_with_backend(backend: Any, items: Sequence[Mapping], qas: Mapping[str, Sequence],
@@ -68,7 +77,7 @@ def score_with_backend(backend: Any, items: Sequence[Mapping], qas: Mapping[str,
     _check_items(items)
     jobs = [(item["example_id"], system, summary) for item in items
             for system, summary in item["summaries"].items()
-            if summary is not None and qas.get(item["example_id"])]
+            if qas.get(item["example_id"])]
     pairs = ((summary, unit_text(unit_kind, q, a), example_id)
              for example_id, _, summary in jobs for q, a in qas[example_id])
     results = iter(backend.score_iter(pairs))

@@ -140,7 +140,32 @@ def _extract_into_cache(archive: Path, target: Path, revision: str | None,
         find_data_root(staging / EXTRACTED_FOLDER)  # fail before caching a bad archive
         write_json(staging / ARCHIVE_INFO_FILE, {
             "repo_id": HUB_REPO_ID, "filename": HUB_FILENAME, "revision": revision,
-            "commit": _hub_commit(archive), "sha256": digest})
+            "commit": _hub_commit(archive), "sha256": digest,
+            "files": _file_sizes(staging / EXTRACTED_FOLDER)})
+
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    """{relative POSIX path: size in bytes} of every file under `folder`."""
+    return {path.relative_to(folder).as_posix(): path.stat().st_size
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def _cache_intact(target: Path, info: dict) -> bool:
+    """Whether the extraction still holds every file it was extracted with, at its size
+    (caches written before sizes were recorded: whether the data folder is there)."""
+    if _extracted_root(target) is None:
+        return False
+    recorded = info.get("files")
+    if not isinstance(recorded, dict):
+        return True
+    folder = target / EXTRACTED_FOLDER
+    for relative, size in recorded.items():
+        try:
+            if (folder / relative).stat().st_size != size:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _extracted_root(target: Path) -> Path | None:
@@ -158,19 +183,18 @@ def fetch_archive(*, cache_dir: str | Path | None = None, revision: str | None =
     cache_root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     target = cache_root / _cache_key(revision)
     info = _read_archive_info(target)
-    if info is not None and not refresh:
+    if info is not None and not refresh and _cache_intact(target, info):
         return FetchResult(find_data_root(target / EXTRACTED_FOLDER), info.get("sha256"),
                            "cached")
+    damaged = info is not None and not refresh
     archive = _download(downloader, revision, cache_root)
     digest = file_sha256(archive)
     previous = info.get("sha256") if info else None
-    if previous == digest:
-        root = _extracted_root(target)
-        if root is not None:
-            return FetchResult(root, digest, "unchanged", previous)
+    if previous == digest and not damaged and _cache_intact(target, info):
+        return FetchResult(_extracted_root(target), digest, "unchanged", previous)
     _extract_into_cache(archive, target, revision, digest)
     status = ("downloaded" if previous is None else
-              "repaired" if previous == digest else "updated")
+              "repaired" if previous == digest or damaged else "updated")
     return FetchResult(find_data_root(target / EXTRACTED_FOLDER), digest, status, previous)
 
 

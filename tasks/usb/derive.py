@@ -323,9 +323,15 @@ def read_documents(raw_dir: str | Path, variants: Iterable[str] | None = None,
     return iter_documents(raw_dir, _plan(raw_dir, variants, splits))
 
 
-def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool) -> dict[str, dict]:
+def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool,
+                 digests: dict[str, str] | None = None) -> dict[str, dict]:
+    from tasks.usb.split_checks import source_digest
+
     result: dict[str, dict] = {}
     for variant, split, documents in iter_documents(raw_dir, jobs, progress):
+        if digests is not None:
+            digests.update((relative, source_digest(annotation))
+                           for relative, annotation in documents if relative not in digests)
         per_task = derive_documents(documents)
         by_task = result.setdefault(variant, {task: {} for task in TASK_FOLDERS})
         for task, records in per_task.items():
@@ -343,10 +349,24 @@ def derive_split(raw_dir: str | Path, variant: str, split: str) -> TaskDatasets:
 
 
 def derive_all(raw_dir: str | Path, variants: Iterable[str] | None = None, *,
-               progress: bool = True) -> dict[str, dict[str, dict[str, list[Record]]]]:
-    """variant -> task -> split -> records. Reads and validates every input first."""
+               progress: bool = True, problems: list[str] | None = None
+               ) -> dict[str, dict[str, dict[str, list[Record]]]]:
+    """variant -> task -> split -> records. Reads and validates every input first. A list
+    given as `problems` receives the split files' duplicates and cross-split overlaps."""
+    from tasks.usb.split_checks import duplicate_problems, overlap_problems
+
     raw_dir = Path(raw_dir)
-    return _derive_jobs(raw_dir, _plan(raw_dir, variants), progress)
+    jobs, digests = _plan(raw_dir, variants), {}
+    derived = _derive_jobs(raw_dir, jobs, progress, digests)
+    if problems is not None:
+        for job in jobs:
+            problems += duplicate_problems(job.variant, job.split, job.split_file,
+                                           job.entries, digests)
+        for variant in dict.fromkeys(job.variant for job in jobs):
+            problems += overlap_problems(variant, {
+                job.split: [relative for _, relative in job.entries]
+                for job in jobs if job.variant == variant}, digests)
+    return derived
 
 
 def check_output_folder(out_dir: Path, raw_dir: Path) -> None:
@@ -382,25 +402,33 @@ def record_counts(datasets: dict) -> dict[str, dict[str, dict[str, int]]]:
 
 
 def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
-                        variants: Iterable[str] | None = None, *,
-                        progress: bool = True) -> dict[str, dict[str, dict[str, int]]]:
+                        variants: Iterable[str] | None = None, *, progress: bool = True,
+                        strict: bool = False) -> dict[str, dict[str, dict[str, int]]]:
     """Derive everything, then write OUT all at once (or nothing on error).
 
     OUT is replaced as a whole; a non-empty OUT that is not an earlier build is refused.
     Returns variant -> task -> split -> record count; OUT/build_info.json holds the same,
-    the sha256 of every file and the provenance.
+    the sha256 of every file, the split problems (`warnings`) and the provenance. Duplicate
+    documents in a split and documents shared by two splits are printed as warnings, or
+    with `strict` raised as a DataError before anything is written.
     """
     from tasks.provenance import provenance
     from tasks.text import word_tokenizer_name
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     check_output_folder(out_dir, raw_dir)
-    datasets = derive_all(raw_dir, variants, progress=progress)
+    problems: list[str] = []
+    datasets = derive_all(raw_dir, variants, progress=progress, problems=problems)
+    if problems and strict:
+        raise DataError("split problems (--strict): " + "; ".join(problems))
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
     counts = record_counts(datasets)
     with atomic_directory(out_dir) as staging:
         digests = write_task_datasets(datasets, staging)
         write_json(staging / BUILD_INFO_FILE, {
             "format": BUILD_INFO_FORMAT, "raw_dir": str(raw_dir.resolve()),
             "variants": list(datasets), "records": counts, "sha256": digests,
+            "warnings": problems,
             "provenance": provenance({"raw_dir": str(raw_dir), "variants": list(datasets),
                                       "word_tokenizer": word_tokenizer_name()}),
         })
