@@ -138,7 +138,8 @@ class ChatClient:
                 last_error = f"HTTP {error.code}: {detail}"
                 if error.code not in RETRYABLE_STATUS:
                     raise ChatError(f"{self.url}: {last_error}") from None
-                wait = self._retry_wait(error.headers, attempt)
+                wait = self._retry_wait(error.headers, attempt) \
+                    if attempt < self.max_attempts else 0.0
             except _BrokenResponse as error:
                 last_error, wait = str(error), self._backoff(attempt)
             except (urllib.error.URLError, TimeoutError, ConnectionError,

@@ -94,13 +94,15 @@ def run(args: argparse.Namespace) -> int:
 
     spec = build_spec(args)
     names = list(parse_task_list(args.tasks))
-    model, tokenizer, info = load_model(args.model, revision=args.revision)
-    out = Path(args.out)
-    summary = {}
+    inputs = {}  # every input is read and checked before the model loads
     for name in names:
         task = get_task(name)
         records = list(task.load(args.split, variant=args.variant, data_dir=args.data))
-        instances = task.instances(records)[:args.limit]
+        inputs[name] = (task, task.instances(records)[:args.limit])
+    model, tokenizer, info = load_model(args.model, revision=args.revision)
+    out = Path(args.out)
+    summary = {}
+    for name, (task, instances) in inputs.items():
         result = run_task(task, instances, model, tokenizer, spec, out,
                           resume=not args.no_resume, model_info=info)
         summary[name] = {"instances": len(instances), **result.counts}

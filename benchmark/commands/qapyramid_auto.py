@@ -154,13 +154,19 @@ def load_dataset(args) -> tuple[list, list[str]]:
     known = list(dict.fromkeys(s for example in examples for s in example.system_outputs))
     if not known:
         raise DataError("no system_outputs in the dataset: nothing to score", path=args.dataset)
-    if not args.systems:
-        return examples, known
-    unknown = [s for s in args.systems if s not in known]
+    chosen = list(dict.fromkeys(args.systems)) if args.systems else known
+    unknown = [s for s in chosen if s not in known]
     if unknown:
         raise UnknownNameError(f"unknown system(s) {', '.join(map(repr, unknown))} in "
                                f"{args.dataset} (known: {', '.join(known)})")
-    return examples, list(dict.fromkeys(args.systems))
+    for example in examples:
+        missing = [s for s in chosen if not isinstance(example.system_outputs.get(s), str)]
+        if missing:
+            raise DataError(f"example {example.example_id!r} has no output of system(s) "
+                            f"{', '.join(map(repr, missing))}; every system needs a summary "
+                            "of every example (use --systems to score fewer systems)",
+                            path=args.dataset, field="system_outputs")
+    return examples, chosen
 
 
 def human_per_example(examples: Sequence, systems: Sequence[str]

@@ -1,0 +1,410 @@
+"""Bad input and faults (issue 10, part B): each case gives one error line naming the file,
+line, field or option at fault, an exit code other than 0, no traceback, and leaves nothing
+partial behind. The command-line cases are one row each of CLI_CASES: the argv (with
+{placeholders} filled from the `workspace` fixture), the expected message fragment and the
+exit code. Faults that need a server, a second process or a resource limit follow the table."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import files_under, sumbench
+from tests.servers import free_port
+
+PRED = "factuality_classification.jsonl"
+REPO = Path(__file__).resolve().parents[1]
+
+CLI_CASES = [
+    # --- invalid UTF-8 in any JSONL/TXT input
+    ("utf8-predictions", ["score", "{bad_utf8}"],
+     "{bad_utf8}:2: not UTF-8 text (invalid start byte at byte 13 of the line)", 2),
+    ("utf8-task-data", ["predict", "--model", "{model}", "--tasks", "FAC", "--data",
+                        "{bad_data}", "--out", "{out}"],
+     "all/factuality_classification/test.jsonl:1: not UTF-8 text", 2),
+    ("utf8-split-file", ["data", "build", "--raw", "{bad_raw}", "--out", "{out}"],
+     "splits/companies/test.txt:2: not UTF-8 text", 2),
+    # --- counts, steps and sizes
+    ("limit-negative", ["predict", "--model", "{model}", "--tasks", "FAC", "--out", "{out}",
+                        "--limit", "-1"], "argument --limit: must be >= 1, got -1", 2),
+    ("limit-zero", ["predict", "--model", "{model}", "--tasks", "FAC", "--out", "{out}",
+                    "--limit", "0"], "argument --limit: must be >= 1, got 0", 2),
+    ("batch-size-zero", ["predict", "--model", "{model}", "--tasks", "FAC", "--out", "{out}",
+                         "--batch-size", "0"], "argument --batch-size: must be >= 1, got 0", 2),
+    ("beams-zero", ["predict", "--model", "{model}", "--tasks", "FAC", "--out", "{out}",
+                    "--num-beams", "0"], "argument --num-beams: must be >= 1, got 0", 2),
+    ("max-steps-zero", ["train", "--tasks", "FAC", "--out", "{out}", "--max-steps", "0"],
+     "argument --max-steps: must be >= 1, got 0", 2),
+    ("bootstrap-negative", ["score", "{pred}", "--bootstrap", "-5"],
+     "argument --bootstrap: must be >= 0, got -5", 2),
+    ("seed-negative", ["score", "{pred}", "--seed", "-1"], "argument --seed: must be >= 0", 2),
+    ("qa-batch-zero", ["qapyramid", "auto", "--dataset", "{pred}", "--qa-model", "m",
+                       "--presence", "lexical", "--qa-batch-size", "0"],
+     "argument --qa-batch-size: must be >= 1, got 0", 2),
+    # --- non-finite or out-of-range numbers
+    ("learning-rate-inf", ["run", "--tasks", "FAC", "--out", "{out}", "--learning-rate", "inf"],
+     "argument --learning-rate: expected a finite number, got 'inf'", 2),
+    ("learning-rate-negative", ["run", "--tasks", "FAC", "--out", "{out}",
+                                "--learning-rate=-1e-4"], "argument --learning-rate: must be > 0", 2),
+    ("alpha-nan", ["qapyramid", "normalize", "--scores", "s", "--summaries", "s",
+                   "--references", "r", "--alpha", "nan"],
+     "argument --alpha: expected a finite number, got 'nan'", 2),
+    ("scu-share-range", ["pyramid", "--data", "d", "--units", "mixed", "--presence", "human",
+                         "--scu-share", "1.5"], "argument --scu-share: must be in [0, 1]", 2),
+    ("train-fraction-range", ["train", "--tasks", "FAC", "--out", "{out}", "--train-fraction",
+                              "0"], "argument --train-fraction: must be in (0, 1], got 0", 2),
+    ("lease-nan", ["leaderboard", "worker", "--db", "sqlite:///x.db", "--lease", "nan"],
+     "argument --lease: expected a finite number", 2),
+    ("set-nan", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}", "--profile",
+                 "tiny", "--set", "learning_rate=nan", "--print-spec"],
+     "field 'learning_rate' must be a finite number, got nan", 2),
+    ("set-inf-grad-norm", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}",
+                           "--profile", "tiny", "--set", "max_grad_norm=inf", "--print-spec"],
+     "field 'max_grad_norm' must be a finite number, got inf", 2),
+    ("spec-file-nan", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}",
+                       "--profile", "tiny", "--spec", "{nan_spec}", "--print-spec"],
+     "field 'warmup_ratio' must be a finite number, got nan", 2),
+    # --- OS faults and paths
+    ("out-is-a-file", ["predict", "--model", "{model}", "--tasks", "FAC", "--data", "{data}",
+                       "--out", "{a_file}"], "--out {a_file} is a file; give a folder", 2),
+    ("read-only-out", ["score", "{pred}", "--out", "/sys/sumbench-test/scores.json"],
+     "/sys/sumbench-test", 1),
+    ("missing-model", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--data",
+                       "{data}", "--out", "{out}"], "model path {tmp}/no-model does not exist", 2),
+    ("truncated-safetensors", ["predict", "--model", "{truncated_model}", "--tasks", "FAC",
+                               "--data", "{data}", "--out", "{out}"],
+     "a weights file is damaged or incomplete (Error while deserializing header", 2),
+    ("non-sqlite-cache", ["pyramid", "--data", "{pyrxsum}", "--units", "scus", "--presence",
+                          "chat", "--model", "m", "--cache", "{a_file}"],
+     "cache {a_file} is not a sumbench cache (SQLite: file is not a database)", 2),
+    ("cache-is-a-folder", ["pyramid", "--data", "{pyrxsum}", "--units", "scus", "--presence",
+                           "chat", "--model", "m", "--cache", "{tmp}"],
+     "cache {tmp} is a folder; give a file path", 2),
+    # --- data
+    ("duplicate-documents-strict", ["data", "build", "--raw", "{dup_raw}", "--out", "{out}",
+                                    "--strict"],
+     "1 duplicate document(s) in companies/train: companies/doc7_0.json (line 3: listed "
+     "again, line 1)", 2),
+    ("train-test-overlap-strict", ["data", "build", "--raw", "{dup_raw}", "--out", "{out}",
+                                   "--strict"],
+     "companies: 1 document(s) in both train and test: companies/doc7_2.json", 2),
+    # --- evaluators
+    ("semi-auto-missing-output", ["qapyramid", "semi-auto", "--dataset", "{qa_missing}",
+                                  "--presence", "lexical"],
+     "example 'e2' has no output of system(s) 'B'", 2),
+    ("meta-eval-one-system", ["meta-eval", "--data", "{pyrxsum}", "--metric", "rouge1_recall",
+                              "--systems", "{one_system}"],
+     "all systems: 1 system(s) ({one_system}); correlations across systems need at least 2",
+     2),
+]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, str]:
+    """The files the CLI cases point at (built once)."""
+    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("bad-input")
+    good = (usb_fixture_dir / "predictions" / PRED).read_bytes().splitlines(keepends=True)
+    (root / "bad.jsonl").write_bytes(good[0] + b'{"id": "x", \xff\xfe}\n')
+    data = shutil.copytree(usb_fixture_dir / "task_datasets", root / "data")
+    (data / "all" / "factuality_classification" / "test.jsonl").write_bytes(b"\xc3\x28\n")
+    bad_raw = shutil.copytree(usb_fixture_dir / "raw", root / "bad-raw")
+    split = bad_raw / "splits" / "companies" / "test.txt"
+    split.write_bytes(split.read_bytes().rstrip(b"\n") + b"\ncompanies/\xff.json\n")
+    dup_raw = shutil.copytree(usb_fixture_dir / "raw", root / "dup-raw")
+    splits = dup_raw / "splits" / "companies"
+    train = (splits / "train.txt").read_text().split()
+    test = (splits / "test.txt").read_text().split()
+    (splits / "train.txt").write_text("\n".join([*train, test[0], train[0]]) + "\n")
+    assert len(train) == 1 and test[0] == "companies/doc7_2.json"
+    tokenizer = build_tiny_tokenizer(["Yes No fact summary document"] * 4)
+    build_tiny_t5(tokenizer, save_dir=root / "model")
+    truncated = shutil.copytree(root / "model", root / "truncated-model")
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
+    (root / "a-file").write_text("not a folder, not a database\n")
+    (root / "nan-spec.json").write_text('{"warmup_ratio": NaN}')
+    from tests.test_qapyramid_cli import DATASET
+    missing = json.loads(json.dumps(DATASET))
+    del missing[1]["system_outputs"]["B"]
+    (root / "qa-missing.jsonl").write_text("".join(json.dumps(r) + "\n" for r in missing))
+    pyrxsum = pyramid_data_dir / "pyrxsum"
+    one_system = sorted(p.stem for p in (pyrxsum / "summaries").iterdir())[0]
+    return {"bad_utf8": str(root / "bad.jsonl"), "bad_data": str(data), "data":
+            str(usb_fixture_dir / "task_datasets"), "bad_raw": str(bad_raw),
+            "dup_raw": str(dup_raw), "model": str(root / "model"),
+            "truncated_model": str(truncated), "a_file": str(root / "a-file"),
+            "nan_spec": str(root / "nan-spec.json"), "qa_missing": str(root / "qa-missing.jsonl"),
+            "pred": str(usb_fixture_dir / "predictions" / PRED), "pyrxsum": str(pyrxsum),
+            "one_system": one_system, "tmp": str(root)}
+
+
+@pytest.mark.parametrize("argv, message, code", [case[1:] for case in CLI_CASES],
+                         ids=[case[0] for case in CLI_CASES])
+def test_bad_input_gives_one_line_and_leaves_nothing(workspace, tmp_path, capsys, argv,
+                                                     message, code):
+    fill = {**workspace, "out": str(tmp_path / "out")}
+    before = files_under(Path(workspace["tmp"]))
+    try:
+        got, _, err = sumbench(capsys, *[part.format(**fill) for part in argv])
+    except SystemExit as stop:  # argparse refuses the option itself
+        got, err = stop.code, capsys.readouterr().err
+    assert got == code, err
+    assert message.format(**fill) in err
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()  # nothing partial
+    assert files_under(Path(workspace["tmp"])) == before
+
+
+def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path, capsys):
+    code, _, err = sumbench(capsys, "data", "build", "--raw", workspace["dup_raw"], "--out",
+                            tmp_path / "out", "--variant", "companies")
+    assert code == 0
+    assert "warning: " in err and "1 duplicate document(s) in companies/train" in err
+    assert "1 document(s) in both train and test: companies/doc7_2.json" in err
+    info = json.loads((tmp_path / "out" / "build_info.json").read_text())
+    assert len(info["warnings"]) == 2
+
+
+# ---------------------------------------------------------------- one writer per --out
+def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
+        workspace, tmp_path, capsys):
+    from tasks.locks import lock_path
+
+    out = tmp_path / "run"
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        from tasks.locks import _process_start
+        lock_path(out).write_text(json.dumps({
+            "pid": owner.pid, "host": socket.gethostname(), "command": "predict",
+            "process_start": _process_start(owner.pid), "since": "2026-11-24T10:00:00"}))
+        code, _, err = sumbench(capsys, "predict", "--model", workspace["model"], "--tasks",
+                                "FAC", "--data", workspace["data"], "--out", out)
+        assert code == 2 and not out.exists()
+        assert (f"sumbench predict: error: {out} is in use by 'sumbench predict' (pid "
+                f"{owner.pid} on {socket.gethostname()}, since 2026-11-24T10:00:00)") in err
+    finally:
+        owner.kill()
+        owner.wait()
+    # the owner is gone: its lock is stale, replaced with a note, and released at the end
+    code, _, err = sumbench(capsys, "predict", "--model", tmp_path / "no-model", "--tasks",
+                            "FAC", "--data", workspace["data"], "--out", out)
+    assert code == 2 and f"removing the stale lock {lock_path(out)}" in err
+    assert "does not exist" in err and not lock_path(out).exists()
+
+
+def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
+    from tasks.io import atomic_directory
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".out.{dead.pid}.abc123.partial"
+    live = tmp_path / f".out.{os.getpid()}.def456.partial"
+    stale.mkdir()
+    live.mkdir()
+    with atomic_directory(tmp_path / "out") as staging:
+        (staging / "x").write_text("x")
+    assert not stale.exists() and live.exists()  # a live writer's staging folder stays
+    assert (tmp_path / "out" / "x").read_text() == "x"
+
+
+# ---------------------------------------------------------------- resource limits, signals
+def _sumbench_process(*args, limit_bytes: int | None = None, env: dict | None = None):
+    def limits():
+        if limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return subprocess.Popen([sys.executable, "-m", "benchmark", *map(str, args)], cwd=REPO,
+                            preexec_fn=limits, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+
+
+def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
+    process = _sumbench_process("data", "build", "--raw", usb_fixture_dir / "raw", "--out",
+                                tmp_path / "out", limit_bytes=4000)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert err.strip() == ("sumbench data: error: File too large (the disk or the file-size "
+                           "limit is full)")
+    assert list(tmp_path.iterdir()) == []
+
+
+class _SilentServer:
+    """Accepts connections on 127.0.0.1 and never answers (a hung endpoint)."""
+
+    def __init__(self):
+        self.socket = socket.create_server(("127.0.0.1", free_port()))
+        self.port, self.accepted = self.socket.getsockname()[1], threading.Event()
+        self.connections = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.connections.append(connection)
+            self.accepted.set()
+
+    def close(self):
+        for connection in self.connections:
+            connection.close()
+        self.socket.close()
+
+
+def test_sigint_is_one_line_exit_130(pyramid_data_dir, tmp_path):
+    server = _SilentServer()
+    try:
+        process = _sumbench_process(
+            "pyramid", "--data", pyramid_data_dir / "pyrxsum", "--units", "scus", "--presence",
+            "chat", "--model", "m", "--cache", tmp_path / "cache.sqlite", "--out",
+            tmp_path / "scores.json",
+            env={"OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1",
+                 "OPENAI_API_KEY": "test"})
+        assert server.accepted.wait(120), process.communicate()[1]
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        server.close()
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1] == (
+        "sumbench pyramid: interrupted; finished work is kept, run the same command again "
+        "(with --resume where it has one) to continue")
+    assert "Traceback" not in err and not (tmp_path / "scores.json").exists()
+
+
+# ---------------------------------------------------------------- chat endpoint faults
+def _raw_reply(kind: str) -> bytes:
+    body = json.dumps({"choices": [{"message": {"content": "Yes"}}]}).encode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    return {
+        "non-utf8": head + b"Content-Length: 6\r\n\r\n\xff\xfe\xfd{}\n",
+        "truncated": head + b"Content-Length: %d\r\n\r\n" % (len(body) + 40) + body,
+        "bad-status-line": b"HTTP/1.1 OOPS\r\n\r\n",
+        "reset": b"",
+        "html-page": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 34\r\n"
+                     b"\r\n<html><body>Bad gateway</body></html>"[:120],
+        "no-reply-text": head + b'Content-Length: 13\r\n\r\n{"choices":[]',
+    }[kind]
+
+
+class _RawServer:
+    """Answers every request with the same raw bytes (or resets the connection)."""
+
+    def __init__(self, reply: bytes):
+        self.socket = socket.create_server(("127.0.0.1", free_port()))
+        self.port, self.reply, self.requests = self.socket.getsockname()[1], reply, 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                self.requests += 1
+                if not self.reply:  # reset: close with SO_LINGER 0
+                    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                          b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    continue
+                connection.sendall(self.reply)
+
+
+@pytest.mark.parametrize("kind, reason", [
+    ("non-utf8", "response body is not UTF-8"),
+    ("truncated", "IncompleteRead"),
+    ("bad-status-line", "BadStatusLine"),
+    ("reset", "Connection"),
+    ("html-page", "response body is an HTML page"),
+    ("no-reply-text", "response body is not JSON"),
+])
+def test_chat_faults_are_retried_then_fail_with_a_reason(tmp_path, kind, reason):
+    from trainers.chat_client import ChatClient, ChatError
+
+    server = _RawServer(_raw_reply(kind))
+    waits = []
+    client = ChatClient(model="m", base_url=f"http://127.0.0.1:{server.port}/v1", api_key="k",
+                        max_attempts=3, timeout_s=10, sleep=waits.append,
+                        cache=tmp_path / "cache.sqlite")
+    with pytest.raises(ChatError) as caught:
+        client.complete([{"role": "user", "content": "hi"}])
+    assert "failed after 3 attempts" in str(caught.value) and reason in str(caught.value)
+    assert server.requests == 3 and waits == [1.0, 2.0]
+    assert len(client.cache) == 0  # nothing cached
+
+
+def test_retry_after_is_capped_and_logged(tmp_path):
+    from trainers.chat_client import ChatClient, ChatError
+
+    server = _RawServer(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\n"
+                        b"Content-Length: 0\r\n\r\n")
+    waits, logged = [], []
+    client = ChatClient(model="m", base_url=f"http://127.0.0.1:{server.port}/v1", api_key="k",
+                        max_attempts=2, sleep=waits.append, log=logged.append,
+                        max_retry_after_s=5)
+    with pytest.raises(ChatError, match="HTTP 429"):
+        client.complete([{"role": "user", "content": "hi"}])
+    assert waits == [5]
+    assert logged == [f"http://127.0.0.1:{server.port}/v1/chat/completions asked to retry "
+                      "after 3600 s; waiting 5 s (capped by max_retry_after_s=5)"]
+
+
+# ---------------------------------------------------------------- checkpoints, fetch cache
+def test_a_truncated_checkpoint_names_its_file(tmp_path):
+    import torch
+
+    from tasks.errors import SumbenchError
+    from trainers.checkpoints import _torch_file
+
+    path = tmp_path / "step-4" / "optimizer.pt"
+    path.parent.mkdir()
+    torch.save({"state": {}, "param_groups": []}, path)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(SumbenchError, match=f"{path}: checkpoint file is missing, truncated "
+                       f"or damaged .*; delete {path.parent} to resume"):
+        _torch_file(path, "cpu")
+
+
+def test_a_damaged_fetch_cache_is_extracted_again(data_dir, tmp_path):
+    from tasks.usb.archive import fetch_archive
+    from tests.test_loaders import LocalHub, make_archive
+
+    hub = LocalHub(make_archive(tmp_path / "a.tar.gz", data_dir))
+    first = fetch_archive(cache_dir=tmp_path / "cache", downloader=hub)
+    victim = first.data_dir / "all" / "evidence_extraction" / "test.jsonl"
+    expected = victim.read_bytes()
+    victim.write_bytes(expected[:10])  # truncated by a full disk, say
+    again = fetch_archive(cache_dir=tmp_path / "cache", downloader=hub)
+    assert again.status == "repaired" and victim.read_bytes() == expected
+    assert fetch_archive(cache_dir=tmp_path / "cache", downloader=hub).status == "cached"
+    assert len(hub.calls) == 2
+
+
+def test_a_failed_run_does_not_block_its_own_retry(workspace, tmp_path, capsys):
+    model = tmp_path / "model"
+    args = ["run", "--mode", "finetune", "--training", "none", "--model", model, "--tasks",
+            "FAC", "--data", workspace["data"], "--out", tmp_path / "run", "--batch-size", "4"]
+    code, _, err = sumbench(capsys, *args)
+    assert code == 2 and "does not exist" in err
+    shutil.copytree(workspace["model"], model)
+    code, _, err = sumbench(capsys, *args)  # the same command again, no --resume
+    assert code == 0, err
+    assert "continuing the unfinished identical run" in err
+    assert (tmp_path / "run" / "results.json").is_file()
+    code, _, err = sumbench(capsys, *args)  # a finished run is still protected
+    assert code == 2 and "already holds a run; pass --resume" in err
