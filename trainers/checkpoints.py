@@ -218,7 +218,7 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
 
 def append_log(out_dir: Path, entry: dict) -> None:
     with open(out_dir / "train_log.jsonl", "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(entry) + "\n")
+        handle.write(json.dumps(entry, allow_nan=False) + "\n")
 
 
 def truncate_log(path: Path, step: int) -> None:

@@ -311,6 +311,10 @@ class _StepLogger:
         self.tokens += tokens
         self.seconds += seconds
         step = run.state.global_step
+        if not math.isfinite(loss_sum):
+            raise SumbenchError(f"training diverged at step {step}: the loss is {loss_sum} "
+                                f"(learning_rate {run.spec.learning_rate:g}); lower the "
+                                "learning rate or check the data")
         if run.dist.is_main and (step % run.spec.log_every_steps == 0 or step == run.total_steps):
             append_log(run.out_dir, {
                 "step": step, "epoch": round(epoch, 4), "loss": self.loss / max(1, self.tokens),
