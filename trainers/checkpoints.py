@@ -217,6 +217,10 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
 
 
 def append_log(out_dir: Path, entry: dict) -> None:
+    """One line of train_log.jsonl; an undefined value (NaN) is written as null, so the log
+    stays valid JSON."""
+    entry = {key: None if isinstance(value, float) and value != value else value
+             for key, value in entry.items()}
     with open(out_dir / "train_log.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, allow_nan=False) + "\n")
 
