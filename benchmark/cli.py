@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "benchmark.commands.predict",
     "benchmark.commands.run",
     "benchmark.commands.demo",
+    "benchmark.commands.baseline",
     "benchmark.commands.leaderboard",
     "benchmark.commands.experiment",
 )

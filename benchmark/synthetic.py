@@ -7,8 +7,13 @@ task has records in every split:
 
 * unchanged    (before == after; evidence in one section, so TOPIC has it),
 * deleted      (after == ""),
-* corrected    (a wrong place or year replaced: FAC and FIX records, skipped by UNSUP),
+* corrected    (a wrong place replaced: FAC and FIX records, skipped by UNSUP),
 * trimmed      (an unsupported phrase deleted, words removed only: UNSUP spans).
+
+The corpus carries a signal a small model can learn for every task (the demo shows it): the
+source sentences that the summary uses are marked ("Notably, ..."), a summary sentence is its
+evidence sentence copied without the mark (two facts joined by "and"), corrections change the
+place that the evidence states, and unsupported phrases come from a short fixed list.
 
 Layout written (see shared/docs/usb-format.md section 1):
 ``OUT/annotations/<domain>/<doc>.json``, ``OUT/splits/<variant>/{train,validation,test}.txt``
@@ -29,7 +34,7 @@ from pathlib import Path
 from tasks.errors import SumbenchError
 from tasks.io import atomic_directory, read_json
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 SPEC_FILE = "synthetic.json"
 DEFAULT_DOMAINS = ("biographies", "companies", "disasters")
 #: the split of each document by its position in the domain-interleaved order (60/20/20)
@@ -135,14 +140,21 @@ class SyntheticSpec:
 
 @dataclass(frozen=True)
 class Fact:
-    """One source sentence: `{subject} {verb} {thing} in {place} in {year}.`"""
+    """One source sentence: `{subject} {verb} {thing} in {place}.`"""
     verb: str
     thing: str
     place: str
-    year: int
 
     def sentence(self, subject: str) -> str:
-        return f"{subject} {self.verb} {self.thing} in {self.place} in {self.year}."
+        return f"{subject} {self.clause()}."
+
+    def clause(self) -> str:
+        """The sentence without its subject and period (joined after "and")."""
+        return f"{self.verb} {self.thing} in {self.place}"
+
+
+#: the mark of a source sentence that the summary uses (the learnable EXT/EVEXT signal)
+MARK = "Notably, "
 
 
 # ---- one article ------------------------------------------------------------------------
@@ -152,9 +164,9 @@ def _subject(rng: random.Random, domain: str) -> str:
     return f"{rng.choice(words['first'])} {rng.choice(words['last'])}"
 
 
-def _fact(rng: random.Random, domain: str) -> Fact:
+def _fact(rng: random.Random, domain: str, place: str) -> Fact:
     verb, thing = rng.choice(DOMAINS[domain]["facts"])
-    return Fact(verb, thing, rng.choice(PLACES), rng.randrange(1850, 2020))
+    return Fact(verb, thing, place)
 
 
 def _line(txt: str, header: bool, index: int, name: str) -> dict:
@@ -162,35 +174,31 @@ def _line(txt: str, header: bool, index: int, name: str) -> dict:
 
 
 def build_source(rng: random.Random, domain: str, subject: str) -> tuple[list[dict], dict]:
-    """Source lines and {line index: Fact} of the fact lines, grouped by section index."""
+    """Source lines and {line index: Fact} of the fact lines, grouped by section index; every
+    fact of an article happens in another place (a claim's place finds its evidence)."""
     lines = [_line(subject, True, 0, subject)]
     facts: dict[int, Fact] = {}
+    places = iter(rng.sample(PLACES, len(PLACES)))
     if rng.random() < 0.5:  # a lead sentence under the title
-        facts[len(lines)] = _fact(rng, domain)
+        facts[len(lines)] = _fact(rng, domain, next(places))
         lines.append(_line(facts[len(lines)].sentence(subject), False, 0, subject))
-    names = rng.sample(DOMAINS[domain]["sections"], rng.randint(2, 4))
+    names = rng.sample(DOMAINS[domain]["sections"], rng.randint(2, 3))
     for index, name in enumerate(names, start=1):
         lines.append(_line(name, True, index, name))
-        for _ in range(rng.randint(2, 4)):
-            facts[len(lines)] = _fact(rng, domain)
+        for _ in range(rng.randint(2, 3)):
+            facts[len(lines)] = _fact(rng, domain, next(places))
             lines.append(_line(facts[len(lines)].sentence(subject), False, index, name))
     return lines, facts
 
 
 def summary_sentence(subject: str, facts: list[Fact]) -> str:
-    """A paraphrase of one or two facts (`In {year}, {subject} ... and ...`)."""
-    first = facts[0]
-    text = f"In {first.year}, {subject} {first.verb} {first.thing} in {first.place}"
-    for fact in facts[1:]:
-        text += f" and {fact.verb} {fact.thing} in {fact.place} in {fact.year}"
-    return text + "."
+    """One or two facts as the source states them (`{subject} ... and ...`), without the mark."""
+    return " and ".join([f"{subject} {facts[0].clause()}", *(f.clause() for f in facts[1:])]) + "."
 
 
 def _wrong(rng: random.Random, fact: Fact) -> Fact:
-    """The fact with its place or year changed (an unsupported claim)."""
-    if rng.random() < 0.5:
-        return dataclasses.replace(fact, place=rng.choice([p for p in PLACES if p != fact.place]))
-    return dataclasses.replace(fact, year=fact.year + rng.choice((-7, -3, 2, 5, 11)))
+    """The fact with its place changed (an unsupported claim)."""
+    return dataclasses.replace(fact, place=rng.choice([p for p in PLACES if p != fact.place]))
 
 
 def _with_extra(rng: random.Random, sentence: str) -> str:
@@ -209,7 +217,7 @@ def _evidence(rng: random.Random, source: list[dict], facts: dict[int, Fact],
         first, second = rng.sample(sections, 2)
         return [rng.choice(by_section[first]), rng.choice(by_section[second])]
     lines = by_section[rng.choice(sections)]
-    return rng.sample(lines, min(len(lines), rng.randint(1, 2)))
+    return rng.sample(lines, min(len(lines), 1 if rng.random() < 0.8 else 2))
 
 
 def _edit(rng: random.Random, kind: str, subject: str, evidence: list[Fact]) -> tuple[str, str]:
@@ -249,6 +257,8 @@ def generate_document(rng: random.Random, domain: str) -> dict:
     subject = _subject(rng, domain)
     source, facts = build_source(rng, domain, subject)
     before, after, refs = build_summary(rng, subject, source, facts)
+    for index in sorted({line for kept, group in zip(after, refs) if kept for line in group}):
+        source[index] = {**source[index], "txt": MARK + source[index]["txt"]}
     return {"annotations": {"source": source,
                             "orig_summary": [{"txt": text} for text in before],
                             "annotations": {"summary_sents": after, "refs": refs}}}

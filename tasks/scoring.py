@@ -268,6 +268,100 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
                 workers: int = 1, options: Mapping[str, Any] | None = None) -> dict:
     """Read, validate and score prediction files: {task: {metric: value, ...}}; `options`
     go to the tasks that take them (e.g. {"rouge_aggregate": "bootstrap-mid",
-    "rouge_seed": 3})."""
-    return _score_grouped(read_prediction_files(paths), bootstrap=bootstrap, seed=seed,
-                          workers=workers, options=options)
+    "rouge_seed": 3}).
+
+    Streaming: records are validated and turned into their per-record scoring material
+    (`task.score_examples`) CHUNK_RECORDS at a time, so only that material (a few numbers per
+    record) and one 8-byte digest per record identity (for duplicates) stay in memory — never
+    the records. The numbers are those of scoring all records at once."""
+    if not paths:
+        raise SumbenchError("no prediction files given")
+    from tasks.windowed import stitch_windows
+
+    def located() -> Iterable[tuple[str, int, dict]]:
+        return stitch_windows((str(path), line, record) for path in paths
+                              for line, record in iter_jsonl(path))
+
+    tasks = _Tasks(options)
+    with rouge.using_workers(workers):
+        streams = stream_examples(located(), tasks, rescan=located)
+    if not streams:
+        raise DataError("no prediction records", path=", ".join(map(str, paths)))
+    return {name: _stream_result(stream, bootstrap=bootstrap, seed=seed)
+            for name, stream in sorted(streams.items())}
+
+
+#: records validated and scored per task at a time by `score_files`
+CHUNK_RECORDS = 4096
+
+
+class TaskStream:
+    """One task's per-record scoring material, built CHUNK_RECORDS records at a time."""
+
+    def __init__(self, task) -> None:
+        self.task, self.pending, self.examples, self.n_records = task, [], [], 0
+
+    def add(self, record: dict) -> None:
+        self.pending.append(record)
+        if len(self.pending) >= CHUNK_RECORDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.examples.extend(self.task.score_examples(self.pending))
+            self.n_records += len(self.pending)
+            self.pending = []
+
+
+def _key_digest(key: tuple) -> int:
+    import hashlib
+
+    text = repr(key).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | None" = None, *,
+                    rescan=None) -> dict[str, TaskStream]:
+    """Validate (path, line, record) triples and score them chunk by chunk per task. A
+    duplicate record is an error naming both places (the first one found by `rescan()`, a
+    second pass over the same input, since only digests are kept)."""
+    tasks = tasks or _Tasks()
+    seen: set[int] = set()
+    streams: dict[str, TaskStream] = {}
+    for path, line, raw in located:
+        task, record = _checked_record(tasks, raw, path, line)
+        digest = _key_digest(record_key(task, record))
+        if digest in seen:
+            raise _duplicate(task, record, path, line, digest, rescan, tasks)
+        seen.add(digest)
+        if task.name not in streams:
+            streams[task.name] = TaskStream(task)
+        streams[task.name].add(record)
+    for stream in streams.values():
+        stream.flush()
+    return streams
+
+
+def _duplicate(task, record, path, line, digest, rescan, tasks) -> DataError:
+    first = None
+    for first_path, first_line, raw in (rescan() if rescan else ()):
+        other_task, other = _checked_record(tasks, raw, first_path, first_line)
+        if _key_digest(record_key(other_task, other)) == digest:
+            first = f"{first_path}:{first_line}"
+            break
+    where = f", first seen at {first}" if first else ""
+    return DataError(f"duplicate record ({_describe(task, record)}){where}", path=path,
+                     line=line, field="id")
+
+
+def _stream_result(stream: TaskStream, *, bootstrap: int, seed: int) -> dict:
+    task, examples = stream.task, stream.examples
+    try:
+        scores = dict(task.aggregate_scores(examples))
+    except UndefinedMetricError as error:
+        raise UndefinedMetricError(f"{task.name}: {error}") from None
+    result = task_result(task, scores, stream.n_records)
+    if bootstrap:
+        keys = _official_keys(task, result)
+        result.update(bootstrap_task(task, examples, keys, n_resamples=bootstrap, seed=seed))
+    return result

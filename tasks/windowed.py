@@ -80,21 +80,18 @@ def _stitch(task, windows: list[Located]) -> Located:
 
 
 def stitch_windows(located: Iterable[Located]) -> Iterator[Located]:
-    """The records with every item's windows replaced by one stitched record (at the place
-    of its first window); other records pass unchanged."""
+    """The records with every item's windows replaced by one stitched record; other records
+    pass through at once (streaming). Windows are held until the input ends (an item's windows
+    may lie anywhere in it), then their stitched records follow in the order of each item's
+    first window."""
     from tasks import get_task
 
-    order: list[tuple[str, object]] = []      # ("record", entry) or ("windows", group key)
     groups: dict[tuple, list[Located]] = {}
     for entry in located:
         record = entry[2]
         if isinstance(record, dict) and is_window(record):
-            key = _group_key(_canonical(record["task"]), record)
-            if key not in groups:
-                groups[key] = []
-                order.append(("windows", key))
-            groups[key].append(entry)
+            groups.setdefault(_group_key(_canonical(record["task"]), record), []).append(entry)
         else:
-            order.append(("record", entry))
-    for kind, item in order:
-        yield _stitch(get_task(item[0]), groups[item]) if kind == "windows" else item
+            yield entry
+    for key, windows in groups.items():
+        yield _stitch(get_task(key[0]), windows)

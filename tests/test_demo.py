@@ -1,5 +1,6 @@
-"""`sumbench demo` end to end at a reduced size: synthetic corpus -> derived tasks -> tiny T5 ->
-LoRA on FAC+ABS -> all eight tasks predicted, scored, results.json with provenance."""
+"""`sumbench demo` end to end at its real size (about 90 s on 2 cores): a learnable synthetic
+corpus -> derived tasks -> non-neural baselines, an untrained tiny T5 and the same T5
+fine-tuned on all eight tasks -> the three columns, results.json and demo.png."""
 from __future__ import annotations
 
 import json
@@ -8,14 +9,19 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
-from tasks.scoring import score_files
 from helpers import sumbench
 from tasks import get_task, task_names
+from tasks.scoring import score_files
+
+#: tasks on which the fine-tuned model does not yet beat the untrained one within the demo's
+#: two minutes (EVEXT: its F1 needs p(Yes) > 0.5 on the right lines; the tiny model learns
+#: the line alignment too slowly — see the README's demo section)
+NOT_YET_LEARNT = {"evidence_extraction"}
 
 
 @pytest.fixture(autouse=True, scope="module")
 def restore_torch_threads():
-    """The demo sets torch's thread count (to 1 by default); put it back afterwards."""
+    """The demo sets torch's thread count; put it back afterwards."""
     import torch
 
     before = torch.get_num_threads()
@@ -24,11 +30,10 @@ def restore_torch_threads():
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> tuple[Path, str, dict]:
-    """(folder, results) of one small demo (6 documents, 10 LoRA steps)."""
+def demo(tmp_path_factory) -> tuple[Path, dict]:
+    """(folder, results) of one demo with the default settings."""
     out = tmp_path_factory.mktemp("demo") / "out"
-    code = main(["demo", "--out", str(out), "--docs", "6", "--max-steps", "10"])
-    assert code == 0
+    assert main(["demo", "--out", str(out)]) == 0
     return out, json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
@@ -36,61 +41,75 @@ def count_lines(path: Path) -> int:
     return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
-def test_demo_scores_all_eight_tasks_with_official_keys(demo):
+def test_fine_tuning_beats_the_untrained_model(demo):
+    _, results = demo
+    comparison = results["demo_comparison"]
+    assert sorted(comparison) == task_names("usb")
+    for task, values in comparison.items():
+        assert set(values) == {"baseline", "untrained", "finetuned"}
+        if task in NOT_YET_LEARNT:
+            assert values["finetuned"] >= values["untrained"], (task, values)
+        else:
+            assert values["finetuned"] > values["untrained"], (task, values)
+        assert values["finetuned"] == results["scores"][task]["headline"]
+    # the untrained model is random: constant label probabilities and no usable text
+    assert comparison["fixing_factuality"]["untrained"] == 0.0
+    assert comparison["unsupported_span_prediction"]["finetuned"] > 20
+    assert comparison["fixing_factuality"]["finetuned"] > 10  # exact copies with the fix
+
+
+def test_baseline_column_is_the_baseline_command_output(demo):
+    out, results = demo
+    scores = json.loads((out / "baseline" / "scores.json").read_text())
+    assert {task: values["baseline"] for task, values in results["demo_comparison"].items()} \
+        == {task: scores[task]["headline"] for task in task_names("usb")}
+    # constant FAC probability: AUC exactly 0.5; copying FIX input: never the fix
+    assert scores["factuality_classification"]["headline"] == 50.0
+    assert scores["fixing_factuality"]["headline"] == 0.0
+    paths = sorted((out / "baseline" / "predictions").glob("*.jsonl"))
+    assert score_files(paths) == scores
+
+
+def test_demo_scores_all_eight_tasks_and_records_how(demo):
     out, results = demo
     assert sorted(results["scores"]) == task_names("usb")
     for name, scores in results["scores"].items():
         task = get_task(name)
-        for key in task.metric_names:
-            assert 0.0 <= scores[key] <= 1.0, (name, key, scores[key])
         instances = task.instances(task.load("test", "all", str(out / "data")))
         assert scores["n_records"] == len(instances) >= 1
         assert count_lines(out / "predictions" / f"{name}.jsonl") == len(instances)
-    assert [row["task"] for row in results["table"]] == task_names("usb")
-    assert {row["metric"] for row in results["table"]} == {"rouge_gmean", "auc", "f1",
-                                                           "exactmatch"}
-
-
-def test_demo_trains_lora_on_fac_and_abs_and_records_provenance(demo):
-    out, results = demo
     training = results["training"]["train"]
-    assert training["tasks"] == ["factuality_classification", "abstractive_summarization"]
-    assert training["result"]["global_step"] == 10 and training["result"]["final"] == "adapter"
-    assert (out / "train" / "adapter" / "adapter_config.json").is_file()
-    provenance = results["provenance"]
-    assert set(provenance["git"]) == {"commit", "dirty"}
-    assert provenance["packages"]["torch"] and provenance["packages"]["transformers"]
-    assert provenance["seeds"] == {"seed": 0, "training": 0}
-    config = provenance["config"]
-    assert config["demo"]["synthetic"] == {"seed": 0, "docs": 6, "generator_version": "1",
-                                           "domains": ["biographies", "companies", "disasters"],
-                                           "test_only_domains": [], "test_only_docs": 2}
-    assert config["finetune_spec"]["lora"] is True and config["finetune_spec"]["max_steps"] == 10
-    assert config["run"]["split"] == "test" and config["run"]["profile"] == "tiny"
-    assert all(info["adapter"] == str(out / "train" / "adapter")
-               for info in results["models"].values())
-
-
-def test_demo_predictions_rescore_to_the_same_numbers(demo):
-    out, results = demo
+    assert training["tasks"] == task_names("usb") and training["result"]["final"] == "model"
+    assert results["decoding"]["text_and_span_tasks"]["num_beams"] == 1  # greedy, explicit
+    config = results["provenance"]["config"]
+    assert config["demo"]["synthetic"]["generator_version"] == "2"
+    assert config["demo"]["model"]["tie_embeddings"] is True
+    assert config["finetune_spec"]["lora"] is False
+    untrained = json.loads((out / "untrained" / "results.json").read_text())
+    assert untrained["spec"]["training"] == "none"
     paths = [out / entry["path"] for entry in results["predictions"].values()]
-    assert len(paths) == 8
     assert score_files(paths) == results["scores"]
+
+
+def test_demo_png_is_a_chart(demo):
+    out, _ = demo
+    data = (out / "demo.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
 
 
 def test_demo_again_reuses_everything_and_refuses_other_folders(demo, capsys, tmp_path):
     out, results = demo
-    adapter = out / "train" / "adapter" / "adapter_model.safetensors"
-    stamp = adapter.stat().st_mtime_ns
-    code, stdout, stderr = sumbench(capsys, "demo", "--out", out, "--docs", 6,
-                                    "--max-steps", 10)
+    weights = out / "train" / "model" / "model.safetensors"
+    stamp = weights.stat().st_mtime_ns
+    code, stdout, stderr = sumbench(capsys, "demo", "--out", out)
     assert code == 0, stderr
     assert "training: finished run found" in stderr and "generating" not in stderr
-    assert adapter.stat().st_mtime_ns == stamp
+    assert weights.stat().st_mtime_ns == stamp
     rows = stdout.splitlines()[2:]
     assert [row.split()[0] for row in rows] == task_names("usb")
-    assert json.loads((out / "results.json").read_text())["scores"] == results["scores"]
-    code, _, stderr = sumbench(capsys, "demo", "--out", out, "--docs", 6, "--max-steps", 11)
+    again = json.loads((out / "results.json").read_text())
+    assert again["demo_comparison"] == results["demo_comparison"]
+    code, _, stderr = sumbench(capsys, "demo", "--out", out, "--max-steps", 11)
     assert code == 2 and "holds a demo with other settings" in stderr
     (tmp_path / "notes.txt").write_text("mine")
     code, _, stderr = sumbench(capsys, "demo", "--out", tmp_path)

@@ -6,7 +6,7 @@ randomly initialised from a small config with a fixed seed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, TypeVar
+from typing import Sequence, Callable, Iterable, TypeVar
 
 Model = TypeVar("Model")
 
@@ -17,18 +17,24 @@ REQUIRED_WORDS = ("Yes", "No", "yes", "no", "SENT", "present", "not")
 
 
 def build_tiny_tokenizer(texts: Iterable[str], save_dir: str | Path | None = None,
-                         vocab_size: int = 800):
+                         vocab_size: int = 800, strip_leading_space: bool = False,
+                         whole_words: Sequence[str] = ()):
     """Train a byte-level BPE tokenizer on `texts`; returns a `PreTrainedTokenizerFast`.
 
     Byte-level coverage means any text encodes; the required label words are guaranteed to be
     single tokens (with and without a leading space), so Yes/No probabilities can be read off.
+    `strip_leading_space`: decoding drops the space the byte-level pre-tokenizer puts before
+    the first word (as SentencePiece does), so a copied sentence decodes exactly.
+    `whole_words` become single tokens (with and without a leading space; e.g. the SENTk
+    markers of the line tasks, which byte-level BPE would cut into "SENT" and a number).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.BPE(unk_token=None))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-    backend.decoder = decoders.ByteLevel()
+    backend.decoder = decoders.Sequence([decoders.ByteLevel(), decoders.Strip(" ", 1, 0)]) \
+        if strip_leading_space else decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
@@ -40,6 +46,11 @@ def build_tiny_tokenizer(texts: Iterable[str], save_dir: str | Path | None = Non
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
         model_max_length=4096, padding_side="right", clean_up_tokenization_spaces=False)
+    if whole_words:
+        from tokenizers import AddedToken
+
+        tokenizer.add_tokens([AddedToken(prefix + word, normalized=False)
+                              for word in whole_words for prefix in (" ", "")])
     _check_single_tokens(tokenizer)
     if save_dir is not None:
         tokenizer.save_pretrained(str(Path(save_dir).resolve()))
@@ -56,15 +67,18 @@ def _check_single_tokens(tokenizer) -> None:
 
 
 def build_tiny_t5(tokenizer, save_dir: str | Path | None = None, seed: int = 0,
-                  d_model: int = 64, num_layers: int = 2, num_heads: int = 4):
-    """A randomly initialised T5 (seeded) sized for CPU tests; saved when `save_dir` is given."""
+                  d_model: int = 64, num_layers: int = 2, num_heads: int = 4,
+                  tie_embeddings: bool = False, relative_buckets: int = 8):
+    """A randomly initialised T5 (seeded) sized for CPU tests; saved when `save_dir` is given.
+    `tie_embeddings` shares the input and output embeddings (as T5 v1.0 does: copying input
+    words is learnt much faster); `relative_buckets` is T5's relative-position resolution."""
     from transformers import T5Config, T5ForConditionalGeneration
 
     config = T5Config(
         vocab_size=len(tokenizer), d_model=d_model, d_kv=d_model // num_heads,
         d_ff=d_model * 2, num_layers=num_layers, num_decoder_layers=num_layers,
-        num_heads=num_heads, relative_attention_num_buckets=8, dropout_rate=0.0,
-        feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+        num_heads=num_heads, relative_attention_num_buckets=relative_buckets, dropout_rate=0.0,
+        feed_forward_proj="gated-gelu", tie_word_embeddings=tie_embeddings,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.pad_token_id)
     model = _seeded_init(seed, lambda: T5ForConditionalGeneration(config))

@@ -64,19 +64,30 @@ def marked_regions(summary: str, tagged: str) -> list[tuple[int, int]]:
     return list(zip(opens, closes))
 
 
-def bio_tags(summary: str, tagged: str) -> list[str]:
-    """B-/I-UNSUP or O for each Treebank word of `summary`, from the marks in `tagged`."""
-    regions = marked_regions(summary, tagged)
+def bio_tags(summary: str, tagged: str,
+             words: Sequence[tuple[int, int]] | None = None) -> list[str]:
+    """B-/I-UNSUP or O for each Treebank word of `summary` (`words`, its `word_spans`, when
+    already known), from the marks in `tagged`. Fast path, exact: a `tagged` string without
+    "[" has no marked region (the diff could add no "["), so no diff is computed."""
+    regions = marked_regions(summary, tagged) if "[" in tagged else []
+    words = word_spans(summary) if words is None else words
     inside = [any(start <= word_start < end for start, end in regions)
-              for word_start, _ in word_spans(summary)]
+              for word_start, _ in words]
     return [("B-" if not previous else "I-") + ENTITY if current else "O"
             for previous, current in zip([False] + inside[:-1], inside)]
 
 
 def span_example(prediction: str, summary: str, annotated: str) -> tuple[list[str], list[str]]:
-    """(gold tags, predicted tags) for one record; a prediction without "[]" means no spans."""
-    predicted = prediction if OPEN_MARK in prediction else summary
-    return bio_tags(summary, annotated), bio_tags(summary, predicted)
+    """(gold tags, predicted tags) for one record; a prediction without "[]" means no spans.
+    The summary is tokenized once; a prediction identical to the annotated summary has its
+    tags (the same diff would give the same regions)."""
+    words = word_spans(summary)
+    gold = bio_tags(summary, annotated, words)
+    if OPEN_MARK not in prediction:
+        return gold, ["O"] * len(words)
+    if prediction == annotated:
+        return gold, list(gold)
+    return gold, bio_tags(summary, prediction, words)
 
 
 def span_examples(predictions: Sequence[str], summaries: Sequence[str],

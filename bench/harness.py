@@ -1,0 +1,80 @@
+"""What every benchmark in bench/ shares: fair timing of two arms and one way to report it.
+
+`compare_arms` runs the arms alternately (A B, then B A, ...) `repeat` times, so that a machine
+that slows down or warms up during the run hurts both equally; it keeps every time, reports the
+minimum and the median of each arm, the ratio of the medians (baseline / ours: > 1 means ours
+is faster) and whether both arms gave identical outputs (`same(ours, baseline)`, default ==).
+`report` prints a readable summary, or with `--json` one JSON line with "ratio" and "identical".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from typing import Any, Callable
+
+
+def add_options(parser: argparse.ArgumentParser, repeat: int = 5) -> None:
+    """--repeat and --json, the options every benchmark takes."""
+    parser.add_argument("--repeat", type=int, default=repeat,
+                        help=f"alternating runs of each arm (default {repeat})")
+    parser.add_argument("--json", action="store_true",
+                        help='print one JSON line with "ratio" (of medians) and "identical"')
+
+
+def timed(function: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    output = function()
+    return time.perf_counter() - start, output
+
+
+def compare_arms(ours: Callable[[], Any], baseline: Callable[[], Any], *, repeat: int = 5,
+                 same: Callable[[Any, Any], bool] | None = None) -> dict:
+    """{"ours": {...}, "baseline": {...}, "ratio": median_baseline / median_ours,
+    "identical": bool}; each arm: {"runs": [...], "min": s, "median": s}."""
+    runs: dict[str, list[float]] = {"ours": [], "baseline": []}
+    outputs: dict[str, Any] = {}
+    identical = True
+    for index in range(max(1, repeat)):
+        order = (("ours", ours), ("baseline", baseline))
+        for name, function in (order if index % 2 == 0 else order[::-1]):
+            seconds, output = timed(function)
+            runs[name].append(seconds)
+            if name in outputs:
+                identical &= (same or _equal)(output, outputs[name])
+            outputs[name] = output
+    identical &= (same or _equal)(outputs["ours"], outputs["baseline"])
+    arms = {name: {"runs": [round(t, 4) for t in times], "min": min(times),
+                   "median": statistics.median(times)} for name, times in runs.items()}
+    return {**arms, "ratio": arms["baseline"]["median"] / arms["ours"]["median"],
+            "identical": bool(identical), "outputs": outputs}
+
+
+def _equal(first: Any, second: Any) -> bool:
+    return first == second
+
+
+def cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def report(name: str, result: dict, *, as_json: bool, extra: dict | None = None,
+           labels: tuple[str, str] = ("ours", "baseline")) -> None:
+    """Print the comparison: readable lines, or one JSON line (`extra` keys added)."""
+    summary = {"benchmark": name, "ratio": round(result["ratio"], 3),
+               "identical": result["identical"], "cpus": cpus(),
+               **{arm: {key: result[arm][key] for key in ("min", "median", "runs")}
+                  for arm in ("ours", "baseline")}, **(extra or {})}
+    if as_json:
+        print(json.dumps(summary, sort_keys=True))
+        return
+    for arm, label in zip(("ours", "baseline"), labels):
+        print(f"{label}: median {result[arm]['median']:.3f} s, min {result[arm]['min']:.3f} s "
+              f"(runs: {', '.join(f'{t:.3f}' for t in result[arm]['runs'])})")
+    for key, value in (extra or {}).items():
+        print(f"{key}: {value}")
+    print(f"cpus: {summary['cpus']}")
+    print(f"ratio of medians: {result['ratio']:.2f}x")
+    print("outputs identical" if result["identical"] else "OUTPUTS DIFFER")
