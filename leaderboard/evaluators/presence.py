@@ -24,7 +24,6 @@ Backends (`build_backend(name, **options)`):
 from __future__ import annotations
 
 import abc
-import functools
 import hashlib
 import importlib
 import json
@@ -142,17 +141,24 @@ def pyramid_factory(name: str):
 
 
 # ---- lexical ----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=4096)
-def _content_set(text: str) -> frozenset:
-    return frozenset(content_tokens(text))
+def _content_set(text: str, cache: dict[str, frozenset] | None) -> frozenset:
+    if cache is None:
+        return frozenset(content_tokens(text))
+    tokens = cache.get(text)
+    if tokens is None:
+        tokens = cache[text] = frozenset(content_tokens(text))
+    return tokens
 
 
-def unit_token_recall(summary: str, unit: str) -> float:
-    """Share of the unit's distinct content tokens present in the summary (0 if none)."""
-    unit_tokens = _content_set(unit)
+def unit_token_recall(summary: str, unit: str,
+                      cache: dict[str, frozenset] | None = None) -> float:
+    """Share of the unit's distinct content tokens present in the summary (0 if none).
+    `cache` ({text: content tokens}, unbounded, one per run) tokenizes each text once: a
+    summary is compared with every unit of its example."""
+    unit_tokens = _content_set(unit, cache)
     if not unit_tokens:
         return 0.0
-    return len(unit_tokens & _content_set(summary)) / len(unit_tokens)
+    return len(unit_tokens & _content_set(summary, cache)) / len(unit_tokens)
 
 
 def calibrate_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
@@ -178,11 +184,15 @@ class LexicalBackend(PresenceBackend):
 
     def __init__(self, threshold: float = 0.5, use: str = "label"):
         self.threshold, self.use = float(threshold), use
+        self.tokens: dict[str, frozenset] = {}  # this run's token cache (unbounded)
 
     @classmethod
     def calibrated(cls, pairs: Sequence[Sequence[str]], labels: Sequence[int]) -> "LexicalBackend":
-        scores = [unit_token_recall(*pair_parts(pair)[:2]) for pair in pairs]
-        return cls(calibrate_threshold(scores, labels))
+        cache: dict[str, frozenset] = {}
+        scores = [unit_token_recall(*pair_parts(pair)[:2], cache) for pair in pairs]
+        backend = cls(calibrate_threshold(scores, labels))
+        backend.tokens = cache
+        return backend
 
     def fingerprint(self) -> str:
         return f"lexical:threshold={self.threshold!r}"
@@ -190,7 +200,7 @@ class LexicalBackend(PresenceBackend):
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
         for pair in pairs:
             summary, unit, _ = pair_parts(pair)
-            recall = unit_token_recall(summary, unit)
+            recall = unit_token_recall(summary, unit, self.tokens)
             yield PresenceResult(recall, int(recall >= self.threshold))
 
 

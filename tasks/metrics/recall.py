@@ -20,16 +20,35 @@ RECALL_METRICS = {"rouge1_recall": "rouge1", "rouge2_recall": "rouge2",
 
 
 class CachingTokenizer(tokenizers.Tokenizer):
-    """rouge-score's DefaultTokenizer with a per-text cache (same tokens, computed once)."""
+    """rouge-score's DefaultTokenizer with a per-text cache and a per-word stem cache (same
+    tokens, computed once: `rouge_score.tokenize.tokenize` step by step, with the Porter stem
+    of each distinct word memoised)."""
 
     def __init__(self, use_stemmer: bool = True):
-        self._tokenizer = tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)
+        from rouge_score import tokenize as rouge_tokenize
+
+        self._rules = rouge_tokenize
+        self._stemmer = tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)._stemmer
         self._cache: dict[str, tuple[str, ...]] = {}
+        self._stems: dict[str, str] = {}
+
+    def _stem(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            stem = self._stems[word] = self._stemmer.stem(word)
+        return stem
+
+    def _tokenize(self, text: str) -> tuple[str, ...]:
+        rules = self._rules
+        tokens = rules.SPACES_RE.split(rules.NON_ALPHANUM_RE.sub(" ", text.lower()))
+        if self._stemmer:
+            tokens = [self._stem(token) if len(token) > 3 else token for token in tokens]
+        return tuple(token for token in tokens if rules.VALID_TOKEN_RE.match(token))
 
     def tokenize(self, text: str) -> list[str]:
         tokens = self._cache.get(text)
         if tokens is None:
-            tokens = self._cache[text] = tuple(self._tokenizer.tokenize(text))
+            tokens = self._cache[text] = self._tokenize(text)
         return list(tokens)
 
 
