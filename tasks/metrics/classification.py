@@ -156,8 +156,11 @@ def line_examples(predictions: Sequence[Sequence[float]], line_labels: Sequence[
 
 def pooled_scores(examples: Sequence[tuple[Sequence[float], Sequence[int]]]) -> dict:
     """`binary_scores` over the concatenation of per-record (probabilities, labels) pairs."""
-    probabilities = [value for values, _ in examples for value in values]
-    labels = [label for _, record_labels in examples for label in record_labels]
+    if not examples:
+        return binary_scores([], [])
+    probabilities = np.concatenate([np.asarray(values, dtype=float) for values, _ in examples])
+    labels = np.concatenate([np.asarray(record_labels, dtype=int)
+                             for _, record_labels in examples])
     return binary_scores(probabilities, labels)
 
 

@@ -6,6 +6,7 @@ with a space, joined to the content by one more space (hence the double spaces).
 from __future__ import annotations
 
 import re
+from array import array
 from typing import Any, ClassVar, Sequence
 
 from tasks.base import FewShotParts, ModelInput, Task
@@ -261,7 +262,8 @@ class LineLabelTask(UsbTask):
             aligned, mismatched = align_to_labels(record["prediction"], len(labels))
             # a record stitched from official windows keeps its windows' mismatches
             mismatched = mismatched or bool(record.get("window_length_mismatches"))
-            examples.append((aligned, labels, mismatched))
+            # compact: 8 bytes a probability, 1 a label (streaming scoring keeps these only)
+            examples.append((array("d", aligned), array("b", labels), mismatched))
         return examples
 
     def aggregate_scores(self, examples: Sequence) -> dict:
