@@ -1,12 +1,14 @@
 """Benchmark: FAC label probabilities, batched (ours) vs one generate() per example (official).
 
-    python bench/classify_speed.py [--records 504] [--batch-size 32] [--device cpu]
+    python bench/classify_speed.py [--records 504] [--batch-size 64] [--device cpu]
 
 Uses the shared USB fixture's FAC test records, repeated to at least --records inputs, and a
 tiny T5 edited to answer "Yes"/"No" then stop (trainers.label_probs.build_tiny_labeler), so
 both paths see real label tokens. Prints the time of each path, the speed-up, and the largest
-absolute difference of the probabilities (must be <= 1e-5). Also times the "positional" rule,
-which reads FAC's label off the first decoder step alone (generate with max_new_tokens=1).
+absolute difference of the probabilities ("identical": <= 1e-5, batching changes float
+rounding). Also times the "positional" rule, which reads FAC's label off the first decoder step
+alone (generate with max_new_tokens=1). Arms alternate `--repeat` times (bench/harness.py);
+`--json` prints one line whose "ratio" is per-example generate / batched official rule.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from harness import add_options, compare_arms, report, timed  # noqa: E402
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 FAC_TEST = SHARED / "fixtures/usb/task_datasets/all/factuality_classification/test.jsonl"
 
@@ -32,12 +35,6 @@ def fac_sources(count: int) -> list[str]:
     return (sources * repeats)[:max(count, len(sources))]
 
 
-def timed(function, *args):
-    start = time.perf_counter()
-    result = function(*args)
-    return result, time.perf_counter() - start
-
-
 def max_difference(ours: list[list[float]], theirs: list[list[float]]) -> float:
     if [len(p) for p in ours] != [len(p) for p in theirs]:
         raise SystemExit("the two paths found different numbers of label positions")
@@ -47,8 +44,9 @@ def max_difference(ours: list[list[float]], theirs: list[list[float]]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=504)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="cpu")
+    add_options(parser)
     args = parser.parse_args(argv)
     if not FAC_TEST.is_file():
         raise SystemExit(f"shared fixture not found: {FAC_TEST}")
@@ -65,24 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     label_probabilities(model, tokenizer, sources, spec)
     for source in sorted(set(sources)):
         official_label_probabilities(model, tokenizer, source, spec)
-    batched, batched_s = timed(label_probabilities, model, tokenizer, sources, spec)
-    official, official_s = timed(
-        lambda: [official_label_probabilities(model, tokenizer, s, spec) for s in sources])
+    result = compare_arms(
+        lambda: label_probabilities(model, tokenizer, sources, spec),
+        lambda: [official_label_probabilities(model, tokenizer, s, spec) for s in sources],
+        repeat=args.repeat, same=lambda a, b: max_difference(a, b) <= 1e-5)
     first_spec = PredictSpec(batch_size=args.batch_size, device=args.device,
                              label_rule="positional")
-    first, first_s = timed(label_probabilities, model, tokenizer, sources, first_spec)
-
-    difference = max_difference(batched, official)
-    first_difference = max(abs(p[0] - q[0]) for p, q in zip(first, official))
-    print(f"records: {len(sources)}  batch size: {args.batch_size}  device: {args.device}")
-    print(f"one generate() per example (official): {official_s:8.2f} s")
-    print(f"batched, official rule:                {batched_s:8.2f} s  "
-          f"speed-up {official_s / batched_s:6.1f}x  max |diff| {difference:.2e}")
-    print(f"batched, first step only (positional): {first_s:8.2f} s  "
-          f"speed-up {official_s / first_s:6.1f}x  max |diff| {first_difference:.2e}")
-    ok = difference <= 1e-5 and first_difference <= 1e-5
-    print("probabilities agree within 1e-5" if ok else "PROBABILITIES DISAGREE")
-    return 0 if ok else 1
+    first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources, first_spec))
+    official = result["outputs"]["baseline"]
+    extra = {"records": len(sources), "batch_size": args.batch_size, "device": args.device,
+             "max_abs_difference": max_difference(result["outputs"]["ours"], official),
+             "positional_ratio": round(result["baseline"]["median"] / first_s, 2),
+             "positional_max_abs_difference": max(abs(p[0] - q[0])
+                                                  for p, q in zip(first, official))}
+    report("classify_speed", result, as_json=args.json, extra=extra,
+           labels=("batched, official rule", "one generate() per example (official)"))
+    return 0 if result["identical"] else 1
 
 
 if __name__ == "__main__":

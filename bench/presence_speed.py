@@ -1,27 +1,24 @@
-"""Benchmark (not a test): NLI presence over every (summary, SCU) pair of REALSumm.
+"""Benchmark (not a test): NLI presence over (summary, SCU) pairs of REALSumm.
 
-A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) scores all
-25 systems x 100 examples x their SCUs (26,400 pairs), streamed through a generator:
-1. the full run, batched and length-sorted (`NLIBackend`, `--batch-size`, chunks of
-   `--chunk-size`), with peak and current RSS at 25%, 50% and 100% of the pairs: memory stays
-   flat because only one chunk's features and tensors exist at a time;
-2. a paired speed comparison on an evenly spaced subset (`--subset` pairs): batched vs one pair
-   per forward pass — the same backend with batch_size=1, and the plain loop (tokenize one
-   pair, forward, softmax) —, alternated `--rounds` times, best rate of each kept (the machine
-   is shared; the best run is the least disturbed one). The one-pair times for all pairs are
-   extrapolated from the subset (the output says so).
-glibc keeps freed tensor buffers in its heap (its mmap threshold adapts upwards), so without
-`malloc_trim` RSS creeps up with fragmentation under varying batch shapes although nothing
-leaks; the full run calls `malloc_trim(0)` after each chunk (`--no-trim` to see the raw curve).
-One intra-op thread by default: on a small shared machine more threads mostly add contention.
+A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) scores an evenly
+spaced subset (`--subset`) of the 26,400 pairs three ways, alternated `--repeat` times
+(bench/harness.py: min and median of each, ratio of medians):
+  ours      NLIBackend: length-sorted batches of `--batch-size`, dynamic padding, each distinct
+            pair once;
+  baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
+            ("ratio");
+  one pair  one pair per forward pass ("ratio_one_pair").
+"identical": every probability within 1e-5 (padding changes float rounding). `--full` also
+streams all pairs and reports RSS at 25/50/100%: memory stays flat (one chunk at a time;
+`malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers).
+One intra-op thread by default.
 
-    python bench/presence_speed.py [--data ../shared/data/pyramid/realsumm] [--threads 1]
+    python bench/presence_speed.py [--subset 800] [--repeat 5] [--json] [--full]
 """
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import resource
 import sys
@@ -30,6 +27,9 @@ from pathlib import Path
 from typing import Iterator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+sys.path.insert(0, str(REPO_ROOT))
+from harness import add_options, compare_arms, report  # noqa: E402
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pyramid" / "realsumm"
 
 
@@ -107,52 +107,69 @@ def naive_scores(model, tokenizer, pairs) -> list[float]:
     return values
 
 
-def compare(model, tokenizer, dataset, total: int, args) -> dict:
-    """Batched vs one pair per forward pass on the same evenly spaced subset: the backend with
-    batch_size=1 (isolates batching) and the plain per-pair loop (`naive_scores`)."""
+def lite2pyramid_loop(model, tokenizer, pairs, batch_size: int = 32,
+                      max_length: int = 400) -> list[float]:
+    """The real Lite²Pyramid loop: batches of 32 in data order, every batch padded to 400
+    tokens (padding="max_length"), softmax, the 3-class entailment probability."""
+    import torch
+
+    from leaderboard.evaluators.presence_models import entailment_index
+
+    entail = entailment_index(model.config.id2label, model.config.label2id)
+    values = []
+    with torch.inference_mode():
+        for start in range(0, len(pairs), batch_size):
+            batch = pairs[start:start + batch_size]
+            encoded = tokenizer([s for s, _ in batch], [u for _, u in batch], truncation=True,
+                                max_length=max_length, padding="max_length",
+                                return_tensors="pt")
+            probabilities = torch.softmax(model(**encoded).logits, -1)[:, entail]
+            values.extend(probabilities.tolist())
+    return values
+
+
+def close(first, second) -> bool:
+    return len(first) == len(second) and max(
+        (abs(a - b) for a, b in zip(first, second)), default=0.0) <= 1e-5
+
+
+def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, dict]:
+    """Ours (NLIBackend: length-sorted batches, dynamic padding, each distinct pair once) vs
+    the Lite²Pyramid loop and vs one pair per forward, on the same evenly spaced subset."""
     from leaderboard.evaluators.presence import NLIBackend
 
     stride = max(1, total // args.subset)
     pairs = list(itertools.islice(iter_pairs(dataset), 0, None, stride))[:args.subset]
-    runs = {"batched_sorted": NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                                         chunk_size=args.chunk_size).score,
-            "backend_batch_size_1": NLIBackend(model, tokenizer, batch_size=1,
-                                               chunk_size=args.chunk_size).score,
-            "plain_loop_one_pair": lambda p: naive_scores(model, tokenizer, p)}
-    rates: dict[str, list[float]] = {name: [] for name in runs}
-    outputs = {}
-    for _ in range(args.rounds):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            outputs[name] = run(pairs)
-            rates[name].append(len(pairs) / (time.perf_counter() - start))
-    best = {name: max(values) for name, values in rates.items()}
-    batched = [r.details["p3"] for r in outputs["batched_sorted"]]
-    diffs = [max(abs(a - (b.details["p3"] if hasattr(b, "details") else b))
-                 for a, b in zip(batched, outputs[name])) for name in runs]
-    return {"subset": f"every {stride}th pair: {len(pairs)} pairs, {args.rounds} alternated "
-                      f"rounds, best rate of each",
-            "pairs_per_s": {name: round(value, 1) for name, value in best.items()},
-            "speedup_vs_backend_batch_size_1": round(best["batched_sorted"]
-                                                     / best["backend_batch_size_1"], 2),
-            "speedup_vs_plain_loop": round(best["batched_sorted"]
-                                           / best["plain_loop_one_pair"], 2),
-            "one_pair_seconds_all_pairs_extrapolated": {
-                name: round(total / best[name], 1) for name in runs if name != "batched_sorted"},
-            "all_rates": {k: [round(v, 1) for v in values] for k, values in rates.items()},
-            "max_abs_diff_p3_vs_batched": max(diffs)}
+    backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
+                         chunk_size=args.chunk_size)
+
+    def ours():
+        return [r.details["p3"] for r in backend.score(pairs)]
+
+    versus_loop = compare_arms(ours, lambda: lite2pyramid_loop(model, tokenizer, pairs),
+                               repeat=args.repeat, same=close)
+    versus_one = compare_arms(ours, lambda: naive_scores(model, tokenizer, pairs),
+                              repeat=args.repeat, same=close)
+    extra = {"pairs": len(pairs), "distinct_pairs": len(set(pairs)),
+             "subset": f"every {stride}th of {total} (summary, SCU) pairs",
+             "ratio_one_pair": round(versus_one["ratio"], 3),
+             "identical_one_pair": versus_one["identical"],
+             "one_pair": {key: versus_one["baseline"][key] for key in ("min", "median")}}
+    return versus_loop, versus_one, extra
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--chunk-size", type=int, default=2048)
     parser.add_argument("--subset", type=int, default=800)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--full", action="store_true",
+                        help="also stream all 26,400 pairs and report RSS at 25/50/100%%")
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    add_options(parser)
     args = parser.parse_args(argv)
 
     import torch
@@ -164,17 +181,16 @@ def main(argv=None) -> int:
     dataset = load_pyramid_dataset(args.data, labels=False)
     total = sum(len(dataset.units["scus"][i]) for i in range(len(dataset))) * len(dataset.systems)
     model, tokenizer = build_model(dataset, args.seed)
-    print(f"REALSumm: {len(dataset.systems)} systems x {len(dataset)} examples -> {total} "
-          f"(summary, SCU) pairs; rss before scoring {current_rss_mib():.0f} MiB", file=sys.stderr)
-    full = run_full(NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                               chunk_size=args.chunk_size), dataset, total, not args.no_trim)
-    report = {"full_run_batched_sorted": full,
-              "batched_vs_one_pair": compare(model, tokenizer, dataset, total, args),
-              "settings": {"batch_size": args.batch_size, "chunk_size": args.chunk_size,
-                           "threads": args.threads, "malloc_trim": not args.no_trim,
-                           "torch": torch.__version__}}
-    print(json.dumps(report, indent=1))
-    return 0
+    versus_loop, _, extra = compare(model, tokenizer, dataset, total, args)
+    extra.update(batch_size=args.batch_size, threads=args.threads, torch=torch.__version__)
+    if args.full:
+        extra["full_run"] = run_full(NLIBackend(model, tokenizer, batch_size=args.batch_size,
+                                                chunk_size=args.chunk_size),
+                                     dataset, total, not args.no_trim)
+    report("presence_speed", versus_loop, as_json=args.json, extra=extra,
+           labels=("ours (sorted, dynamic padding, distinct pairs)",
+                   "Lite²Pyramid loop (batch 32, pad to 400)"))
+    return 0 if versus_loop["identical"] and extra["identical_one_pair"] else 1
 
 
 if __name__ == "__main__":

@@ -160,11 +160,12 @@ def model_revision(model_id: str | None, model: Any, revision: str | None = None
 def hub_commit(model_id: str, revision: str | None) -> str | None:
     """The hub commit `model_id` at `revision` resolves to in the local hub cache; None for a
     local folder or when unknown (transformers 5 no longer keeps it on the config)."""
-    if Path(model_id).exists():
+    if Path(model_id).exists() or model_id == "in-memory":
         return None
-    try:
+    try:  # the local cache only: provenance never waits for the network
         from transformers.utils.hub import cached_file, extract_commit_hash
 
-        return extract_commit_hash(cached_file(model_id, "config.json", revision=revision), None)
+        return extract_commit_hash(cached_file(model_id, "config.json", revision=revision,
+                                               local_files_only=True), None)
     except Exception:  # provenance is best effort; loading already succeeded
         return None

@@ -151,6 +151,17 @@ class BatchedModelBackend(PresenceBackend):
             yield self.result(raw[i] if i in raw else found[keys[i]])
 
     def _run(self, pairs: list) -> list[list[float]]:
+        """Raw outputs of `pairs`: each distinct pair computed once, in length-sorted batches
+        with dynamic padding."""
+        position: dict[tuple, int] = {}
+        slots = [position.setdefault(tuple(self.key_parts(pair)), len(position))
+                 for pair in pairs]
+        distinct = list({slot: pair for slot, pair in zip(slots, pairs)}.values()) \
+            if len(position) < len(pairs) else pairs
+        outputs = self._run_distinct(distinct)
+        return [outputs[slot] for slot in slots]
+
+    def _run_distinct(self, pairs: list) -> list[list[float]]:
         import torch
 
         features = self.prepare(pairs)
