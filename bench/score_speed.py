@@ -9,24 +9,27 @@ gets a distinct id, so nothing is a duplicate record), then in one run times
       use_stemmer=False).score(ref.lower(), pred.lower()) per example, plain means; pooled
       scikit-learn metrics for EXT/EVEXT/FAC; the same span code for UNSUP;
 
-checks that every official number is IDENTICAL (==, not approximately), and prints both times
-and their ratio. Our speed-up comes from an exact bit-parallel LCS and from spreading ROUGE over
+checks that every official number is IDENTICAL (==, not approximately), and reports both
+arms, alternated `--repeat` times (bench/harness.py: min and median, ratio of medians; `--json`
+for one line with "ratio" and "identical"). Our speed-up comes from an exact bit-parallel LCS and from spreading ROUGE over
 worker processes, never from reusing results of repeated (prediction, reference) pairs.
 
     python3 bench/score_speed.py [--rouge-copies 800] [--other-copies 20] [--workers 2]
-                                 [--repeat 3]
+                                 [--repeat 5] [--json]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+from harness import add_options, compare_arms, report  # noqa: E402
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 PREDICTIONS = SHARED / "fixtures" / "usb" / "predictions"
 ROUGE_TASKS = ("abstractive_summarization", "multisentence_compression",
@@ -119,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rouge-copies", type=int, default=800)
     parser.add_argument("--other-copies", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="alternate both timings this many times; report the fastest")
+    add_options(parser)
     args = parser.parse_args(argv)
     if not PREDICTIONS.is_dir():
         print(f"shared fixtures not found at {PREDICTIONS}", file=sys.stderr)
@@ -128,26 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.scoring import score_records
 
     by_task = build_records(args.rouge_copies, args.other_copies)
-    n_records = sum(map(len, by_task.values()))
-    ours_times, official_times = [], []
-    for _ in range(max(args.repeat, 1)):
-        start = time.perf_counter()
-        ours = score_records(by_task, workers=args.workers)
-        ours_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        official = official_scores(by_task)
-        official_times.append(time.perf_counter() - start)
-    ours_seconds, official_seconds = min(ours_times), min(official_times)
-    mismatches = compare(ours, official)
-    print(f"records: {n_records} ({sum(len(by_task[t]) for t in ROUGE_TASKS)} ROUGE)")
-    print(f"ours (score_records, workers={args.workers}): {ours_seconds:.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in ours_times)})")
-    print(f"official-style loop (one process):     {official_seconds:.2f} s "
-          f"(runs: {', '.join(f'{t:.2f}' for t in official_times)})")
-    print(f"cpus available: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}")
-    print(f"speed-up: {official_seconds / ours_seconds:.2f}x")
-    print("numbers identical" if not mismatches else "MISMATCH:\n" + "\n".join(mismatches))
-    return 1 if mismatches else 0
+    result = compare_arms(lambda: score_records(by_task, workers=args.workers),
+                          lambda: official_scores(by_task), repeat=args.repeat,
+                          same=lambda ours, official: not compare(ours, official))
+    mismatches = compare(result["outputs"]["ours"], result["outputs"]["baseline"])
+    extra = {"records": sum(map(len, by_task.values())),
+             "rouge_records": sum(len(by_task[t]) for t in ROUGE_TASKS),
+             "workers": args.workers}
+    report("score_speed", result, as_json=args.json, extra=extra,
+           labels=(f"ours (score_records, workers={args.workers})",
+                   "official-style loop (one process)"))
+    if mismatches and not args.json:
+        print("MISMATCH:\n" + "\n".join(mismatches))
+    return 0 if result["identical"] else 1
 
 
 if __name__ == "__main__":

@@ -9,18 +9,27 @@ step, same loss code as trainers.finetune) three ways in one process:
   (b) random:    random batches, padded to the batch's longest (dynamic padding only);
   (c) max:       the same random batches padded to the longest example of the data set;
 
-and prints real (non-padding) tokens per second for each, the padding efficiency, and the
-ratio grouped / max.
+and reports real (non-padding) tokens per second of each. The arms alternate `--repeat` times
+(bench/harness.py: min and median, ratio of medians); "ratio" is grouped vs random-order
+batches with dynamic padding (the realistic baseline), "ratio_vs_max" grouped vs pad-to-max;
+"identical": every arm processed the same real tokens (the same examples once).
 
     python3 bench/train_speed.py [--examples 192] [--batch-size 8] [--max-source 1024]
-                                 [--threads 1] [--seed 0]
+                                 [--threads 1] [--seed 0] [--repeat 5] [--json]
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
+from harness import add_options, compare_arms, report  # noqa: E402
 
 
 def synthetic_examples(count: int, max_source: int, max_target: int, vocab: int, seed: int):
@@ -71,7 +80,7 @@ def time_steps(model, examples, steps, pad_max: tuple[int, int] | None) -> tuple
     return time.perf_counter() - started, real_tokens
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=192)
     parser.add_argument("--batch-size", type=int, default=8)
@@ -79,11 +88,12 @@ def main() -> None:
     parser.add_argument("--max-target", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    add_options(parser)
+    args = parser.parse_args(argv)
 
     import torch
 
-    from trainers.data import padding_efficiency, plan_epoch
+    from trainers.data import plan_epoch
     from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
 
     torch.set_num_threads(args.threads)
@@ -99,23 +109,32 @@ def main() -> None:
     random_steps = [shuffled[i:i + args.batch_size]
                     for i in range(0, len(shuffled), args.batch_size)]
     longest = (int(lengths.max()), int(examples.target_lengths.max()))
-    print(f"{len(examples)} examples, source tokens: median {int(np.median(lengths))}, "
-          f"p95 {int(np.percentile(lengths, 95))}, max {longest[0]}; batch {args.batch_size}; "
-          f"{args.threads} thread(s)")
-    results = {}
-    for name, steps, pad_max in (("grouped", grouped, None), ("random", random_steps, None),
-                                 ("max", random_steps, longest)):
-        model = build_tiny_t5(tokenizer, seed=args.seed).train()
-        time_steps(model, examples, steps[:2], pad_max)            # warm-up
-        seconds, tokens = time_steps(model, examples, steps, pad_max)
-        efficiency = (padding_efficiency([[s] for s in steps], lengths) if pad_max is None
-                      else float(lengths.sum()) / (longest[0] * len(lengths)))
-        results[name] = tokens / seconds
-        print(f"  {name:8s} {seconds:7.2f} s  {tokens / seconds:10.0f} real tokens/s  "
-              f"source padding efficiency {efficiency:.3f}")
-    print(f"grouped / max = {results['grouped'] / results['max']:.2f}x; "
-          f"grouped / random = {results['grouped'] / results['random']:.2f}x")
+
+    def arm(steps, pad_max):
+        def run():
+            model = build_tiny_t5(tokenizer, seed=args.seed).train()
+            return time_steps(model, examples, steps, pad_max)[1]  # real tokens processed
+        return run
+
+    arm(grouped[:2], None)()  # warm-up
+    versus_random = compare_arms(arm(grouped, None), arm(random_steps, None),
+                                 repeat=args.repeat)
+    versus_max = compare_arms(arm(grouped, None), arm(random_steps, longest),
+                              repeat=max(1, args.repeat // 2))
+    tokens = versus_random["outputs"]["ours"]
+    extra = {"examples": len(examples), "batch_size": args.batch_size, "threads": args.threads,
+             "real_tokens": tokens, "source_median": int(np.median(lengths)),
+             "source_max": longest[0],
+             "tokens_per_s": {"grouped": round(tokens / versus_random["ours"]["median"]),
+                              "random": round(tokens / versus_random["baseline"]["median"]),
+                              "max": round(tokens / versus_max["baseline"]["median"])},
+             "ratio_vs_max": round(versus_max["ratio"], 3),
+             "identical_vs_max": versus_max["identical"]}
+    report("train_speed", versus_random, as_json=args.json, extra=extra,
+           labels=("length-grouped batches, dynamic padding",
+                   "random-order batches, dynamic padding"))
+    return 0 if versus_random["identical"] and versus_max["identical"] else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
