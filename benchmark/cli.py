@@ -57,7 +57,6 @@ def _handle(args: argparse.Namespace) -> int:
 
         if Path(out).exists() and not Path(out).is_dir():
             raise SumbenchError(f"--out {out} is a file; give a folder")
-
         with output_lock(out, args.command):
             return int(args.handler(args) or 0)
     return int(args.handler(args) or 0)
