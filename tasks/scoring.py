@@ -308,7 +308,9 @@ class TaskStream:
 
     def flush(self) -> None:
         if self.pending:
-            self.examples.extend(self.task.score_examples(self.pending))
+            examples = self.task.score_examples(self.pending)
+            compact = getattr(self.task, "compact_examples", None)
+            self.examples.extend(compact(examples) if compact else examples)
             self.n_records += len(self.pending)
             self.pending = []
 

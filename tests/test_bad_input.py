@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -241,13 +240,12 @@ def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-class _SilentServer:
-    """Accepts connections on 127.0.0.1 and never answers (a hung endpoint)."""
+class _TcpServer:
+    """A raw TCP server on 127.0.0.1 (a free port) handing each connection to `handle`."""
 
     def __init__(self):
         self.socket = socket.create_server(("127.0.0.1", free_port()))
-        self.port, self.accepted = self.socket.getsockname()[1], threading.Event()
-        self.connections = []
+        self.port = self.socket.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
@@ -256,8 +254,22 @@ class _SilentServer:
                 connection, _ = self.socket.accept()
             except OSError:
                 return
-            self.connections.append(connection)
-            self.accepted.set()
+            self.handle(connection)
+
+    def handle(self, connection):
+        raise NotImplementedError
+
+
+class _SilentServer(_TcpServer):
+    """Accepts connections and never answers (a hung endpoint)."""
+
+    def __init__(self):
+        self.accepted, self.connections = threading.Event(), []
+        super().__init__()
+
+    def handle(self, connection):
+        self.connections.append(connection)
+        self.accepted.set()
 
     def close(self):
         for connection in self.connections:
@@ -301,28 +313,22 @@ def _raw_reply(kind: str) -> bytes:
     }[kind]
 
 
-class _RawServer:
+class _RawServer(_TcpServer):
     """Answers every request with the same raw bytes (or resets the connection)."""
 
     def __init__(self, reply: bytes):
-        self.socket = socket.create_server(("127.0.0.1", free_port()))
-        self.port, self.reply, self.requests = self.socket.getsockname()[1], reply, 0
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.reply, self.requests = reply, 0
+        super().__init__()
 
-    def _serve(self):
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:
+    def handle(self, connection):
+        with connection:
+            connection.recv(65536)
+            self.requests += 1
+            if not self.reply:  # reset: close with SO_LINGER 0
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                      b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 return
-            with connection:
-                connection.recv(65536)
-                self.requests += 1
-                if not self.reply:  # reset: close with SO_LINGER 0
-                    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                          b"\x01\x00\x00\x00\x00\x00\x00\x00")
-                    continue
-                connection.sendall(self.reply)
+            connection.sendall(self.reply)
 
 
 @pytest.mark.parametrize("kind, reason", [

@@ -78,7 +78,7 @@ def test_failed_write_leaves_nothing(tmp_path):
             (staging / "half.txt").write_text("partial")
             raise RuntimeError("bad input")
     with pytest.raises(RuntimeError):
-        with atomic_path(tmp_path / "f.txt") as tmp:
+        with atomic_path(tmp_path / "f.txt"):
             raise RuntimeError("bad input")
     assert list(tmp_path.iterdir()) == []
 

@@ -262,9 +262,15 @@ class LineLabelTask(UsbTask):
             aligned, mismatched = align_to_labels(record["prediction"], len(labels))
             # a record stitched from official windows keeps its windows' mismatches
             mismatched = mismatched or bool(record.get("window_length_mismatches"))
-            # compact: 8 bytes a probability, 1 a label (streaming scoring keeps these only)
-            examples.append((array("d", aligned), array("b", labels), mismatched))
+            examples.append((aligned, labels, mismatched))
         return examples
+
+    @staticmethod
+    def compact_examples(examples: Sequence) -> list:
+        """The same material in 8 bytes a probability and 1 a label (what streaming scoring
+        keeps per record; `aggregate_scores` reads both forms)."""
+        return [(array("d", values), array("b", labels), mismatched)
+                for values, labels, mismatched in examples]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
         from tasks.metrics.classification import flagged_scores
