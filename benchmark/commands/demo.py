@@ -154,8 +154,8 @@ def demo_run_spec(model: Path, data_dir: Path, max_steps: int, seed: int, batch_
         profile="tiny", lora=False, batch_size=batch_size, **DEMO_DECODING, **training)
 
 
-def run_demo(out_dir: str | Path, *, docs: int = 30, max_steps: int = 80, seed: int = 0,
-             batch_size: int = 16, log=None) -> dict:
+def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = DEFAULT_STEPS,
+             seed: int = 0, batch_size: int = 16, log=None) -> dict:
     """Run the demo in `out_dir`; returns the results document (also in results.json)."""
     from benchmark.results import write_results
     from benchmark.run import run_benchmark
