@@ -12,8 +12,10 @@ task has records in every split:
 
 The corpus carries a signal a small model can learn for every task (the demo shows it): the
 source sentences that the summary uses are marked ("Notably, ..."), a summary sentence is its
-evidence sentence copied without the mark (two facts joined by "and"), corrections change the
-place that the evidence states, and unsupported phrases come from a short fixed list.
+evidence sentence copied without the mark (two facts joined by "and"), every fact of an article
+has its own place and (up to the domain's eight) its own verb, so a claim shares them with its
+evidence only, corrections change the place that the evidence states, and unsupported phrases
+come from a short fixed list.
 
 Layout written (see shared/docs/usb-format.md section 1):
 ``OUT/annotations/<domain>/<doc>.json``, ``OUT/splits/<variant>/{train,validation,test}.txt``
@@ -34,7 +36,7 @@ from pathlib import Path
 from tasks.errors import SumbenchError
 from tasks.io import atomic_directory, read_json
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 SPEC_FILE = "synthetic.json"
 DEFAULT_DOMAINS = ("biographies", "companies", "disasters")
 #: the split of each document by its position in the domain-interleaved order (60/20/20)
@@ -164,9 +166,11 @@ def _subject(rng: random.Random, domain: str) -> str:
     return f"{rng.choice(words['first'])} {rng.choice(words['last'])}"
 
 
-def _fact(rng: random.Random, domain: str, place: str) -> Fact:
-    verb, thing = rng.choice(DOMAINS[domain]["facts"])
-    return Fact(verb, thing, place)
+def _fact_kinds(rng: random.Random, domain: str):
+    """(verb, thing) pairs of the domain in a random order, each used once before any repeats
+    (a claim's verb mostly names its evidence line)."""
+    while True:
+        yield from rng.sample(DOMAINS[domain]["facts"], len(DOMAINS[domain]["facts"]))
 
 
 def _line(txt: str, header: bool, index: int, name: str) -> dict:
@@ -175,18 +179,20 @@ def _line(txt: str, header: bool, index: int, name: str) -> dict:
 
 def build_source(rng: random.Random, domain: str, subject: str) -> tuple[list[dict], dict]:
     """Source lines and {line index: Fact} of the fact lines, grouped by section index; every
-    fact of an article happens in another place (a claim's place finds its evidence)."""
+    fact of an article happens in another place and, up to the domain's eight kinds, is of
+    another kind (a claim's place and verb find its evidence)."""
     lines = [_line(subject, True, 0, subject)]
     facts: dict[int, Fact] = {}
     places = iter(rng.sample(PLACES, len(PLACES)))
+    kinds = _fact_kinds(rng, domain)
     if rng.random() < 0.5:  # a lead sentence under the title
-        facts[len(lines)] = _fact(rng, domain, next(places))
+        facts[len(lines)] = Fact(*next(kinds), next(places))
         lines.append(_line(facts[len(lines)].sentence(subject), False, 0, subject))
     names = rng.sample(DOMAINS[domain]["sections"], rng.randint(2, 3))
     for index, name in enumerate(names, start=1):
         lines.append(_line(name, True, index, name))
         for _ in range(rng.randint(2, 3)):
-            facts[len(lines)] = _fact(rng, domain, next(places))
+            facts[len(lines)] = Fact(*next(kinds), next(places))
             lines.append(_line(facts[len(lines)].sentence(subject), False, index, name))
     return lines, facts
 

@@ -139,3 +139,22 @@ def test_invalid_specs_are_refused():
         SyntheticSpec(docs=3)
     with pytest.raises(SumbenchError, match="unknown synthetic domain"):
         SyntheticSpec(domains=("biographies", "planets"))
+
+
+def test_each_fact_line_has_its_own_place_and_mostly_its_own_verb(tmp_path):
+    """A claim's evidence line is the only line stating its place, and (up to the domain's 8
+    facts) the only one stating its verb and object: lexical overlap names the evidence."""
+    from benchmark.synthetic import DOMAINS, PLACES
+
+    generate_corpus(tmp_path, SyntheticSpec(seed=5, docs=30))
+    for path in sorted((tmp_path / "annotations").rglob("*.json")):
+        source = json.loads(path.read_text(encoding="utf-8"))["annotations"]["source"]
+        facts = [line["txt"].removeprefix("Notably, ") for line in source
+                 if not line["is_header"]]
+        places = [place for text in facts for place in PLACES if text.endswith(f" {place}.")]
+        assert len(places) == len(set(places)) == len(facts), path
+        kinds = [(verb, thing) for text in facts
+                 for verb, thing in DOMAINS[path.parent.name]["facts"]
+                 if f" {verb} {thing} in " in text]
+        assert len(kinds) == len(facts)
+        assert len(set(kinds)) == min(len(kinds), len(DOMAINS[path.parent.name]["facts"])), path

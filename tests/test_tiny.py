@@ -121,3 +121,33 @@ def test_gpt2_has_a_small_absolute_context(tokenizer):
         assert model(input_ids=ids).logits.shape == (1, ids.shape[1], len(tokenizer))
         with pytest.raises(IndexError):  # past the position table: what the backends prevent
             model(input_ids=torch.cat([ids] * 3, dim=1))
+
+
+def test_line_heads_look_ahead_and_find_the_token_being_labelled(tokenizer):
+    """`line_heads`: encoder head 0 of layer 0 attends to the next token, and cross-attention
+    head 0 of the decoder to the input position holding the decoder's own token (exactly in
+    the first layer, mostly in the next, whose input is already mixed) — at initialisation,
+    before any training; without it, neither holds."""
+    import torch
+
+    encoded = tokenizer(TEXTS[0], return_tensors="pt")
+    ids = encoded["input_ids"][0].tolist()
+    unique = [position for position, token in enumerate(ids) if ids.count(token) == 1]
+    decoder_input = torch.tensor([[ids[position] for position in unique]])
+    argmaxes = {}
+    for line_heads in (True, False):
+        model = build_tiny_t5(tokenizer, d_model=128, tie_embeddings=True, relative_buckets=32,
+                              line_heads=line_heads)
+        model.set_attn_implementation("eager")
+        model.eval()
+        with torch.no_grad():
+            out = model(**encoded, decoder_input_ids=decoder_input, output_attentions=True)
+        ahead = out.encoder_attentions[0][0, 0].argmax(-1).tolist()
+        found = [layer[0, 0].argmax(-1).tolist() for layer in out.cross_attentions]
+        argmaxes[line_heads] = (ahead, found)
+    ahead, found = argmaxes[True]
+    assert ahead[:-1] == list(range(1, len(ids)))  # the last token has nothing ahead
+    assert found[0] == unique and len(unique) > 5  # exact in the first decoder layer
+    assert all(sum(a == b for a, b in zip(layer, unique)) > len(unique) / 2 for layer in found)
+    ahead, found = argmaxes[False]
+    assert ahead[:-1] != list(range(1, len(ids))) and found[0] != unique

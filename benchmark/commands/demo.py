@@ -31,7 +31,7 @@ DEMO_OVERRIDES = {"learning_rate": 3e-3, "max_input_tokens": 320, "max_output_to
 #: the tiny model: a word-level vocabulary of the corpus, tied embeddings (copying is learnt
 #: fast), finer relative positions than the test models
 DEMO_MODEL = {"vocab_size": 2000, "d_model": 128, "num_layers": 2, "num_heads": 4,
-              "tie_embeddings": True, "relative_buckets": 32}
+              "tie_embeddings": True, "relative_buckets": 32, "line_heads": True}
 DEMO_DECODING = {"num_beams": 1, "max_new_tokens": 64}
 COLUMNS = ("baseline", "untrained", "finetuned")
 SHORT_NAMES = {"abstractive_summarization": "ABS", "evidence_extraction": "EVEXT",
