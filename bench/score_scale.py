@@ -11,7 +11,10 @@ process (`tasks.scoring.score_files`, as `sumbench score` does), alternating the
   records_per_s   200k / t(200k)             goal: 200k in <= 10 s on 2 cores
   identical       the same official numbers for both sets (to 1e-9: sums of ten copies)
 
-    python3 bench/score_scale.py [--small 20000] [--repeat 3] [--json]
+Scoring uses `--workers` processes (default: as `sumbench score`, the CPUs available, at most
+8); peak RSS is the scoring process's, and `worker_peak_rss_mib` the largest forked worker's.
+
+    python3 bench/score_scale.py [--small 20000] [--repeat 3] [--workers W] [--json]
 """
 from __future__ import annotations
 
@@ -33,9 +36,10 @@ CHILD = """
 import json, resource, sys, time
 start = time.perf_counter()
 from tasks.scoring import score_files
-scores = score_files(sys.argv[1:])
+scores = score_files(sys.argv[2:], workers=int(sys.argv[1]))
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "worker_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
                   "torch": "torch" in sys.modules,
                   "headlines": {task: result["headline"] for task, result in scores.items()}}))
 """
@@ -63,9 +67,9 @@ def write_set(folder: Path, n_records: int, copies: int = 1) -> list[Path]:
     return paths
 
 
-def score_in_child(paths: list[Path]) -> dict:
+def score_in_child(paths: list[Path], workers: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", CHILD, *map(str, paths)], env=env,
+    done = subprocess.run([sys.executable, "-c", CHILD, str(workers), *map(str, paths)], env=env,
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -81,8 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=20_000, help="records of the small set")
     parser.add_argument("--factor", type=int, default=10, help="large = small x factor")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="scoring processes (default: the CPUs available, at most 8)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    from tasks.chunk_workers import default_workers
+
+    workers = default_workers() if args.workers is None else max(1, args.workers)
     if not PREDICTIONS.is_dir():
         print(f"shared fixtures not found at {PREDICTIONS}", file=sys.stderr)
         return 1
@@ -93,9 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(max(1, args.repeat)):
             order = [("small", small), ("large", large)]
             for name, paths in order if index % 2 == 0 else order[::-1]:
-                runs[name].append(score_in_child(paths))
+                runs[name].append(score_in_child(paths, workers))
     median = {name: {key: statistics.median(run[key] for run in series)
-                     for key in ("seconds", "rss_kib")} for name, series in runs.items()}
+                     for key in ("seconds", "rss_kib", "worker_rss_kib")}
+              for name, series in runs.items()}
     n_large = args.small * args.factor
     summary = {
         "benchmark": "score_scale", "records": [args.small, n_large],
@@ -104,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         "records_per_s": round(n_large / median["large"]["seconds"]),
         "seconds": [round(median["small"]["seconds"], 2), round(median["large"]["seconds"], 2)],
         "peak_rss_mib": [round(median[n]["rss_kib"] / 1024) for n in ("small", "large")],
+        "worker_peak_rss_mib": [round(median[n]["worker_rss_kib"] / 1024)
+                                for n in ("small", "large")],
+        "workers": workers,
         "identical": all(same_numbers(runs["small"][0]["headlines"], run["headlines"])
                          for series in runs.values() for run in series),
         "torch_imported": any(run["torch"] for series in runs.values() for run in series)}

@@ -27,9 +27,11 @@ from __future__ import annotations
 import math
 import os
 import sys
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 from tasks import get_task
+from tasks.chunk_workers import ChunkWorkers
 from tasks.errors import DataError, SumbenchError, UnknownNameError
 from tasks.io import iter_jsonl
 from tasks.metrics import rouge
@@ -65,7 +67,7 @@ def record_key(task, record: dict) -> tuple:
     own = getattr(task, "record_key", None)
     if callable(own):
         return (task.name, own(record))
-    return (task.name,) + tuple(_hashable(record.get(field)) for field in IDENTITY_FIELDS)
+    return (task.name, *[_hashable(record.get(field)) for field in IDENTITY_FIELDS])
 
 
 def _describe(task, record: dict) -> str:
@@ -273,7 +275,9 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
     Streaming: records are validated and turned into their per-record scoring material
     (`task.score_examples`) CHUNK_RECORDS at a time, so only that material (a few numbers per
     record) and one 8-byte digest per record identity (for duplicates) stay in memory — never
-    the records. The numbers are those of scoring all records at once."""
+    the records. The numbers are those of scoring all records at once. With `workers` > 1
+    (and `fork`), full chunks are scored in up to `workers` child processes while this one
+    reads on (`tasks.chunk_workers`); the numbers do not change."""
     if not paths:
         raise SumbenchError("no prediction files given")
     from tasks.windowed import stitch_windows
@@ -283,8 +287,9 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
                               for line, record in iter_jsonl(path))
 
     tasks = _Tasks(options)
-    with rouge.using_workers(workers):
-        streams = stream_examples(located(), tasks, rescan=located)
+    with ChunkWorkers(workers, min_chunk=CHUNK_RECORDS) as chunk_workers, \
+            rouge.using_workers(1 if chunk_workers.workers > 1 else workers):
+        streams = stream_examples(located(), tasks, rescan=located, workers=chunk_workers)
     if not streams:
         raise DataError("no prediction records", path=", ".join(map(str, paths)))
     return {name: _stream_result(stream, bootstrap=bootstrap, seed=seed)
@@ -295,11 +300,21 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
 CHUNK_RECORDS = 4096
 
 
-class TaskStream:
-    """One task's per-record scoring material, built CHUNK_RECORDS records at a time."""
+def chunk_material(task, records: Sequence[dict]) -> list:
+    """A chunk's per-record scoring material, compacted where the task can."""
+    examples = task.score_examples(records)
+    compact = getattr(task, "compact_examples", None)
+    return compact(examples) if compact else examples
 
-    def __init__(self, task) -> None:
-        self.task, self.pending, self.examples, self.n_records = task, [], [], 0
+
+class TaskStream:
+    """One task's per-record scoring material, built CHUNK_RECORDS records at a time (full
+    chunks in worker processes when `workers` allows; the material keeps record order)."""
+
+    def __init__(self, task, workers: ChunkWorkers | None = None) -> None:
+        self.task, self.pending, self.parts, self.n_records = task, [], [], 0
+        self.workers = workers or ChunkWorkers(1)
+        self._examples: list | None = None
 
     def add(self, record: dict) -> None:
         self.pending.append(record)
@@ -308,11 +323,16 @@ class TaskStream:
 
     def flush(self) -> None:
         if self.pending:
-            examples = self.task.score_examples(self.pending)
-            compact = getattr(self.task, "compact_examples", None)
-            self.examples.extend(compact(examples) if compact else examples)
+            self.parts.append(self.workers.submit(partial(chunk_material, self.task),
+                                                  self.pending, kind=self.task.name))
             self.n_records += len(self.pending)
-            self.pending = []
+            self.pending, self._examples = [], None
+
+    @property
+    def examples(self) -> list:
+        if self._examples is None:
+            self._examples = [example for part in self.parts for example in part.result()]
+        return self._examples
 
 
 def _key_digest(key: tuple) -> int:
@@ -323,10 +343,10 @@ def _key_digest(key: tuple) -> int:
 
 
 def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | None" = None, *,
-                    rescan=None) -> dict[str, TaskStream]:
-    """Validate (path, line, record) triples and score them chunk by chunk per task. A
-    duplicate record is an error naming both places (the first one found by `rescan()`, a
-    second pass over the same input, since only digests are kept)."""
+                    rescan=None, workers: ChunkWorkers | None = None) -> dict[str, TaskStream]:
+    """Validate (path, line, record) triples and score them chunk by chunk per task (full
+    chunks on `workers`). A duplicate record is an error naming both places (the first one
+    found by `rescan()`, a second pass over the same input, since only digests are kept)."""
     tasks = tasks or _Tasks()
     seen: set[int] = set()
     streams: dict[str, TaskStream] = {}
@@ -337,7 +357,7 @@ def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | N
             raise _duplicate(task, record, path, line, digest, rescan, tasks)
         seen.add(digest)
         if task.name not in streams:
-            streams[task.name] = TaskStream(task)
+            streams[task.name] = TaskStream(task, workers)
         streams[task.name].add(record)
     for stream in streams.values():
         stream.flush()

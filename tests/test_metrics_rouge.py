@@ -59,6 +59,33 @@ def test_tokens_equal_rouge_score_tokenizer():
     for text in TRICKY:
         assert rouge.rouge_tokens(text) == tokenize.tokenize(text.lower(), None)
     assert rouge.rouge_tokens("İstanbul's K-9") == ["i", "stanbul", "s", "k", "9"]
+    # random text over ASCII, Latin-1, Greek, symbols, letters that lower to ASCII (İ, K)
+    # and a lone surrogate (JSON allows one)
+    rng = random.Random(4)
+    alphabet = "aZ9 \t\n.,-_'İKÀßçΣσёЖ中😀\u00a0\u2028\ud800"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert rouge.rouge_tokens(text) == tokenize.tokenize(text.lower(), None), repr(text)
+
+
+def random_texts(rng: random.Random, count: int) -> list[str]:
+    """Short texts over a small vocabulary (many shared and repeated uni- and bigrams),
+    empty and one-token texts included."""
+    words = ["a", "b", "c", "the", "The", "cat", "sat", "x-ray", "é", "42", ".", ""]
+    return [" ".join(rng.choice(words) for _ in range(rng.choice([0, 1, 2, 5, 20, 70])))
+            for _ in range(count)]
+
+
+def test_blocks_of_random_pairs_identical_to_rouge_score(monkeypatch):
+    """Many pairs counted together in one block, and cut into blocks of 7: the numbers of
+    rouge-score for every pair, bit for bit."""
+    rng = random.Random(11)
+    predictions, references = random_texts(rng, 300), random_texts(rng, 300)
+    official = [official_example(p, r) for p, r in zip(predictions, references)]
+    assert rouge.rouge_per_example(predictions, references) == official
+    monkeypatch.setattr(rouge, "BLOCK_PAIRS", 7)
+    assert rouge.rouge_per_example(predictions, references) == official
+    assert len({row["rouge2"] for row in official}) > 20
 
 
 def test_lcs_length_equals_dynamic_programming_table():

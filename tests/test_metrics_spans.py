@@ -8,7 +8,7 @@ import random
 import pytest
 
 from tasks.io import read_jsonl
-from tasks.metrics import spans
+from tasks.metrics import char_diff, spans
 from tasks.metrics.classification import UNDEFINED_REASONS
 
 SUMMARY = ("The 1911 Tarrow flood was opened in Kent by the council during 1934 after a long "
@@ -135,3 +135,90 @@ def test_regions_equal_the_official_walk_on_random_edits():
         tagged = random_tagged(rng, words)
         assert spans.marked_regions(summary, tagged) == oracle_regions(summary, tagged), (
             summary, tagged)
+
+
+def random_tags(rng: random.Random, length: int) -> list[str]:
+    """Any B/I/O sequence, ill-formed ones included (I after O)."""
+    return [rng.choice(("O", "O", "B-UNSUP", "I-UNSUP")) for _ in range(length)]
+
+
+def test_span_counts_and_formulas_equal_seqeval_on_random_tags():
+    from seqeval.metrics.sequence_labeling import precision_recall_fscore_support
+
+    rng = random.Random(5)
+    for trial in range(300):
+        lengths = [rng.randint(0, 9) for _ in range(rng.randint(1, 6))]
+        examples = [(random_tags(rng, n), random_tags(rng, n)) for n in lengths]
+        ours = spans.aggregate_spans(examples)
+        if all(tag == "O" for pair in examples for tags in pair for tag in tags):
+            assert ours["f1"] is None
+            continue
+        precision, recall, f1, _ = precision_recall_fscore_support(
+            [g for g, _ in examples], [p for _, p in examples], average=None, zero_division=0)
+        assert ours == {"precision": float(precision[0]), "recall": float(recall[0]),
+                        "f1": float(f1[0])}, examples  # bit for bit
+        assert spans.aggregate_spans([spans.span_counts(*pair) for pair in examples]) == ours
+
+
+def test_tag_chunks_follow_the_lenient_rules():
+    assert spans.tag_chunks(["B-UNSUP", "I-UNSUP", "O", "I-UNSUP", "B-UNSUP", "B-UNSUP"]) == {
+        (0, 2), (3, 4), (4, 5), (5, 6)}
+    assert spans.span_counts(["B-UNSUP", "I-UNSUP", "O"], ["B-UNSUP", "O", "O"]) == (0, 1, 1)
+
+
+def random_edit_pairs(seed: int, count: int):
+    """(summary, tagged) pairs over a small alphabet: marks, insertions, replacements and
+    deletions, so that replaced blocks with and without identical pairs occur."""
+    rng = random.Random(seed)
+    alphabet = "abcdefgh []/xyz.,"
+    for _ in range(count):
+        summary = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        tagged = list(summary)
+        for _ in range(rng.randint(0, 12)):
+            at, roll = rng.randint(0, len(tagged)), rng.random()
+            if roll < 0.5:
+                tagged.insert(at, rng.choice(["[]", "[/]", "q", "  "]))
+            elif tagged:
+                tagged[min(at, len(tagged) - 1)] = rng.choice(alphabet) if roll < 0.8 else ""
+        yield summary, "".join(tagged)
+
+
+def difflib_kinds_and_chars(summary: str, tagged: str) -> tuple[str, str]:
+    entries = [e for e in difflib.Differ().compare(summary, tagged) if not e.startswith("?")]
+    return "".join(e[0] for e in entries), "".join(e[2] for e in entries)
+
+
+@pytest.mark.parametrize("matcher", ["installed", "difflib"])
+def test_character_diff_equals_difflibs_differ(monkeypatch, matcher):
+    """`character_diff` (cydifflib's matcher when installed, difflib's otherwise) gives the
+    entries of difflib's `Differ.compare`, replaced blocks included."""
+    if matcher == "difflib":
+        monkeypatch.setattr(char_diff, "_matcher_class", lambda: difflib.SequenceMatcher)
+    replaced = 0
+    for summary, tagged in random_edit_pairs(2, 300):
+        assert char_diff.character_diff(summary, tagged) == \
+            difflib_kinds_and_chars(summary, tagged), (summary, tagged)
+        opcodes = difflib.SequenceMatcher(None, summary, tagged).get_opcodes()
+        replaced += any(tag == "replace" for tag, *_ in opcodes)
+    assert replaced > 100
+
+
+def test_character_diff_edge_cases():
+    for summary, tagged in [("", ""), ("", "[]x[/]"), ("abc", ""), ("ab", "ba"),
+                            ("aaaa", "bbbbbb"), ("abcabc", "cbacba"), ("é[]", "e[]é")]:
+        assert char_diff.character_diff(summary, tagged) == \
+            difflib_kinds_and_chars(summary, tagged)
+
+
+def test_record_counts_equal_the_counts_of_the_tags_on_random_records():
+    rng = random.Random(8)
+    words = ["Port", "Alden", "was", "closed", "in", "Tucson", ",", "1990", "review", "."]
+    seen = set()
+    for _ in range(200):
+        summary = " ".join(rng.choice(words) for _ in range(rng.randint(1, 10)))
+        annotated = random_tagged(rng, summary.split()) if rng.random() < 0.5 else summary
+        prediction = random_tagged(rng, summary.split()) if rng.random() < 0.5 else summary
+        counts = spans.span_example_counts(prediction, summary, annotated)
+        assert counts == spans.span_counts(*spans.span_example(prediction, summary, annotated))
+        seen.add(counts == (0, 0, 0))
+    assert seen == {True, False}

@@ -31,18 +31,22 @@ def register(subparsers) -> None:
                         help="ROUGE over examples: plain mean (default, deterministic) or the "
                              "median of 1,000 bootstrap means that USB's evaluation script "
                              "reports (mid.fmeasure; unseeded there, seeded with --seed here)")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="W",
-                        help="processes for ROUGE on large inputs; never changes results")
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="W",
+                        help="processes scoring large inputs (default: the CPUs this process "
+                             "may use, at most 8); never changes the numbers")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
+    from tasks.chunk_workers import default_workers
     from tasks.errors import SumbenchError
     from tasks.io import atomic_path
     from tasks.provenance import provenance
     from tasks.scoring import score_files
 
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
+    if args.workers is None:
+        args.workers = default_workers()
     results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,
                           workers=args.workers, options=options)
     if PROVENANCE_KEY in results:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from tasks.errors import DataError
 
@@ -153,14 +153,15 @@ def duplicate_error(collector: ErrorCollector, key_text: str, path: str, line: i
 
 def check_item(collector: ErrorCollector, located: Located,
                seen: dict[tuple, tuple[str, int]], key: tuple, known: Mapping[tuple, Any],
-               key_text: str) -> bool:
-    """Record `key` as seen; False (with an error) when it is unknown or a duplicate."""
+               describe: Callable[[], str]) -> bool:
+    """Record `key` as seen; False (with an error naming the item, `describe()`) when it is
+    unknown or a duplicate."""
     path, line, _ = located
     if key not in known:
-        collector.add(f"no such test item ({key_text})", path=path, line=line, field="id")
+        collector.add(f"no such test item ({describe()})", path=path, line=line, field="id")
         return False
     if key in seen:
-        duplicate_error(collector, key_text, path, line, seen[key])
+        duplicate_error(collector, describe(), path, line, seen[key])
         return False
     seen[key] = (path, line)
     return True

@@ -165,7 +165,7 @@ class PyramidSetTrack(Track):
                 errors.add(problem, path=path, line=line, field=self.value_field)
                 continue
             key = tuple(record[field] for field in self.id_fields)
-            if check_item(errors, entry, seen, key, expected, self._describe(key)):
+            if check_item(errors, entry, seen, key, expected, lambda: self._describe(key)):
                 values[key] = record[self.value_field]
         report_missing(errors, board, list(expected), seen, self._describe)
         errors.raise_if_any()

@@ -14,6 +14,7 @@ same predictions with the gold fields filled in.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -39,8 +40,17 @@ TEXT_ID_FIELDS = ("summary_sent",)
 def identity_fields(task) -> tuple[str, ...]:
     """The fields that name one test item of the task: `id`, plus `summ_idx` and
     `summary_sent` when the task's records have them."""
-    fields = getattr(task, "record_fields", ())
-    return tuple(field for field in ID_FIELDS if field == "id" or field in fields)
+    return _identity_fields(tuple(getattr(task, "record_fields", ())))
+
+
+@functools.lru_cache(maxsize=None)
+def _identity_fields(record_fields: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(field for field in ID_FIELDS if field == "id" or field in record_fields)
+
+
+@functools.lru_cache(maxsize=None)
+def _has_text_field(fields: tuple[str, ...]) -> bool:
+    return any(field in TEXT_ID_FIELDS for field in fields)
 
 
 #: text id fields appear in the public manifest as digests (FAC's claims are COMP and FIX
@@ -55,8 +65,11 @@ def text_digest(text: str) -> str:
 def item_key(task, item: Mapping) -> tuple:
     """The item's key: id fields, with text fields as digests (a submitted record carries the
     text, a manifest item its digest)."""
+    fields = identity_fields(task)
+    if not _has_text_field(fields):
+        return tuple(map(item.get, fields))
     key = []
-    for field in identity_fields(task):
+    for field in fields:
         if field in TEXT_ID_FIELDS:
             value = item.get(field)
             key.append(text_digest(value) if isinstance(value, str)
@@ -179,11 +192,12 @@ class UsbTrack(Track):
                     for name, items in manifest["parts"].items()}
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
+        tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
         for entry in located:
-            record = self._check_line(errors, entry, manifest, expected, seen)
-            if record is not None:
-                task = get_task(record["task"])
-                checked.setdefault(task.name, {})[item_key(task, record)] = record
+            outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
+            if outcome is not None:
+                task, key, record = outcome
+                checked.setdefault(task.name, {})[key] = record
         for name in seen:
             task = get_task(name)
             report_missing(errors, name, list(expected[name]), seen[name],
@@ -194,7 +208,8 @@ class UsbTrack(Track):
         return {name: [checked[name][key] for key in expected[name]] for name in sorted(seen)}
 
     def _check_line(self, errors: ErrorCollector, entry: Located, manifest: Mapping,
-                    expected: Mapping, seen: dict) -> dict | None:
+                    expected: Mapping, seen: dict, tasks: dict) -> tuple | None:
+        """(task, item key, minimal record) of a valid line; None (with an error) otherwise."""
         path, line, record = entry
         name = record.get("task")
         if not isinstance(name, str):
@@ -202,7 +217,7 @@ class UsbTrack(Track):
                        path=path, line=line, field="task")
             return None
         try:
-            task = get_task(name)
+            task = tasks[name] if name in tasks else tasks.setdefault(name, get_task(name))
         except UnknownNameError as error:
             errors.add(str(error), path=path, line=line, field="task")
             return None
@@ -218,7 +233,7 @@ class UsbTrack(Track):
             return None
         key = item_key(task, record)
         if not check_item(errors, entry, seen.setdefault(task.name, {}), key,
-                          expected[task.name], f"{task.name}: {key_text(task, key)}"):
+                          expected[task.name], lambda: f"{task.name}: {key_text(task, key)}"):
             return None
         problem = _shape_error(task, record["prediction"], expected[task.name][key]["n"],
                                self.strict_lengths)
@@ -226,7 +241,7 @@ class UsbTrack(Track):
             errors.add(problem, path=path, line=line, field="prediction")
             return None
         minimal = {field: record[field] for field in identity_fields(task)}
-        return {"task": task.name, **minimal, "prediction": record["prediction"]}
+        return task, key, {"task": task.name, **minimal, "prediction": record["prediction"]}
 
     # ---- scoring ------------------------------------------------------------------------
     def joined_records(self, name: str, records: Sequence[dict], gold, board: str) -> list[dict]:
@@ -234,13 +249,14 @@ class UsbTrack(Track):
         task = get_task(name)
         by_key = {item_key(task, record): record for record in records}
         templates = gold[board][name]["templates"]
-        missing = [t for t in templates if item_key(task, t) not in by_key]
+        keys = [item_key(task, template) for template in templates]
+        missing = sum(key not in by_key for key in keys)
         if missing or len(by_key) != len(templates):
             raise DataError(f"{name}: the predictions do not cover the current test gold "
-                            f"({len(missing)} missing of {len(templates)})", field="id")
+                            f"({missing} missing of {len(templates)})", field="id")
         joined = []
-        for template in templates:
-            full = {**template, "prediction": by_key[item_key(task, template)]["prediction"]}
+        for template, key in zip(templates, keys):
+            full = {**template, "prediction": by_key[key]["prediction"]}
             task.validate_record(full)
             joined.append(full)
         return joined

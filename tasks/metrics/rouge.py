@@ -6,28 +6,31 @@ Lsum); each metric is the plain mean of per-example F-measures. `exactmatch` com
 lower-cased strings.
 
 The per-example numbers are bit-for-bit those of `rouge_scorer.RougeScorer(["rouge1", "rouge2",
-"rougeL"], use_stemmer=False).score(reference.lower(), prediction.lower())`: the same tokenizer
-and the same float formulas, with exact integer n-gram overlaps and an exact bit-parallel LCS
-length (Hyyrö 2004) in place of rouge-score's O(n·m) Python table. Long inputs can be spread over
-worker processes; chunks are contiguous and merged in order, so results never depend on the
-number of workers.
+"rougeL"], use_stemmer=False).score(reference.lower(), prediction.lower())`: the same tokens
+and the same float formulas, with exact integer n-gram overlaps (counted for a block of pairs
+at once over sorted (pair, n-gram) keys) and an exact bit-parallel LCS length (rapidfuzz, over
+dense token ids) in place of rouge-score's Counters and O(n·m) Python table. Long inputs can be
+spread over worker processes; chunks are contiguous and merged in order, so results never
+depend on the number of workers or the block size.
 """
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import contextlib
 import contextvars
+import itertools
 import math
 import multiprocessing
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
-from rouge_score import scoring, tokenize
+from rapidfuzz.distance import LCSseq
 
 ROUGE_KEYS = ("rouge1", "rouge2", "rougel", "exactmatch")
 #: below this many examples a process pool costs more than it saves
 PARALLEL_MIN_EXAMPLES = 2000
+#: pairs whose n-grams are counted together (bounds the memory of one NumPy pass)
+BLOCK_PAIRS = 2048
 
 _WORKERS: contextvars.ContextVar[int] = contextvars.ContextVar("sumbench_rouge_workers",
                                                                default=1)
@@ -45,65 +48,113 @@ def using_workers(workers: int) -> Iterator[None]:
         _WORKERS.reset(token)
 
 
+#: bytes -> the byte itself for [a-z0-9], else a space (every byte of a non-ASCII character is
+#: >= 0x80, so a non-ASCII character becomes spaces, as rouge-score's regex makes it one)
+_TOKEN_BYTES = bytes(byte if chr(byte) in "abcdefghijklmnopqrstuvwxyz0123456789" else 0x20
+                     for byte in range(256))
+
+
 def rouge_tokens(text: str) -> list[str]:
     """Lower-case, then rouge-score's default tokenization without stemming.
 
-    Same tokens as `rouge_score.tokenize.tokenize(text.lower(), None)`: after replacing every
-    run of characters outside [a-z0-9] by a space only valid tokens remain, so a plain
-    whitespace split replaces its regex split and per-token validity check.
+    Same tokens as `rouge_score.tokenize.tokenize(text.lower(), None)`: that replaces every
+    run of characters outside [a-z0-9] by a space and keeps the valid tokens left, which are
+    the whitespace-separated runs of [a-z0-9]; here the lower-cased text's UTF-8 bytes are
+    mapped to themselves or a space in one table lookup (tested equal on random Unicode).
     """
-    return tokenize.NON_ALPHANUM_RE.sub(" ", text.lower()).split()
+    encoded = text.lower().encode("utf-8", "surrogatepass")
+    return encoded.translate(_TOKEN_BYTES).decode("ascii").split()
 
 
-def ngram_counts(tokens: Sequence[str], n: int) -> collections.Counter:
-    """Multiset of the n-grams of `tokens` (tokens themselves for n = 1, else tuples)."""
-    if n == 1:
-        return collections.Counter(tokens)
-    return collections.Counter(zip(*(tokens[i:] for i in range(n))))
+class _Vocabulary(dict):
+    """token -> dense id, a new id for each unseen token."""
 
-
-def ngram_fmeasure(target: collections.Counter, prediction: collections.Counter) -> float:
-    """rouge-score's n-gram F-measure from the two n-gram multisets."""
-    smaller, larger = (target, prediction) if len(target) <= len(prediction) else (
-        prediction, target)
-    overlap = sum(min(count, larger[gram]) for gram, count in smaller.items() if gram in larger)
-    precision = overlap / max(sum(prediction.values()), 1)
-    recall = overlap / max(sum(target.values()), 1)
-    return scoring.fmeasure(precision, recall)
+    def __missing__(self, token: str) -> int:
+        self[token] = identifier = len(self)
+        return identifier
 
 
 def lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
-    """Length of the longest common subsequence (bit-parallel, exact)."""
-    if not first or not second:
-        return 0
-    if len(second) > len(first):  # LCS is symmetric: loop over the shorter sequence
-        first, second = second, first
-    masks: dict[str, int] = {}
-    for position, token in enumerate(first):
-        masks[token] = masks.get(token, 0) | (1 << position)
-    all_ones = (1 << len(first)) - 1
-    row = all_ones
-    for token in second:
-        matches = row & masks.get(token, 0)
-        row = ((row + matches) | (row - matches)) & all_ones
-    return len(first) - row.bit_count()
+    """Length of the longest common subsequence (exact: rapidfuzz's bit-parallel LCS over
+    dense token ids, which are their own hashes, so no two different tokens can meet)."""
+    vocabulary = _Vocabulary()
+    return LCSseq.similarity(list(map(vocabulary.__getitem__, first)),
+                             list(map(vocabulary.__getitem__, second)))
 
 
-def lcs_fmeasure(target: Sequence[str], prediction: Sequence[str]) -> float:
-    """rouge-score's ROUGE-L F-measure (0 when either side has no tokens)."""
-    if not target or not prediction:
-        return 0.0
-    lcs = lcs_length(target, prediction)
-    return scoring.fmeasure(lcs / len(prediction), lcs / len(target))
+class _Side(NamedTuple):
+    """The tokens of one side (predictions or references) of a block of pairs: their ids in
+    one array, the pair each belongs to, and the number per pair."""
+    ids: np.ndarray
+    pair: np.ndarray
+    lengths: np.ndarray
+
+
+def _side(token_lists: list[list[str]], vocabulary: _Vocabulary) -> _Side:
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    ids = np.fromiter(map(vocabulary.__getitem__, itertools.chain.from_iterable(token_lists)),
+                      dtype=np.int64, count=int(lengths.sum()))
+    return _Side(ids, np.repeat(np.arange(len(token_lists)), lengths), lengths)
+
+
+def _bigrams(side: _Side, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bigram keys, their pairs): consecutive tokens of the same text."""
+    same_text = side.pair[:-1] == side.pair[1:]
+    keys = side.ids[:-1][same_text] * n_tokens + side.ids[1:][same_text]
+    return keys, side.pair[:-1][same_text]
+
+
+def _overlaps(predicted: tuple[np.ndarray, np.ndarray], target: tuple[np.ndarray, np.ndarray],
+              n_pairs: int) -> np.ndarray:
+    """Per pair, the size of the multiset intersection of its predicted and target keys (the
+    sum over shared n-grams of the smaller count, as rouge-score counts its overlap)."""
+    keys, inverse = np.unique(np.concatenate([predicted[0], target[0]]), return_inverse=True)
+    dense_p, dense_t = inverse[:len(predicted[0])], inverse[len(predicted[0]):]
+    width = len(keys) + 1
+    unique_p, counts_p = np.unique(predicted[1] * width + dense_p, return_counts=True)
+    unique_t, counts_t = np.unique(target[1] * width + dense_t, return_counts=True)
+    common, at_p, at_t = np.intersect1d(unique_p, unique_t, assume_unique=True,
+                                        return_indices=True)
+    shared = np.minimum(counts_p[at_p], counts_t[at_t])
+    return np.bincount(common // width, weights=shared, minlength=n_pairs)
+
+
+def _fmeasure(overlap: np.ndarray, n_predicted: np.ndarray, n_target: np.ndarray) -> np.ndarray:
+    """rouge-score's F-measure, element-wise with the same float operations: precision
+    overlap / max(n_predicted, 1), recall likewise, 2·p·r / (p + r), or 0 when p + r = 0."""
+    precision = overlap / np.maximum(n_predicted, 1)
+    recall = overlap / np.maximum(n_target, 1)
+    total = precision + recall
+    return np.divide(2 * precision * recall, total, out=np.zeros_like(total), where=total > 0)
+
+
+def _score_block(pairs: Sequence[tuple[str, str]]) -> list[tuple[float, ...]]:
+    """rouge_values of a block of pairs: the n-gram overlaps of all pairs counted at once
+    with NumPy over (pair, n-gram) keys, the LCS per pair."""
+    predicted_tokens = [rouge_tokens(prediction) for prediction, _ in pairs]
+    target_tokens = [rouge_tokens(reference) for _, reference in pairs]
+    vocabulary = _Vocabulary()
+    predicted, target = _side(predicted_tokens, vocabulary), _side(target_tokens, vocabulary)
+    n_pairs, n_tokens = len(pairs), len(vocabulary) + 1
+    rouge1 = _fmeasure(_overlaps((predicted.ids, predicted.pair), (target.ids, target.pair),
+                                 n_pairs), predicted.lengths, target.lengths)
+    rouge2 = _fmeasure(_overlaps(_bigrams(predicted, n_tokens), _bigrams(target, n_tokens),
+                                 n_pairs), predicted.lengths - 1, target.lengths - 1)
+    ends_p, ends_t = np.cumsum(predicted.lengths).tolist(), np.cumsum(target.lengths).tolist()
+    ids_p, ids_t = predicted.ids.tolist(), target.ids.tolist()
+    lcs = np.array([LCSseq.similarity(ids_p[end_p - n_p:end_p], ids_t[end_t - n_t:end_t])
+                    for end_p, n_p, end_t, n_t in zip(ends_p, predicted.lengths.tolist(),
+                                                      ends_t, target.lengths.tolist())],
+                   dtype=np.float64)
+    both = (predicted.lengths > 0) & (target.lengths > 0)
+    rougel = np.where(both, _fmeasure(lcs, predicted.lengths, target.lengths), 0.0)
+    exact = [float(prediction.lower() == reference.lower()) for prediction, reference in pairs]
+    return list(zip(rouge1.tolist(), rouge2.tolist(), rougel.tolist(), exact))
 
 
 def rouge_values(prediction: str, reference: str) -> tuple[float, float, float, float]:
     """(rouge1, rouge2, rougel, exactmatch) of one prediction against its reference."""
-    predicted, target = rouge_tokens(prediction), rouge_tokens(reference)
-    return (ngram_fmeasure(ngram_counts(target, 1), ngram_counts(predicted, 1)),
-            ngram_fmeasure(ngram_counts(target, 2), ngram_counts(predicted, 2)),
-            lcs_fmeasure(target, predicted),
-            float(prediction.lower() == reference.lower()))
+    return _score_block([(prediction, reference)])[0]
 
 
 def rouge_example(prediction: str, reference: str) -> dict:
@@ -112,7 +163,8 @@ def rouge_example(prediction: str, reference: str) -> dict:
 
 
 def _score_chunk(pairs: Sequence[tuple[str, str]]) -> list[tuple[float, ...]]:
-    return [rouge_values(prediction, reference) for prediction, reference in pairs]
+    return [row for start in range(0, len(pairs), BLOCK_PAIRS)
+            for row in _score_block(pairs[start:start + BLOCK_PAIRS])]
 
 
 def _chunks(items: list, parts: int) -> list[list]:

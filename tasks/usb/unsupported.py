@@ -40,11 +40,12 @@ class UnsupportedSpanPrediction(UsbTask):
         for field in ("prediction", "summary", "annotated_summary"):
             require_str(record, field)
 
-    def score_examples(self, records: Sequence[dict]) -> list:
-        from tasks.metrics.spans import span_examples
+    def score_examples(self, records: Sequence[dict]) -> list[tuple[int, int, int]]:
+        """Per record: (correct, predicted, gold) span counts (`span_example_counts`)."""
+        from tasks.metrics.spans import span_example_counts
 
-        return span_examples([r["prediction"] for r in records], [r["summary"] for r in records],
-                             [r["annotated_summary"] for r in records])
+        return [span_example_counts(r["prediction"], r["summary"], r["annotated_summary"])
+                for r in records]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
         from tasks.metrics.spans import aggregate_spans

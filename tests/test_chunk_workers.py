@@ -1,0 +1,127 @@
+"""Chunks scored in forked children: results in submission order whatever the number of
+workers, failures of a child re-raised or named, nothing left running or frozen."""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+
+import pytest
+
+from tasks import chunk_workers
+from tasks.chunk_workers import ChunkWorkers
+from tasks.errors import SumbenchError
+from tasks.scoring import read_prediction_files, score_files, score_records
+
+needs_fork = pytest.mark.skipif(not chunk_workers.fork_available(),
+                                reason="forked workers need the 'fork' start method")
+
+
+def squares_and_pids(chunk: list[int]) -> list[tuple[int, int]]:
+    return [(item * item, os.getpid()) for item in chunk]
+
+
+def fail_on_seven(chunk: list[int]) -> list[int]:
+    if 7 in chunk:
+        raise ValueError("seven is not allowed")
+    return chunk
+
+
+class Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("cannot pickle this")
+
+
+def raise_unpicklable(chunk: list[int]) -> list[int]:
+    raise Unpicklable("a local failure")
+
+
+def die(chunk: list[int]) -> list[int]:
+    os._exit(3)
+
+
+def submit_all(workers: ChunkWorkers, function, chunks: list[list[int]]) -> list:
+    handles = [workers.submit(function, chunk, kind="test") for chunk in chunks]
+    return [item for handle in handles for item in handle.result()]
+
+
+@needs_fork
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_results_come_back_in_submission_order(monkeypatch, count):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 2)
+    chunks = [list(range(start, start + 5)) for start in range(0, 40, 5)]
+    with ChunkWorkers(count, min_chunk=3) as workers:
+        results = submit_all(workers, squares_and_pids, chunks)
+    assert [square for square, _ in results] == [item * item for item in range(40)]
+    pids = {pid for _, pid in results}
+    # the first items of a kind run here; the rest of the chunks in children (workers > 1)
+    assert results[0][1] == os.getpid()
+    assert (len(pids) > 1) == (count > 1)
+    assert not multiprocessing.active_children()
+    assert gc.get_freeze_count() == 0
+
+
+@needs_fork
+def test_small_chunks_and_one_worker_run_here():
+    with ChunkWorkers(2, min_chunk=10) as workers:
+        assert {pid for _, pid in submit_all(workers, squares_and_pids, [[1, 2], [3]])} == {
+            os.getpid()}
+    with ChunkWorkers(1) as workers:
+        assert {pid for _, pid in submit_all(workers, squares_and_pids,
+                                             [list(range(200))])} == {os.getpid()}
+
+
+@needs_fork
+def test_an_error_in_a_child_is_raised_and_the_others_are_stopped(monkeypatch):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 1)
+    chunks = [list(range(start, start + 4)) for start in range(0, 40, 4)]
+    with pytest.raises(ValueError, match="seven is not allowed"):
+        with ChunkWorkers(2, min_chunk=2) as workers:
+            submit_all(workers, fail_on_seven, chunks)
+    assert not multiprocessing.active_children()
+    assert gc.get_freeze_count() == 0
+
+
+@needs_fork
+def test_an_exception_that_does_not_pickle_is_named(monkeypatch):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
+    with pytest.raises(SumbenchError, match="Unpicklable: a local failure"):
+        with ChunkWorkers(2, min_chunk=1) as workers:
+            submit_all(workers, raise_unpicklable, [[1, 2]])
+
+
+@needs_fork
+def test_a_dead_child_is_an_error_with_its_exit_code(monkeypatch):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
+    with pytest.raises(SumbenchError, match=r"worker process died \(exit code 3\)"):
+        with ChunkWorkers(2, min_chunk=1) as workers:
+            submit_all(workers, die, [[1, 2]])
+    assert not multiprocessing.active_children()
+
+
+def test_worker_counts_are_checked():
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        ChunkWorkers(0)
+    assert 1 <= chunk_workers.default_workers() <= 8
+    assert chunk_workers.default_workers(limit=1) == 1
+
+
+@needs_fork
+def test_score_files_gives_the_same_numbers_with_forked_chunks(usb_fixture_dir, monkeypatch):
+    import tasks.scoring as scoring
+
+    paths = sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))
+    at_once = score_records(read_prediction_files(paths), bootstrap=10, seed=2)
+    monkeypatch.setattr(scoring, "CHUNK_RECORDS", 3)
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 1)
+    forked = []
+    original = chunk_workers._Forked.__init__
+
+    def counting_init(self, function, chunk):
+        forked.append(len(chunk))
+        original(self, function, chunk)
+
+    monkeypatch.setattr(chunk_workers._Forked, "__init__", counting_init)
+    assert score_files(paths, bootstrap=10, seed=2, workers=2) == at_once
+    assert len(forked) > 8
+    assert score_files(paths, bootstrap=10, seed=2, workers=1) == at_once
