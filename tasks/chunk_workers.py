@@ -76,11 +76,11 @@ class _Joined:
 
 
 class _Forked:
-    """A chunk running in a child; `result()` waits for it (once)."""
+    """A chunk running in a child; `result()` waits for it (once). The caller freezes the
+    garbage collector's objects first."""
 
     def __init__(self, function: Callable[[Any], Any], chunk: Any) -> None:
         context = multiprocessing.get_context("fork")
-        gc.freeze()
         self._reader, writer = context.Pipe(duplex=False)
         self._process = context.Process(target=_child, args=(function, chunk, writer),
                                         daemon=True)
@@ -125,6 +125,7 @@ class ChunkWorkers:
         self.min_chunk = min_chunk
         self._running: deque[_Forked] = deque()
         self._warm: set = set()
+        self._froze = False  # whether this object froze the collector (and so unfreezes it)
 
     def submit(self, function: Callable[[Any], list], chunk: list, kind: Any = None):
         if self.workers <= 1 or len(chunk) < self.min_chunk:
@@ -138,6 +139,10 @@ class ChunkWorkers:
     def _fork(self, function: Callable[[Any], list], chunk: list) -> _Forked:
         while len(self._running) > self.workers:  # one spare: this process reads on
             self._running.popleft().result()  # keeps its outcome for the caller
+        if not self._froze and gc.get_freeze_count() == 0:
+            self._froze = True  # a caller's own frozen objects stay frozen
+        if self._froze:
+            gc.freeze()
         handle = _Forked(function, chunk)
         self._running.append(handle)
         return handle
@@ -154,4 +159,5 @@ class ChunkWorkers:
                 else:
                     handle.stop()
         finally:
-            gc.unfreeze()
+            if self._froze:
+                gc.unfreeze()

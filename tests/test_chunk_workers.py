@@ -125,3 +125,34 @@ def test_score_files_gives_the_same_numbers_with_forked_chunks(usb_fixture_dir, 
     assert score_files(paths, bootstrap=10, seed=2, workers=2) == at_once
     assert len(forked) > 8
     assert score_files(paths, bootstrap=10, seed=2, workers=1) == at_once
+
+
+@needs_fork
+def test_a_bad_record_read_while_children_run_stops_them(usb_fixture_dir, tmp_path,
+                                                         monkeypatch):
+    import tasks.scoring as scoring
+
+    monkeypatch.setattr(scoring, "CHUNK_RECORDS", 3)
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 1)
+    lines = (usb_fixture_dir / "predictions" / "multisentence_compression.jsonl").read_text(
+        ).splitlines()
+    path = tmp_path / "comp.jsonl"
+    path.write_text("\n".join([*lines, '{"id": "broken"']) + "\n")
+    with pytest.raises(scoring.DataError, match=f"{path}:{len(lines) + 1}"):
+        score_files([path], workers=2)
+    assert not multiprocessing.active_children()
+    assert gc.get_freeze_count() == 0
+
+
+@needs_fork
+def test_objects_frozen_by_the_caller_stay_frozen(monkeypatch):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with ChunkWorkers(2, min_chunk=1) as workers:
+            assert [square for square, _ in submit_all(
+                workers, squares_and_pids, [[1, 2], [3]])] == [1, 4, 9]
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()
