@@ -152,12 +152,12 @@ class ChunkWorkers:
 
     def __exit__(self, kind, error, traceback) -> None:
         try:
+            if kind is None:  # wait for every child in order; the first failure is raised
+                while self._running:
+                    self._running[0].result()
+                    self._running.popleft()
+        finally:  # after an error (here or in the block) the children left are stopped
             while self._running:
-                handle = self._running.popleft()
-                if kind is None:
-                    handle.result()
-                else:
-                    handle.stop()
-        finally:
+                self._running.popleft().stop()
             if self._froze:
                 gc.unfreeze()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import time
 
 import pytest
 
@@ -38,6 +39,13 @@ def raise_unpicklable(chunk: list[int]) -> list[int]:
 
 def die(chunk: list[int]) -> list[int]:
     os._exit(3)
+
+
+def fail_first_then_sleep(chunk: list[int]) -> list[int]:
+    if chunk[0] == 0:
+        raise ValueError("the first chunk fails")
+    time.sleep(60)
+    return chunk
 
 
 def submit_all(workers: ChunkWorkers, function, chunks: list[list[int]]) -> list:
@@ -80,6 +88,18 @@ def test_an_error_in_a_child_is_raised_and_the_others_are_stopped(monkeypatch):
             submit_all(workers, fail_on_seven, chunks)
     assert not multiprocessing.active_children()
     assert gc.get_freeze_count() == 0
+
+
+@needs_fork
+def test_a_failure_found_while_waiting_at_the_end_stops_the_children_left(monkeypatch):
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="the first chunk fails"):
+        with ChunkWorkers(2, min_chunk=1) as workers:
+            handles = [workers.submit(fail_first_then_sleep, chunk) for chunk in ([0], [1])]
+    assert len(handles) == 2
+    assert not multiprocessing.active_children()
+    assert time.monotonic() - started < 30  # the sleeping child was stopped, not awaited
 
 
 @needs_fork
