@@ -4,14 +4,15 @@ A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) sco
 spaced subset (`--subset`) of the 26,400 pairs three ways, alternated `--repeat` times
 (bench/harness.py: min and median of each, ratio of medians):
   ours      NLIBackend: length-sorted batches of `--batch-size`, dynamic padding, each distinct
-            pair once;
+            pair once, the last layer for the first token only (trainers.first_token; about
+            half of this 2-layer model's work, ~4% of a 24-layer one);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass ("ratio_one_pair").
 "identical": every probability within 1e-5 (padding changes float rounding). `--full` also
 streams all pairs and reports RSS at 25/50/100%: memory stays flat (one chunk at a time;
 `malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers).
-One intra-op thread by default.
+`--threads`: torch intra-op threads for every arm, by default the CPUs this process may use.
 
     python bench/presence_speed.py [--subset 800] [--repeat 5] [--json] [--full]
 """
@@ -29,7 +30,7 @@ from typing import Iterator
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 sys.path.insert(0, str(REPO_ROOT))
-from harness import add_options, compare_arms, report  # noqa: E402
+from harness import add_options, compare_arms, cpus, report  # noqa: E402
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pyramid" / "realsumm"
 
 
@@ -154,7 +155,8 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
              "subset": f"every {stride}th of {total} (summary, SCU) pairs",
              "ratio_one_pair": round(versus_one["ratio"], 3),
              "identical_one_pair": versus_one["identical"],
-             "one_pair": {key: versus_one["baseline"][key] for key in ("min", "median")}}
+             "one_pair": {key: versus_one["baseline"][key] for key in ("min", "median")},
+             "first_token_shortcut": backend.shortcut}
     return versus_loop, versus_one, extra
 
 
@@ -164,7 +166,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--chunk-size", type=int, default=2048)
     parser.add_argument("--subset", type=int, default=800)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=cpus(),
+                        help="torch intra-op threads (default: the CPUs available)")
     parser.add_argument("--full", action="store_true",
                         help="also stream all 26,400 pairs and report RSS at 25/50/100%%")
     parser.add_argument("--no-trim", action="store_true")

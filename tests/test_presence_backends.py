@@ -408,3 +408,40 @@ def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir)
     assert backend.score([(summary, unit)])[0].probability == pytest.approx(p3(400), abs=1e-6)
     short = build_backend("nli", model=str(classifier_dir), mode="prob3", max_length=16)
     assert short.score([(summary, unit)])[0].probability == pytest.approx(p3(16), abs=1e-6)
+
+
+def test_nli_first_token_shortcut_is_checked_and_gives_the_full_forward(classifier_dir):
+    full = NLIBackend(str(classifier_dir), batch_size=2, first_token_shortcut=False)
+    assert full.shortcut == "off: turned off"
+    fast = NLIBackend(str(classifier_dir), batch_size=2)
+    assert fast.shortcut == "unchecked"
+    expected, got = full.score(PAIRS), fast.score(PAIRS)
+    assert fast.shortcut == "on"
+    for a, b in zip(expected, got):
+        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
+        assert a.details["label3"] == b.details["label3"]
+
+
+def test_nli_shortcut_that_disagrees_is_dropped_with_a_warning(classifier_dir, capsys):
+    backend = NLIBackend(str(classifier_dir), batch_size=2)
+    shortcut = backend._shortcut_forward
+    backend._shortcut_forward = lambda **tensors: shortcut(**tensors) + 0.5
+    got = backend.score(PAIRS)
+    assert backend.shortcut.startswith("off: it differs from the model's forward by 0.5")
+    assert backend._shortcut_forward is None
+    assert "first-token shortcut is off" in capsys.readouterr().err
+    expected = NLIBackend(str(classifier_dir), first_token_shortcut=False).score(PAIRS)
+    for a, b in zip(expected, got):  # every batch, the checked one too, from the full forward
+        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
+
+
+def test_pad_batch_pads_ids_segments_and_mask():
+    from leaderboard.evaluators.presence_models import pad_batch
+
+    batch = pad_batch([{"input_ids": [5, 6, 7], "token_type_ids": [0, 1, 1]},
+                       {"input_ids": [8], "token_type_ids": [0]}], pad_id=2)
+    assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 2, 2]]
+    assert batch["token_type_ids"].tolist() == [[0, 1, 1], [0, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch["input_ids"].dtype == batch["attention_mask"].dtype
+    assert sorted(pad_batch([{"input_ids": [3]}], pad_id=0)) == ["attention_mask", "input_ids"]

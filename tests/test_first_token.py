@@ -1,0 +1,95 @@
+"""The first-token shortcut equals the classifier's own forward; other models are refused."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from trainers.first_token import agrees, first_token_forward, unsupported_reason  # noqa: E402
+from trainers.tiny import _seeded_init  # noqa: E402
+
+VOCAB = 120
+
+
+def padded_batch(generator: torch.Generator, lengths=(23, 17, 9), pad_id: int = 1) -> dict:
+    """Random ids (>= 3, so never the pad id) right-padded to the longest; two segments."""
+    width = max(lengths)
+    ids = torch.full((len(lengths), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    segments = torch.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        ids[row, :length] = torch.randint(3, VOCAB, (length,), generator=generator)
+        mask[row, :length] = 1
+        segments[row, length // 2:length] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": segments}
+
+
+def seeded(build):
+    return _seeded_init(0, build).eval()  # seeded, the global generators restored
+
+
+def bert(layers: int = 3, model_class=transformers.BertForSequenceClassification):
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=layers,
+                                     num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=64, pad_token_id=1, num_labels=3)
+    return seeded(lambda: model_class(config))
+
+
+def roberta(layers: int = 2):
+    config = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32,
+                                        num_hidden_layers=layers, num_attention_heads=4,
+                                        intermediate_size=64, max_position_embeddings=64,
+                                        pad_token_id=1, type_vocab_size=1, num_labels=3)
+    return seeded(lambda: transformers.RobertaForSequenceClassification(config))
+
+
+@pytest.mark.parametrize("build, layers", [(bert, 1), (bert, 3), (roberta, 2)])
+def test_the_shortcut_gives_the_model_logits(build, layers):
+    model = build(layers)
+    forward, reason = first_token_forward(model)
+    assert reason is None
+    batch = padded_batch(torch.Generator().manual_seed(layers))
+    if build is roberta:
+        batch.pop("token_type_ids")
+    with torch.inference_mode():
+        expected = model(**batch).logits
+        got = forward(**batch)
+    assert got.shape == expected.shape == (3, 3)
+    assert torch.allclose(got, expected, atol=1e-5, rtol=0)
+    assert agrees(got, expected)
+    assert not agrees(got + 0.01, expected)
+
+
+def test_padding_rows_change_nothing():
+    model = bert()
+    forward, _ = first_token_forward(model)
+    batch = padded_batch(torch.Generator().manual_seed(5), lengths=(11, 30))
+    alone = {key: value[:1, :11] for key, value in batch.items()}
+    with torch.inference_mode():
+        assert torch.allclose(forward(**batch)[0], model(**alone).logits[0], atol=1e-5, rtol=0)
+
+
+def test_models_outside_the_shape_are_refused_with_the_reason():
+    token_classifier = bert(model_class=transformers.BertForTokenClassification)
+    assert first_token_forward(token_classifier) == (None, unsupported_reason(token_classifier))
+    assert "BertForTokenClassification is not one of" in unsupported_reason(token_classifier)
+
+    training = bert().train()
+    assert "training mode" in unsupported_reason(training)
+    relative = bert()
+    relative.config.position_embedding_type = "relative_key"
+    assert "not absolute" in unsupported_reason(relative)
+    decoder = bert()
+    decoder.config.is_decoder = True
+    assert "decoder" in unsupported_reason(decoder)
+    no_pooler = bert()
+    no_pooler.bert.pooler = None
+    assert "pooler" in unsupported_reason(no_pooler)
+
+
+def test_agrees_needs_the_same_shape_and_scales_with_the_logits():
+    logits = torch.tensor([[1000.0, -2.0]])
+    assert agrees(logits + 0.05, logits)  # 5e-5 of the largest logit
+    assert not agrees(logits[:, :1], logits)
+    assert not agrees(torch.tensor([[0.5, 0.0]]), torch.tensor([[0.0, 0.0]]))

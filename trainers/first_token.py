@@ -1,0 +1,107 @@
+"""An exact shortcut for encoder classifiers whose head reads only the first token.
+
+BERT-family sequence classifiers (BERT, RoBERTa, XLM-R) classify from the first position of the
+last layer (`[CLS]`, `<s>`). The last layer's other positions feed nothing, so
+`first_token_forward(model)` returns a forward that runs the embeddings and every layer but the
+last exactly as the model's modules do, and the last layer for the first position only (its
+query, attention over every key, its feed-forward), then the model's own head. The saving is
+most of one layer: nearly half of a 2-layer test model, about 4% of roberta-large (24 layers).
+
+The logits equal the model's forward up to float rounding (the same attention kernel, other
+matrix shapes); callers check that on real inputs (`agrees`) before trusting the shortcut.
+A model outside the supported shape gets `None` and the reason, never an approximation.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+#: class name -> (attribute of the encoder, whether the head is pooler + classifier)
+SUPPORTED = {"BertForSequenceClassification": ("bert", True),
+             "RobertaForSequenceClassification": ("roberta", False),
+             "XLMRobertaForSequenceClassification": ("roberta", False)}
+LAYER_PARTS = ("attention.self.query", "attention.self.key", "attention.self.value",
+               "attention.output.dense", "attention.output.LayerNorm", "intermediate",
+               "output.dense", "output.LayerNorm")
+
+
+def _has_part(module: Any, dotted: str) -> bool:
+    for name in dotted.split("."):
+        module = getattr(module, name, None)
+        if module is None:
+            return False
+    return True
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why `model` cannot take the shortcut, or None when it can."""
+    name = type(model).__name__
+    if name not in SUPPORTED:
+        return f"{name} is not one of {', '.join(sorted(SUPPORTED))}"
+    if model.training:
+        return "the model is in training mode (dropout)"
+    config = model.config
+    if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+        return "the encoder is configured as a decoder"
+    if getattr(config, "position_embedding_type", "absolute") not in (None, "absolute"):
+        return f"position_embedding_type {config.position_embedding_type!r} is not absolute"
+    encoder_name, pooled = SUPPORTED[name]
+    base = getattr(model, encoder_name, None)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    if base is None or not layers or getattr(base, "embeddings", None) is None:
+        return f"{name} has no {encoder_name}.embeddings and {encoder_name}.encoder.layer"
+    missing = [part for part in LAYER_PARTS if not all(_has_part(l, part) for l in layers)]
+    if missing:
+        return f"its layers lack {', '.join(missing)}"
+    if pooled and getattr(base, "pooler", None) is None:
+        return "the BERT classifier has no pooler"
+    if config.hidden_size % config.num_attention_heads:
+        return "hidden_size is not a multiple of num_attention_heads"
+    return None
+
+
+def _layer(layer: Any, queries: Any, keys: Any, mask: Any, heads: int) -> Any:
+    """One BERT layer (post-norm) for the positions in `queries`, attending over `keys`."""
+    import torch.nn.functional as F
+
+    attention, batch = layer.attention, queries.shape[0]
+
+    def split(states):  # (batch, length, hidden) -> (batch, heads, length, head size)
+        return states.view(batch, states.shape[1], heads, -1).transpose(1, 2)
+
+    context = F.scaled_dot_product_attention(
+        split(attention.self.query(queries)), split(attention.self.key(keys)),
+        split(attention.self.value(keys)), attn_mask=mask)
+    context = context.transpose(1, 2).reshape(batch, queries.shape[1], -1)
+    attended = attention.output.LayerNorm(attention.output.dense(context) + queries)
+    return layer.output.LayerNorm(layer.output.dense(layer.intermediate(attended)) + attended)
+
+
+def first_token_forward(model: Any) -> tuple[Callable[..., Any] | None, str | None]:
+    """(forward, None) for a supported classifier, where `forward(input_ids, attention_mask,
+    token_type_ids=None)` returns the logits; (None, reason) otherwise."""
+    reason = unsupported_reason(model)
+    if reason is not None:
+        return None, reason
+    encoder_name, pooled = SUPPORTED[type(model).__name__]
+    base = getattr(model, encoder_name)
+    layers, heads = list(base.encoder.layer), int(model.config.num_attention_heads)
+
+    def head(first):
+        return model.classifier(base.pooler(first)) if pooled else model.classifier(first)
+
+    def forward(input_ids, attention_mask, token_type_ids=None):
+        hidden = base.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
+        mask = attention_mask.bool()[:, None, None, :]
+        for layer in layers[:-1]:
+            hidden = _layer(layer, hidden, hidden, mask, heads)
+        return head(_layer(layers[-1], hidden[:, :1], hidden, mask, heads))
+
+    return forward, None
+
+
+def agrees(first: Any, second: Any, tolerance: float = 1e-4) -> bool:
+    """Whether two logit tensors agree within `tolerance` relative to their scale."""
+    if first.shape != second.shape:
+        return False
+    scale = max(1.0, float(second.abs().max()))
+    return float((first - second).abs().max()) <= tolerance * scale
