@@ -4,7 +4,9 @@
 that slows down or warms up during the run hurts both equally; it keeps every time, reports the
 minimum and the median of each arm, the ratio of the medians (baseline / ours: > 1 means ours
 is faster) and whether both arms gave identical outputs (`same(ours, baseline)`, default ==).
-`report` prints a readable summary, or with `--json` one JSON line with "ratio" and "identical".
+`report` prints a readable summary, or with `--json` one JSON line with "ratio" and "identical";
+both name the machine (`machine()`: CPU model, CPUs, torch threads, package versions, commit),
+since ratios of batched to one-at-a-time work depend on how much a call costs on that CPU.
 """
 from __future__ import annotations
 
@@ -60,13 +62,43 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what `platform` says."""
+    import platform
+
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What a timing depends on: CPU, CPUs available, torch threads (when torch is loaded),
+    tokenizer parallelism, and the run's provenance (commit, package versions, platform)."""
+    import sys
+
+    from tasks.provenance import provenance
+
+    record = provenance()
+    torch = sys.modules.get("torch")
+    return {"cpu": cpu_model(), "cpus": cpus(),
+            "torch_threads": torch.get_num_threads() if torch is not None else None,
+            "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
+            **{key: record[key] for key in ("git", "python", "platform")},
+            "packages": {name: version for name, version in record["packages"].items()
+                         if version is not None}}
+
+
 def report(name: str, result: dict, *, as_json: bool, extra: dict | None = None,
            labels: tuple[str, str] = ("ours", "baseline")) -> None:
     """Print the comparison: readable lines, or one JSON line (`extra` keys added)."""
     summary = {"benchmark": name, "ratio": round(result["ratio"], 3),
                "identical": result["identical"], "cpus": cpus(),
                **{arm: {key: result[arm][key] for key in ("min", "median", "runs")}
-                  for arm in ("ours", "baseline")}, **(extra or {})}
+                  for arm in ("ours", "baseline")}, **(extra or {}), "machine": machine()}
     if as_json:
         print(json.dumps(summary, sort_keys=True))
         return
@@ -75,6 +107,9 @@ def report(name: str, result: dict, *, as_json: bool, extra: dict | None = None,
               f"(runs: {', '.join(f'{t:.3f}' for t in result[arm]['runs'])})")
     for key, value in (extra or {}).items():
         print(f"{key}: {value}")
-    print(f"cpus: {summary['cpus']}")
+    host = summary["machine"]
+    print(f"machine: {host['cpu']}, {host['cpus']} CPUs, torch threads {host['torch_threads']}, "
+          f"commit {(host['git']['commit'] or 'unknown')[:12]}"
+          f"{' (dirty)' if host['git']['dirty'] else ''}")
     print(f"ratio of medians: {result['ratio']:.2f}x")
     print("outputs identical" if result["identical"] else "OUTPUTS DIFFER")

@@ -10,13 +10,13 @@
    on 127.0.0.1; p50/p95 of GET /track/usb and /api/v1/leaderboard/usb (alternating).
    Goal: p95 < 100 ms.
 
-    python bench/leaderboard_load.py [--entries 1000] [--requests 200] [--docs 4000] [--json]
+    python bench/leaderboard_load.py [--entries 1000] [--requests 200] [--docs 4000]
+                                     [--repeat 5] [--json]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +26,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from harness import add_options, compare_arms, machine  # noqa: E402
 
 
 def build_corpus(root: Path, docs: int) -> tuple[Path, list[Path]]:
@@ -65,17 +67,11 @@ def scoring_ratio(data: Path, files: list[Path], repeats: int) -> dict:
     def score():
         return score_files([str(path) for path in files])
 
-    times = {"server": [], "score": []}
-    outputs = {}
-    for _ in range(repeats):
-        for name, arm in (("score", score), ("server", server)):
-            started = time.perf_counter()
-            outputs[name] = arm()
-            times[name].append(time.perf_counter() - started)
-    identical = outputs["server"] == outputs["score"]
-    return {"score_s": times["score"], "server_s": times["server"], "identical": identical,
-            "scoring_ratio": statistics.median(times["server"]) /
-            statistics.median(times["score"]),
+    # "ours" is `sumbench score`, the "baseline" the server: the ratio is server / score
+    result = compare_arms(score, server, repeat=repeats)
+    arms = {name: {key: result[arm][key] for key in ("min", "median", "runs")}
+            for name, arm in (("score", "ours"), ("server", "baseline"))}
+    return {**arms, "identical": result["identical"], "scoring_ratio": result["ratio"],
             "records": sum(len(path.read_text().splitlines()) for path in files)}
 
 
@@ -163,27 +159,27 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--docs", type=int, default=4000,
                         help="synthetic documents (20%% are test: 4000 gives USB's ~800)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    add_options(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         data, files = build_corpus(root, args.docs)
-        scoring = scoring_ratio(data, files, args.repeats)
+        scoring = scoring_ratio(data, files, args.repeat)
         db = load_board(data, files, root, args.entries)
         pages = latency(db, args.requests)
     result = {"entries": args.entries, "requests": args.requests, **scoring,
-              "latency": pages, "ratio": scoring["scoring_ratio"]}
+              "latency": pages, "ratio": scoring["scoring_ratio"], "machine": machine()}
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        print(f"scoring {scoring['records']} records: sumbench score median "
-              f"{statistics.median(scoring['score_s']):.2f} s, server "
-              f"{statistics.median(scoring['server_s']):.2f} s, ratio "
+        print(f"scoring {scoring['records']} records (median, min): sumbench score "
+              f"{scoring['score']['median']:.2f} s, {scoring['score']['min']:.2f} s; server "
+              f"{scoring['server']['median']:.2f} s, {scoring['server']['min']:.2f} s; ratio "
               f"{scoring['scoring_ratio']:.2f} (identical: {scoring['identical']})")
         for name, values in pages.items():
             print(f"GET {name} with {args.entries} entries: p50 {values['p50_ms']:.1f} ms, "
                   f"p95 {values['p95_ms']:.1f} ms")
+        print(f"machine: {result['machine']['cpu']}, {result['machine']['cpus']} CPUs")
     return 0 if scoring["identical"] else 1
 
 

@@ -1,20 +1,27 @@
 """Benchmark (not a test): NLI presence over (summary, SCU) pairs of REALSumm.
 
-A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) scores an evenly
-spaced subset (`--subset`) of the 26,400 pairs three ways, alternated `--repeat` times
-(bench/harness.py: min and median of each, ratio of medians):
+A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) scores about
+`--subset` of the 26,400 pairs three ways, alternated `--repeat` times (bench/harness.py: min
+and median of each, ratio of medians). `--sample pairs` (default) takes evenly spaced pairs
+(nearly every pair has its own summary); `--sample examples` takes evenly spaced whole examples
+(every system's summary against each of the example's SCUs, as a Pyramid run pairs them, so
+each summary comes with ~11 units and a few pairs repeat):
   ours      NLIBackend: length-sorted batches of `--batch-size`, dynamic padding, each distinct
-            pair once, the last layer for the first token only (trainers.first_token; about
-            half of this 2-layer model's work, ~4% of a 24-layer one);
+            pair once, each distinct text tokenized once (trainers.pair_encoding), the last
+            layer for the first token only (trainers.first_token; about half of this 2-layer
+            model's work, ~4% of a 24-layer one);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass ("ratio_one_pair").
 "identical": every probability within 1e-5 (padding changes float rounding). `--full` also
 streams all pairs and reports RSS at 25/50/100%: memory stays flat (one chunk at a time;
-`malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers).
+`malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers);
+and it times all pairs with and without the pair encoder ("full_pair_encoding": the same
+probabilities exactly, since the token ids are the same).
 `--threads`: torch intra-op threads for every arm, by default the CPUs this process may use.
 
-    python bench/presence_speed.py [--subset 800] [--repeat 5] [--json] [--full]
+    python bench/presence_speed.py [--subset 800] [--sample pairs|examples] [--repeat 5]
+                                   [--json] [--full]
 """
 from __future__ import annotations
 
@@ -67,6 +74,21 @@ def iter_pairs(dataset) -> Iterator[tuple[str, str]]:
                 yield summary, unit
 
 
+def sample_pairs(dataset, total: int, subset: int, how: str) -> tuple[list, str]:
+    """About `subset` pairs: evenly spaced pairs, or every pair of evenly spaced examples."""
+    if how == "pairs":
+        stride = max(1, total // subset)
+        chosen = list(itertools.islice(iter_pairs(dataset), 0, None, stride))[:subset]
+        return chosen, f"every {stride}th of {total} (summary, SCU) pairs"
+    count = len(dataset)
+    wanted = min(count, max(1, round(subset * count / total)))
+    examples = [round(i * count / wanted) for i in range(wanted)]
+    chosen = [(dataset.summaries[system][i], unit) for i in examples
+              for system in dataset.systems for unit in dataset.units["scus"][i]]
+    return chosen, (f"all {len(chosen)} pairs of examples {examples} "
+                    f"({len(dataset.systems)} systems each)")
+
+
 def build_model(dataset, seed: int):
     from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
 
@@ -90,6 +112,21 @@ def run_full(backend, dataset, total: int, trim: bool) -> dict:
     seconds = time.perf_counter() - start
     return {"pairs": total, "seconds": round(seconds, 2), "pairs_per_s": round(total / seconds, 1),
             "forward_calls": backend.forward_calls, "memory": memory}
+
+
+def full_pair_encoding(model, tokenizer, dataset, args) -> dict:
+    """All pairs, streamed as a Pyramid run would, with the pair encoder (ours) and without."""
+    from leaderboard.evaluators.presence import NLIBackend
+
+    def arm(pair_encoding: bool):
+        backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
+                             chunk_size=args.chunk_size, pair_encoding=pair_encoding)
+        return lambda: [r.details["p3"] for r in backend.score_iter(iter_pairs(dataset))]
+
+    result = compare_arms(arm(True), arm(False), repeat=args.repeat)
+    return {"ratio": round(result["ratio"], 3), "identical": result["identical"],
+            **{name: {key: result[arm_name][key] for key in ("min", "median")}
+               for name, arm_name in (("with", "ours"), ("without", "baseline"))}}
 
 
 def naive_scores(model, tokenizer, pairs) -> list[float]:
@@ -136,11 +173,10 @@ def close(first, second) -> bool:
 
 def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, dict]:
     """Ours (NLIBackend: length-sorted batches, dynamic padding, each distinct pair once) vs
-    the Lite²Pyramid loop and vs one pair per forward, on the same evenly spaced subset."""
+    the Lite²Pyramid loop and vs one pair per forward, on the same sample (`--sample`)."""
     from leaderboard.evaluators.presence import NLIBackend
 
-    stride = max(1, total // args.subset)
-    pairs = list(itertools.islice(iter_pairs(dataset), 0, None, stride))[:args.subset]
+    pairs, described = sample_pairs(dataset, total, args.subset, args.sample)
     backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
                          chunk_size=args.chunk_size)
 
@@ -152,11 +188,12 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
     versus_one = compare_arms(ours, lambda: naive_scores(model, tokenizer, pairs),
                               repeat=args.repeat, same=close)
     extra = {"pairs": len(pairs), "distinct_pairs": len(set(pairs)),
-             "subset": f"every {stride}th of {total} (summary, SCU) pairs",
+             "distinct_summaries": len({summary for summary, _ in pairs}),
+             "sample": args.sample, "subset": described,
              "ratio_one_pair": round(versus_one["ratio"], 3),
              "identical_one_pair": versus_one["identical"],
              "one_pair": {key: versus_one["baseline"][key] for key in ("min", "median")},
-             "first_token_shortcut": backend.shortcut}
+             **backend.fast_paths()}
     return versus_loop, versus_one, extra
 
 
@@ -166,10 +203,13 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--chunk-size", type=int, default=2048)
     parser.add_argument("--subset", type=int, default=800)
+    parser.add_argument("--sample", choices=("pairs", "examples"), default="pairs",
+                        help="evenly spaced pairs (default) or whole examples")
     parser.add_argument("--threads", type=int, default=cpus(),
                         help="torch intra-op threads (default: the CPUs available)")
     parser.add_argument("--full", action="store_true",
-                        help="also stream all 26,400 pairs and report RSS at 25/50/100%%")
+                        help="also stream all 26,400 pairs: RSS at 25/50/100%%, and the time "
+                             "with and without the pair encoder")
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     add_options(parser)
@@ -190,10 +230,12 @@ def main(argv=None) -> int:
         extra["full_run"] = run_full(NLIBackend(model, tokenizer, batch_size=args.batch_size,
                                                 chunk_size=args.chunk_size),
                                      dataset, total, not args.no_trim)
+        extra["full_pair_encoding"] = full_pair_encoding(model, tokenizer, dataset, args)
     report("presence_speed", versus_loop, as_json=args.json, extra=extra,
            labels=("ours (sorted, dynamic padding, distinct pairs)",
                    "Lite²Pyramid loop (batch 32, pad to 400)"))
-    return 0 if versus_loop["identical"] and extra["identical_one_pair"] else 1
+    full_same = extra.get("full_pair_encoding", {}).get("identical", True)
+    return 0 if versus_loop["identical"] and extra["identical_one_pair"] and full_same else 1
 
 
 if __name__ == "__main__":

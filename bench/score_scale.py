@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from harness import machine  # noqa: E402
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 PREDICTIONS = SHARED / "fixtures" / "usb" / "predictions"
 
@@ -121,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                          for series in runs.values() for run in series),
         "torch_imported": any(run["torch"] for series in runs.values() for run in series)}
     summary["ratio"] = summary["time_ratio"]
+    summary["machine"] = machine()
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:

@@ -435,6 +435,21 @@ def test_nli_shortcut_that_disagrees_is_dropped_with_a_warning(classifier_dir, c
         assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
 
 
+def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir):
+    """Each distinct summary and unit tokenized once (PAIRS share summaries): the same inputs,
+    so the same numbers exactly; `fast_paths` says what ran."""
+    pairs = PAIRS + [(TEXTS[0], "Jewels were taken in London.", "ex0"),
+                     (TEXTS[2], "Thieves took jewels.", "ex2")] * 2
+    plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False)
+    assembled = NLIBackend(str(classifier_dir), batch_size=3)
+    assert assembled.fast_paths() == {"first_token_shortcut": "unchecked",
+                                      "pair_encoding": "unchecked"}
+    assert [r.details for r in assembled.score(pairs)] == \
+        [r.details for r in plain.score(pairs)]
+    assert assembled.fast_paths() == {"first_token_shortcut": "on", "pair_encoding": "on"}
+    assert plain.fast_paths()["pair_encoding"] == "off: turned off"
+
+
 def test_pad_batch_pads_ids_segments_and_mask():
     from leaderboard.evaluators.presence_models import pad_batch
 

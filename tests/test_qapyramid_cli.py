@@ -214,7 +214,11 @@ def test_semi_auto_nli_entailment_label(dataset, refuted_supported_nli, capsys, 
     out = tmp_path / "supported.json"
     supported = run_json(capsys, *base, "--entailment-label", "SUPPORTED", "--out", str(out))
     refuted = run_json(capsys, *base, "--entailment-label", "refuted")
-    assert json.loads(out.read_text())["config"]["entailment_label"] == "SUPPORTED"
+    config = json.loads(out.read_text())["config"]
+    assert config["entailment_label"] == "SUPPORTED"
+    assert config["presence_backend"]["fingerprint"].startswith(
+        f"nli:{refuted_supported_nli}@files:")
+    assert config["presence_backend"]["pair_encoding"] == "on"
     for system in ("A", "B", "C"):
         assert supported["systems"][system] + refuted["systems"][system] == \
             pytest.approx(1.0, abs=1e-9)

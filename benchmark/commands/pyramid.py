@@ -186,7 +186,11 @@ def run(args) -> int:
     scores = {system: result.score for system, result in results.items()}
     print(json.dumps(scores, indent=1))
     if args.out:
+        # one backend serves every system; this is its state at the end (its fast paths are
+        # checked on the first system)
+        backend = list(results.values())[-1].presence if results else {}
         config = {"data": args.data, "units": args.units, "presence": args.presence,
+                  "presence_backend": backend,
                   "model": args.model, "options": options, "systems": list(results),
                   "score_split": args.score_split, "weights": args.weights,
                   "units_file": args.units_file, **chosen}

@@ -41,7 +41,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from benchmark.commands import finite_float, positive_float, positive_int
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
-from leaderboard.evaluators.pyramid import check_backend_options, text_backend_names
+from leaderboard.evaluators.pyramid import (check_backend_options, describe_presence,
+                                             text_backend_names)
 from tasks.errors import DataError, SumbenchError, UnknownNameError
 from tasks.io import read_json
 
@@ -103,6 +104,10 @@ class ThresholdedBackend(PresenceBackend):
 
     def fingerprint(self) -> str:
         return f"{self.backend.fingerprint()}|threshold={self.threshold!r}"
+
+    def fast_paths(self) -> dict:
+        paths = getattr(self.backend, "fast_paths", None)
+        return paths() if callable(paths) else {}
 
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
         for result in self.backend.score_iter(pairs):
@@ -271,10 +276,12 @@ def run_semi_auto(args) -> int:
 
     alpha = _alpha(args)
     examples, systems = load_dataset(args)
-    evaluator = SemiAutoQAPyramid(presence_backend(args), args.unit_kind, args.use)
+    backend = presence_backend(args)
+    evaluator = SemiAutoQAPyramid(backend, args.unit_kind, args.use)
     result = evaluator.score_examples(examples, systems)
     report, details = build_report(examples, systems, result.per_summary, alpha)
-    config = {**_config(args, COMMON_CONFIG), "alpha": alpha, "qas": "gold"}
+    config = {**_config(args, COMMON_CONFIG), "alpha": alpha, "qas": "gold",
+              "presence_backend": describe_presence(backend)}
     return _finish(args, report, details, config)
 
 
@@ -366,5 +373,6 @@ def run_auto(args) -> int:
     details["qas"] = {e: [list(pair) for pair in qas] for e, qas in result.qas.items()}
     config = {**_config(args, COMMON_CONFIG + ("qa_model", "predicates", "predicate_model",
                                                "max_new_tokens", "qa_batch_size")),
-              "alpha": alpha, "predicate_source": source}
+              "alpha": alpha, "predicate_source": source,
+              "presence_backend": describe_presence(backend)}
     return _finish(args, report, details, config)

@@ -16,7 +16,10 @@ name here is importable from `leaderboard.evaluators.presence` too.
   one (Lite²Pyramid's p2c, l2c, p3c, l3c). Inputs are (summary, unit) pairs truncated to
   `max_length` tokens, 400 by default as in the release. BERT-family classifiers run their
   last layer for the first token only (`trainers.first_token`), checked against the model's
-  own forward on the first batch (`shortcut` says "on" or why it is off).
+  own forward on the first batch (`shortcut` says "on" or why it is off). Each distinct
+  summary and unit is tokenized once and the pairs assembled by the tokenizer library
+  (`trainers.pair_encoding`, checked against the tokenizer call on the first chunk);
+  `fast_paths()` reports both.
 - `seq2seq`: a model trained on the `presence_detection` format; P(Yes) / (P(Yes) + P(No)) of
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
@@ -43,6 +46,7 @@ from leaderboard.evaluators.presence import (BACKEND_CLASSES, NLI_MODES, FewShot
                                              presence_task)
 from trainers.disk_cache import cache_key, model_revision, open_cache
 from trainers.first_token import agrees, first_token_forward
+from trainers.pair_encoding import PairEncoder
 
 
 # ---- model backends: shared batching, sorting and caching -------------------------------
@@ -251,7 +255,8 @@ class NLIBackend(BatchedModelBackend):
                  entailment_label: str | None = None, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 32,
                  max_length: int = NLI_MAX_LENGTH, chunk_size: int = 2048, cache: Any = None,
-                 device: str = "cpu", first_token_shortcut: bool = True):
+                 device: str = "cpu", first_token_shortcut: bool = True,
+                 pair_encoding: bool = True):
         if mode not in NLI_MODES:
             raise ValueError(f"mode must be one of {', '.join(NLI_MODES)}, got {mode!r}")
         super().__init__(model, tokenizer, "AutoModelForSequenceClassification",
@@ -269,16 +274,20 @@ class NLIBackend(BatchedModelBackend):
         #: the last-layer shortcut (trainers.first_token): "unchecked" until the first batch
         #: compares it with the model's forward, then "on", or "off: <reason>"
         self.shortcut = "unchecked" if self._shortcut_forward else f"off: {reason}"
+        #: each distinct summary and unit tokenized once (trainers.pair_encoding)
+        self.pair_encoder = PairEncoder(self.tokenizer, max_length, enabled=pair_encoding)
 
     def settings(self) -> str:
         return f"max_length={self.max_length}"
 
+    def fast_paths(self) -> dict:
+        """The exact shortcuts and whether they ran (results record them)."""
+        return {"first_token_shortcut": self.shortcut,
+                "pair_encoding": self.pair_encoder.state}
+
     def prepare(self, pairs):
         premises, hypotheses = zip(*(pair_parts(p)[:2] for p in pairs))
-        encoded = self.tokenizer(list(premises), list(hypotheses), truncation=True,
-                                 max_length=self.max_length)
-        names = [k for k in ("input_ids", "token_type_ids") if k in encoded]
-        return [{k: encoded[k][i] for k in names} for i in range(len(pairs))]
+        return self.pair_encoder(premises, hypotheses)
 
     def forward(self, features):
         tensors = self._tensors(features)

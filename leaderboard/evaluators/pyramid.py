@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -82,9 +82,11 @@ BACKEND_OPTIONS: dict[str, BackendOptions] = {
 
 @dataclass(frozen=True)
 class PyramidResult:
-    """One system's Pyramid evaluation: per-example scores and their mean."""
+    """One system's Pyramid evaluation: per-example scores and their mean; `presence`
+    describes the backend that judged the units (`describe_presence`; not compared)."""
     system: str
     per_example: tuple[float, ...]
+    presence: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def score(self) -> float:
@@ -141,7 +143,19 @@ def evaluate_system(system: str, summaries: Sequence[str], units: Sequence[Seque
     scores = pyramid_scores(presences) if weights is None else [
         weighted_pyramid_score(row, example_weights)
         for row, example_weights in zip(presences, weights)]
-    return PyramidResult(system=system, per_example=tuple(scores))
+    return PyramidResult(system=system, per_example=tuple(scores),
+                         presence=describe_presence(presence))
+
+
+def describe_presence(presence: Presence) -> dict[str, Any]:
+    """What a result file records of a presence backend: its fingerprint (model, revision,
+    settings) and the state of its exact fast paths, where it has them."""
+    described: dict[str, Any] = {}
+    if callable(getattr(presence, "fingerprint", None)):
+        described["fingerprint"] = presence.fingerprint()
+    if callable(getattr(presence, "fast_paths", None)):
+        described.update(presence.fast_paths())
+    return described
 
 
 def evaluate_dataset(dataset: PyramidDataset, units_kind: str, backend: str,

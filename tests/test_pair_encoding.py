@@ -1,0 +1,149 @@
+"""Pairs assembled from texts encoded once equal the tokenizer call, for every kind of
+post-processor; anything else falls back to the call, saying why."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tokenizers")
+transformers = pytest.importorskip("transformers")
+
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
+
+from trainers.pair_encoding import PairEncoder, call_tokenizer  # noqa: E402
+
+CORPUS = ["The cat sat on the mat.", "A dog ran across the park, barking.",
+          "Émigrés drank naïve café au lait in 日本.", "the the the [SEP] </s> <s>"] * 10
+LONG = " ".join(f"word{i} and more" for i in range(60))
+FIRSTS = ["The cat sat on the mat.", "The cat sat on the mat.", "", "   ", "日本語 ☃ 🎉", LONG,
+          "short", LONG, "text with [SEP] and </s> inside", "The cat sat on the mat."]
+SECONDS = ["A cat sat.", "The mat.", "empty first", "", "emoji", "unit", LONG, LONG,
+           "[CLS] <s>", "A cat sat."]
+
+
+def byte_level_bpe() -> Tokenizer:
+    backend = Tokenizer(models.BPE(unk_token=None))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    backend.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    return backend
+
+
+def word_piece_vocab() -> dict[str, int]:
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.train_from_iterator(CORPUS, trainers.WordPieceTrainer(
+        vocab_size=250, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+        show_progress=False))
+    return backend.get_vocab()
+
+
+def bert():  # TemplateProcessing with type ids 0/1; returns token_type_ids
+    return transformers.BertTokenizer(vocab=word_piece_vocab())
+
+
+def roberta():  # RobertaProcessing: <s> A </s></s> B </s>
+    import json
+
+    model = json.loads(byte_level_bpe().to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    return transformers.RobertaTokenizer(vocab=model["vocab"], merges=merges)
+
+
+def tiny():  # the project's test tokenizer: "$A </s> $B </s>", no type ids
+    from trainers.tiny import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(CORPUS, vocab_size=300)
+
+
+def no_post_processor():  # no template at all, yet token_type_ids are returned
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=byte_level_bpe(), pad_token="<pad>",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+
+
+@pytest.mark.parametrize("build", [bert, roberta, tiny, no_post_processor])
+@pytest.mark.parametrize("max_length", [12, 40, 2048])
+def test_assembled_pairs_equal_the_tokenizer_call(build, max_length):
+    tokenizer = build()
+    expected = call_tokenizer(tokenizer, FIRSTS, SECONDS, max_length)
+    assert any(len(f["input_ids"]) == max_length for f in expected) == (max_length < 2048)
+    encoder = PairEncoder(tokenizer, max_length)
+    assert encoder.state == "unchecked"
+    assert encoder(FIRSTS, SECONDS) == expected
+    assert encoder.state == "on"
+    assert encoder(SECONDS, FIRSTS) == call_tokenizer(tokenizer, SECONDS, FIRSTS, max_length)
+    with_types = build in (bert, no_post_processor)
+    assert ("token_type_ids" in expected[0]) == with_types
+
+
+def test_left_truncation_and_split_special_tokens_follow_the_tokenizer():
+    tokenizer = bert()
+    tokenizer.truncation_side = "left"
+    tokenizer.split_special_tokens = True
+    expected = call_tokenizer(tokenizer, FIRSTS, SECONDS, 14)
+    encoder = PairEncoder(tokenizer, 14)
+    assert encoder(FIRSTS, SECONDS) == expected
+    assert encoder.state == "on"  # assembled alike, not rescued by the check
+    cls_id = tokenizer.convert_tokens_to_ids("[CLS]")
+    assert expected[8]["input_ids"].count(cls_id) == 1  # "[CLS]" in the text was split
+    left = call_tokenizer(tokenizer, [LONG], ["unit"], 14)[0]["input_ids"]
+    kept = left[1:left.index(tokenizer.sep_token_id)]
+    whole = tokenizer(LONG, add_special_tokens=False)["input_ids"]
+    assert kept == whole[-len(kept):] != whole[:len(kept)]  # the end of the long text is kept
+
+
+class SpokenUpper(transformers.BertTokenizer):
+    """A tokenizer whose call does more than its Rust backend (it upper-cases the second
+    text in Python first), as some tokenizers pre-process text in Python."""
+
+    def _encode_plus(self, text, text_pair=None, **kwargs):
+        if isinstance(text_pair, list):
+            text_pair = [t.upper() for t in text_pair]
+        return super()._encode_plus(text, text_pair, **kwargs)
+
+
+def test_a_tokenizer_whose_call_differs_falls_back_with_a_warning(capsys):
+    tokenizer = SpokenUpper(vocab=word_piece_vocab(), do_lower_case=False)
+    encoder = PairEncoder(tokenizer, 64)
+    expected = call_tokenizer(tokenizer, FIRSTS, SECONDS, 64)
+    assert encoder(FIRSTS, SECONDS) == expected
+    assert encoder.state.startswith("off: pair 0 differs from the tokenizer call")
+    assert "using the tokenizer call" in capsys.readouterr().err
+    assert encoder(SECONDS, FIRSTS) == call_tokenizer(tokenizer, SECONDS, FIRSTS, 64)
+
+
+def test_slow_tokenizers_and_impossible_lengths_use_the_call():
+    slow = transformers.ByT5Tokenizer()
+    encoder = PairEncoder(slow, 20)
+    assert encoder.state == "off: ByT5Tokenizer is not a fast (Rust) tokenizer"
+    assert encoder(FIRSTS, SECONDS) == call_tokenizer(slow, FIRSTS, SECONDS, 20)
+
+    short = PairEncoder(bert(), 2)
+    assert short.state == "off: max_length 2 is shorter than a pair's 3 special tokens"
+    assert PairEncoder(bert(), 3).state == "unchecked"
+    assert PairEncoder(bert(), 64, enabled=False).state == "off: turned off"
+
+
+def test_empty_and_mismatched_inputs():
+    encoder = PairEncoder(bert(), 32)
+    assert encoder([], []) == [] and encoder.state == "unchecked"  # nothing was checked
+    with pytest.raises(ValueError, match="2 first texts but 1 second texts"):
+        encoder(["a", "b"], ["c"])
+
+
+def test_realsumm_pairs_equal_the_tokenizer_call(pyramid_data_dir):
+    """Every system's summary against every SCU of three examples (as a Pyramid run pairs
+    them): 1 summary text in about 11 pairs, the same ids as the tokenizer call."""
+    from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+    from trainers.tiny import build_tiny_tokenizer
+
+    dataset = load_pyramid_dataset(pyramid_data_dir / "realsumm", labels=False)
+    tokenizer = build_tiny_tokenizer(list(dataset.references))
+    pairs = [(dataset.summaries[system][i], unit) for i in range(3)
+             for system in dataset.systems for unit in dataset.units["scus"][i]]
+    firsts, seconds = zip(*pairs)
+    assert len(pairs) > 8 * len(set(firsts))
+    encoder = PairEncoder(tokenizer, 400)
+    assert encoder(firsts, seconds) == call_tokenizer(tokenizer, firsts, seconds, 400)
+    assert encoder.state == "on"

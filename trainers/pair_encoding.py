@@ -1,0 +1,116 @@
+"""Token ids of (first, second) text pairs, each distinct text encoded once.
+
+Presence scoring pairs every summary with each of its units (REALSumm: 26,400 pairs, 2,365
+distinct summaries), and a tokenizer call on the pairs encodes each summary again for every
+unit. With a fast (Rust `tokenizers`) tokenizer, `PairEncoder` encodes each distinct text once
+without special tokens and builds every pair with the library's own `Tokenizer.post_process`,
+the step that ends a pair `encode`: truncation, then the post-processor's template (special
+tokens, type ids). It runs on a private copy of the tokenizer set up as the tokenizer call sets
+itself up (`truncation=True, max_length=...`: longest first, the tokenizer's truncation side,
+its `split_special_tokens`), so the caller's tokenizer is never changed.
+
+The ids equal the tokenizer call's by construction. The first call checks that anyway on a
+sample (`CHECK_PAIRS` pairs and every pair that was truncated) against the tokenizer's own
+output; a difference turns the shortcut off for good, with a warning, and the tokenizer call
+is used. `state` says "unchecked", "on" or "off: <why>". Slow tokenizers always use the call.
+On REALSumm's 26,400 pairs (one tokenizer thread): 5.0 s with the tokenizer call, 0.9 s
+assembled.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+#: pairs of the first call compared with the tokenizer call (plus every truncated pair)
+CHECK_PAIRS = 256
+
+
+def feature_names(tokenizer: Any) -> tuple[str, ...]:
+    """The id lists a tokenizer call returns by default: input_ids, and token_type_ids when
+    the tokenizer's model takes them."""
+    names = getattr(tokenizer, "model_input_names", ()) or ()
+    return ("input_ids", "token_type_ids") if "token_type_ids" in names else ("input_ids",)
+
+
+def call_tokenizer(tokenizer: Any, firsts: Sequence[str], seconds: Sequence[str],
+                   max_length: int) -> list[dict]:
+    """The plain way: one tokenizer call on the pairs, truncated to `max_length`."""
+    if not firsts:
+        return []
+    encoded = tokenizer(list(firsts), list(seconds), truncation=True, max_length=max_length)
+    names = [name for name in feature_names(tokenizer) if name in encoded]
+    return [{name: list(encoded[name][i]) for name in names} for i in range(len(firsts))]
+
+
+def private_backend(tokenizer: Any, max_length: int) -> tuple[Any | None, str | None]:
+    """(a copy of the Rust tokenizer with the call's truncation, None), or (None, why not)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not getattr(tokenizer, "is_fast", False):
+        return None, f"{type(tokenizer).__name__} is not a fast (Rust) tokenizer"
+    from tokenizers import Tokenizer
+
+    try:
+        copy = Tokenizer.from_str(backend.to_str())
+    except Exception as error:  # a tokenizer the library cannot serialise
+        return None, f"the tokenizer cannot be copied ({str(error).splitlines()[0]})"
+    specials = copy.num_special_tokens_to_add(True)
+    if max_length < specials:  # the call then leaves pairs untruncated (a warning)
+        return None, (f"max_length {max_length} is shorter than a pair's {specials} special "
+                      f"tokens")
+    copy.no_padding()
+    copy.enable_truncation(max_length, strategy="longest_first",
+                           direction=getattr(tokenizer, "truncation_side", "right"))
+    copy.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+    return copy, None
+
+
+class PairEncoder:
+    """`encoder(firsts, seconds)` -> one feature dict per pair, as `call_tokenizer` gives."""
+
+    def __init__(self, tokenizer: Any, max_length: int, enabled: bool = True):
+        self.tokenizer, self.max_length = tokenizer, int(max_length)
+        self.names = feature_names(tokenizer)
+        self._backend, reason = private_backend(tokenizer, self.max_length) if enabled \
+            else (None, "turned off")
+        self.state = "unchecked" if self._backend is not None else f"off: {reason}"
+
+    def __call__(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
+        if len(firsts) != len(seconds):
+            raise ValueError(f"{len(firsts)} first texts but {len(seconds)} second texts")
+        if self._backend is None or not firsts:
+            return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
+        features = self._assemble(firsts, seconds)
+        if self.state == "unchecked":
+            self._check(firsts, seconds, features)
+            if self._backend is None:
+                return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
+        return features
+
+    def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
+        backend = self._backend
+        encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+        texts = list(dict.fromkeys([*firsts, *seconds]))
+        encoded = dict(zip(texts, encode(texts, add_special_tokens=False)))
+        with_types = "token_type_ids" in self.names
+        features = []
+        for first, second in zip(firsts, seconds):
+            pair = backend.post_process(encoded[first], encoded[second])
+            features.append({"input_ids": pair.ids, "token_type_ids": pair.type_ids}
+                            if with_types else {"input_ids": pair.ids})
+        return features
+
+    def _check(self, firsts: Sequence[str], seconds: Sequence[str], features: list[dict]):
+        sample = sorted(set(range(min(CHECK_PAIRS, len(features)))) | {
+            i for i, feature in enumerate(features)
+            if len(feature["input_ids"]) >= self.max_length})
+        expected = call_tokenizer(self.tokenizer, [firsts[i] for i in sample],
+                                  [seconds[i] for i in sample], self.max_length)
+        differ = [i for i, want in zip(sample, expected) if features[i] != want]
+        if not differ:
+            self.state = "on"
+            return
+        self.state = (f"off: pair {differ[0]} differs from the tokenizer call "
+                      f"({len(differ)} of {len(sample)} checked pairs)")
+        self._backend = None
+        print(f"warning: pair encoding: {self.state}; using the tokenizer call",
+              file=sys.stderr)
