@@ -4,7 +4,7 @@ A benchmark, not a test. It writes prediction files of all eight USB tasks (the 
 fixture's predictions repeated, each copy with its own id; the 200k set is the 20k set ten
 times over, so every official number must come out the same), then scores each set in a fresh
 process (`tasks.scoring.score_files`, as `sumbench score` does), alternating the two sizes
-`--repeat` times, and reports the medians:
+`--repeat` times (default 5), and reports the medians (and each size's minimum and runs):
 
   time_ratio      t(200k) / t(20k)           goal <= 11 (linear)
   peak_rss_ratio  peak RSS(200k) / (20k)     goal <= 1.5 (memory flat in the records)
@@ -14,7 +14,7 @@ process (`tasks.scoring.score_files`, as `sumbench score` does), alternating the
 Scoring uses `--workers` processes (default: as `sumbench score`, the CPUs available, at most
 8); peak RSS is the scoring process's, and `worker_peak_rss_mib` the largest forked worker's.
 
-    python3 bench/score_scale.py [--small 20000] [--repeat 3] [--workers W] [--json]
+    python3 bench/score_scale.py [--small 20000] [--repeat 5] [--workers W] [--json]
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from harness import machine  # noqa: E402
+from harness import add_options, machine  # noqa: E402
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 PREDICTIONS = SHARED / "fixtures" / "usb" / "predictions"
 
@@ -86,10 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=20_000, help="records of the small set")
     parser.add_argument("--factor", type=int, default=10, help="large = small x factor")
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None,
                         help="scoring processes (default: the CPUs available, at most 8)")
-    parser.add_argument("--json", action="store_true")
+    add_options(parser)
     args = parser.parse_args(argv)
     from tasks.chunk_workers import default_workers
 
@@ -115,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_ratio": round(median["large"]["rss_kib"] / median["small"]["rss_kib"], 3),
         "records_per_s": round(n_large / median["large"]["seconds"]),
         "seconds": [round(median["small"]["seconds"], 2), round(median["large"]["seconds"], 2)],
+        "seconds_min": [round(min(run["seconds"] for run in runs[n]), 2)
+                        for n in ("small", "large")],
+        "runs": {n: [round(run["seconds"], 2) for run in runs[n]] for n in ("small", "large")},
         "peak_rss_mib": [round(median[n]["rss_kib"] / 1024) for n in ("small", "large")],
         "worker_peak_rss_mib": [round(median[n]["worker_rss_kib"] / 1024)
                                 for n in ("small", "large")],

@@ -313,6 +313,27 @@ def _raw_reply(kind: str) -> bytes:
     }[kind]
 
 
+def read_request(connection) -> bytes:
+    """The whole HTTP request: headers, then Content-Length bytes of body. Closing a socket
+    with request bytes still unread makes the kernel send a reset instead of the reply, so the
+    client would see "connection reset" where the test wants the reply's own fault."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 class _RawServer(_TcpServer):
     """Answers every request with the same raw bytes (or resets the connection)."""
 
@@ -322,7 +343,7 @@ class _RawServer(_TcpServer):
 
     def handle(self, connection):
         with connection:
-            connection.recv(65536)
+            read_request(connection)
             self.requests += 1
             if not self.reply:  # reset: close with SO_LINGER 0
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,

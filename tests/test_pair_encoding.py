@@ -77,6 +77,41 @@ def test_assembled_pairs_equal_the_tokenizer_call(build, max_length):
     assert ("token_type_ids" in expected[0]) == with_types
 
 
+@pytest.mark.parametrize("build", [bert, roberta, tiny])
+@pytest.mark.parametrize("max_length", [8, 9])
+def test_every_length_pair_after_the_check_equals_the_call(build, max_length):
+    """Past the first (checked) call nothing rescues a wrong assembly: every pair of lengths
+    up to twice max_length, with 2, 3 and 4 special tokens and odd and even room, must come
+    out as the call's (longest-first gives an odd leftover token to the longer text)."""
+    tokenizer = build()
+    encoder = PairEncoder(tokenizer, max_length)
+    encoder(["The cat sat."], ["A dog ran."])
+    assert encoder.state == "on"
+    lengths = range(2 * max_length + 1)
+    firsts = ["cat " * i for i in lengths for _ in lengths]
+    seconds = ["mat " * j for _ in lengths for j in lengths]
+    expected = call_tokenizer(tokenizer, firsts, seconds, max_length)
+    assert sum(len(f["input_ids"]) == max_length for f in expected) > len(expected) // 2
+    assert encoder(firsts, seconds) == expected
+    assert encoder.state == "on"
+
+
+def test_changes_to_the_tokenizer_after_the_first_call_are_followed():
+    tokenizer = bert()
+    encoder = PairEncoder(tokenizer, 12)
+    encoder(FIRSTS, SECONDS)
+    assert encoder.state == "on"
+    tokenizer.truncation_side = "left"
+    tokenizer.add_tokens(["newword"])
+    pairs = (["cat sat on the mat " * 3, "newword here"], ["newword", "the cat " * 9])
+    expected = call_tokenizer(tokenizer, *pairs, 12)
+    assert tokenizer.convert_tokens_to_ids("newword") in expected[0]["input_ids"]
+    assert encoder(*pairs) == expected
+    assert encoder.state == "on"  # new copies, checked again on this call
+    tokenizer.split_special_tokens = True
+    assert encoder(FIRSTS, SECONDS) == call_tokenizer(tokenizer, FIRSTS, SECONDS, 12)
+
+
 def test_left_truncation_and_split_special_tokens_follow_the_tokenizer():
     tokenizer = bert()
     tokenizer.truncation_side = "left"

@@ -3,16 +3,20 @@
 Presence scoring pairs every summary with each of its units (REALSumm: 26,400 pairs, 2,365
 distinct summaries), and a tokenizer call on the pairs encodes each summary again for every
 unit. With a fast (Rust `tokenizers`) tokenizer, `PairEncoder` encodes each distinct text once
-without special tokens and builds every pair with the library's own `Tokenizer.post_process`,
-the step that ends a pair `encode`: truncation, then the post-processor's template (special
-tokens, type ids). It runs on a private copy of the tokenizer set up as the tokenizer call sets
-itself up (`truncation=True, max_length=...`: longest first, the tokenizer's truncation side,
-its `split_special_tokens`), so the caller's tokenizer is never changed.
+without special tokens or truncation and builds every pair with the library's own
+`Tokenizer.post_process`, the step that ends a pair `encode`: truncation of the pair, then the
+post-processor's template (special tokens, type ids). It runs on private copies of the
+tokenizer set up as the tokenizer call sets itself up (`truncation=True, max_length=...`:
+longest first, the tokenizer's truncation side, its `split_special_tokens`), so the caller's
+tokenizer is never changed; a change the caller makes later (truncation side,
+`split_special_tokens`, added tokens) makes new copies, checked again.
 
 The ids equal the tokenizer call's by construction. The first call checks that anyway on a
 sample (`CHECK_PAIRS` pairs and every pair that was truncated) against the tokenizer's own
 output; a difference turns the shortcut off for good, with a warning, and the tokenizer call
 is used. `state` says "unchecked", "on" or "off: <why>". Slow tokenizers always use the call.
+(Texts must not be truncated before the pair is: longest-first gives an odd leftover token to
+the longer text, and two texts cut to `max_length` first would look equally long.)
 On REALSumm's 26,400 pairs (one tokenizer thread): 5.0 s with the tokenizer call, 0.9 s
 assembled.
 """
@@ -42,59 +46,77 @@ def call_tokenizer(tokenizer: Any, firsts: Sequence[str], seconds: Sequence[str]
     return [{name: list(encoded[name][i]) for name in names} for i in range(len(firsts))]
 
 
-def private_backend(tokenizer: Any, max_length: int) -> tuple[Any | None, str | None]:
-    """(a copy of the Rust tokenizer with the call's truncation, None), or (None, why not)."""
+def private_backends(tokenizer: Any, max_length: int) -> tuple[tuple | None, str | None]:
+    """((texts, pairs), None): two copies of the Rust tokenizer, one that encodes whole texts
+    (no truncation: truncating each text first would change which side longest-first cuts)
+    and one that builds pairs with the call's truncation; or (None, why not)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not getattr(tokenizer, "is_fast", False):
         return None, f"{type(tokenizer).__name__} is not a fast (Rust) tokenizer"
     from tokenizers import Tokenizer
 
     try:
-        copy = Tokenizer.from_str(backend.to_str())
+        texts, pairs = (Tokenizer.from_str(backend.to_str()) for _ in range(2))
     except Exception as error:  # a tokenizer the library cannot serialise
         return None, f"the tokenizer cannot be copied ({str(error).splitlines()[0]})"
-    specials = copy.num_special_tokens_to_add(True)
+    specials = pairs.num_special_tokens_to_add(True)
     if max_length < specials:  # the call then leaves pairs untruncated (a warning)
         return None, (f"max_length {max_length} is shorter than a pair's {specials} special "
                       f"tokens")
-    copy.no_padding()
-    copy.enable_truncation(max_length, strategy="longest_first",
-                           direction=getattr(tokenizer, "truncation_side", "right"))
-    copy.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
-    return copy, None
+    for copy in (texts, pairs):
+        copy.no_padding()
+        copy.encode_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+    texts.no_truncation()
+    pairs.enable_truncation(max_length, strategy="longest_first",
+                            direction=getattr(tokenizer, "truncation_side", "right"))
+    return (texts, pairs), None
+
+
+def settings_signature(tokenizer: Any) -> tuple:
+    """What the copies depend on that a caller may change later: the truncation side,
+    `split_special_tokens` and the vocabulary size (added tokens)."""
+    return (getattr(tokenizer, "truncation_side", "right"),
+            bool(getattr(tokenizer, "split_special_tokens", False)), len(tokenizer))
 
 
 class PairEncoder:
     """`encoder(firsts, seconds)` -> one feature dict per pair, as `call_tokenizer` gives."""
 
     def __init__(self, tokenizer: Any, max_length: int, enabled: bool = True):
-        self.tokenizer, self.max_length = tokenizer, int(max_length)
+        self.tokenizer, self.max_length, self.enabled = tokenizer, int(max_length), enabled
         self.names = feature_names(tokenizer)
-        self._backend, reason = private_backend(tokenizer, self.max_length) if enabled \
-            else (None, "turned off")
-        self.state = "unchecked" if self._backend is not None else f"off: {reason}"
+        self._set_up()
+
+    def _set_up(self) -> None:
+        """(Re)build the private copies from the tokenizer as it is now; "unchecked" again."""
+        self._backends, reason = private_backends(self.tokenizer, self.max_length) \
+            if self.enabled else (None, "turned off")
+        self._signature = settings_signature(self.tokenizer) if self._backends else None
+        self.state = "unchecked" if self._backends is not None else f"off: {reason}"
 
     def __call__(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
         if len(firsts) != len(seconds):
             raise ValueError(f"{len(firsts)} first texts but {len(seconds)} second texts")
-        if self._backend is None or not firsts:
+        if self._backends is not None and settings_signature(self.tokenizer) != self._signature:
+            self._set_up()  # the caller changed the tokenizer since: copy and check it again
+        if self._backends is None or not firsts:
             return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
         features = self._assemble(firsts, seconds)
         if self.state == "unchecked":
             self._check(firsts, seconds, features)
-            if self._backend is None:
+            if self._backends is None:
                 return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
         return features
 
     def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
-        backend = self._backend
-        encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+        text_backend, pair_backend = self._backends
+        encode = getattr(text_backend, "encode_batch_fast", text_backend.encode_batch)
         texts = list(dict.fromkeys([*firsts, *seconds]))
         encoded = dict(zip(texts, encode(texts, add_special_tokens=False)))
         with_types = "token_type_ids" in self.names
         features = []
         for first, second in zip(firsts, seconds):
-            pair = backend.post_process(encoded[first], encoded[second])
+            pair = pair_backend.post_process(encoded[first], encoded[second])
             features.append({"input_ids": pair.ids, "token_type_ids": pair.type_ids}
                             if with_types else {"input_ids": pair.ids})
         return features
@@ -111,6 +133,6 @@ class PairEncoder:
             return
         self.state = (f"off: pair {differ[0]} differs from the tokenizer call "
                       f"({len(differ)} of {len(sample)} checked pairs)")
-        self._backend = None
+        self._backends = None
         print(f"warning: pair encoding: {self.state}; using the tokenizer call",
               file=sys.stderr)
