@@ -62,19 +62,6 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what `platform` says."""
-    import platform
-
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine() -> dict:
     """What a timing depends on: CPU, CPUs available, torch threads (when torch is loaded),
     tokenizer parallelism, and the run's provenance (commit, package versions, platform)."""
@@ -84,7 +71,7 @@ def machine() -> dict:
 
     record = provenance()
     torch = sys.modules.get("torch")
-    return {"cpu": cpu_model(), "cpus": cpus(),
+    return {"cpu": record["cpu"], "cpus": cpus(),
             "torch_threads": torch.get_num_threads() if torch is not None else None,
             "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
             **{key: record[key] for key in ("git", "python", "platform")},

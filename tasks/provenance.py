@@ -1,4 +1,5 @@
-"""Provenance recorded in every result file: command, config, seeds, versions, git commit."""
+"""Provenance recorded in every result file: command, config, seeds, versions, git commit,
+platform and CPU."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -41,6 +42,19 @@ def git_commit(path: str | Path | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what `platform` says. Float
+    kernels differ between CPUs, so the same seed can train to slightly different numbers."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[str, Any]:
     return {
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
@@ -50,5 +64,6 @@ def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[st
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "cpu": cpu_model(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

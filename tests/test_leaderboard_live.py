@@ -157,8 +157,10 @@ def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines)
         assert schema_differences(database) == []
         with LeaderboardServer(url, "--no-worker") as server:
             ids = _concurrent_submissions(server.url, token, fix_lines)
+            # each claimed job is held 0.3 s, so one worker alone would need 12 s for the 40
+            # jobs (scores and analyses): the others, started meanwhile, must compete for them
             workers = [subprocess.Popen(sumbench_command("leaderboard", "worker", "--db", url,
-                                                         "--once"),
+                                                         "--once", "--hold", "0.3"),
                                         env=child_env(), stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE) for _ in range(3)]
             for worker in workers:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.provenance import git_commit, package_versions, provenance
+from tasks.provenance import cpu_model, git_commit, package_versions, provenance
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -62,3 +62,9 @@ def test_the_record_holds_command_config_seeds_and_versions():
     assert record["command"][1:] == sys.argv[1:]
     assert record["packages"]["numpy"] == package_versions(("numpy",))["numpy"] is not None
     assert set(record["git"]) == {"commit", "dirty"}
+    assert record["cpu"] == cpu_model() and record["cpu"].strip() == record["cpu"] != ""
+    if Path("/proc/cpuinfo").is_file():  # Linux: the "model name" line, as written there
+        names = [line.split(":", 1)[1].strip() for line in
+                 Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.lower().startswith("model name")]
+        assert not names or record["cpu"] == names[0]
