@@ -121,16 +121,23 @@ def init_line_heads(model) -> None:
             cross.k.weight[head] = cross.q.weight[head]
 
 
-def build_tiny_classifier(tokenizer, labels=("entailment", "neutral", "contradiction"),
-                          save_dir: str | Path | None = None, seed: int = 0, hidden: int = 64):
-    """A randomly initialised BERT-style sequence classifier with the given label names."""
-    from transformers import BertConfig, BertForSequenceClassification
+def _tiny_bert_config(tokenizer, labels, hidden: int):
+    """A 2-layer, 4-head BERT config over the tokenizer's vocabulary with these label names."""
+    from transformers import BertConfig
 
-    config = BertConfig(
+    return BertConfig(
         vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=hidden * 2, max_position_embeddings=1024,
         pad_token_id=tokenizer.pad_token_id, num_labels=len(labels),
         id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)})
+
+
+def build_tiny_classifier(tokenizer, labels=("entailment", "neutral", "contradiction"),
+                          save_dir: str | Path | None = None, seed: int = 0, hidden: int = 64):
+    """A randomly initialised BERT-style sequence classifier with the given label names."""
+    from transformers import BertForSequenceClassification
+
+    config = _tiny_bert_config(tokenizer, labels, hidden)
     model = _seeded_init(seed, lambda: BertForSequenceClassification(config))
     if save_dir is not None:
         _save(model, tokenizer, save_dir)
@@ -143,13 +150,9 @@ def build_tiny_token_classifier(tokenizer, labels=("O", "PREDICATE"),
     """A BERT-style token classifier (seeded), e.g. a stand-in predicate detector; with
     `favour`, that label's output bias is raised so that it wins for every token."""
     import torch
-    from transformers import BertConfig, BertForTokenClassification
+    from transformers import BertForTokenClassification
 
-    config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2,
-        num_attention_heads=4, intermediate_size=hidden * 2, max_position_embeddings=1024,
-        pad_token_id=tokenizer.pad_token_id, num_labels=len(labels),
-        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)})
+    config = _tiny_bert_config(tokenizer, labels, hidden)
     model = _seeded_init(seed, lambda: BertForTokenClassification(config))
     if favour is not None:
         with torch.no_grad():
