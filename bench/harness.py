@@ -58,6 +58,11 @@ def _equal(first: Any, second: Any) -> bool:
     return first == second
 
 
+def timings(result: dict, arm: str, keys: tuple[str, ...] = ("min", "median", "runs")) -> dict:
+    """The chosen timings of one arm ("ours" or "baseline") of a `compare_arms` result."""
+    return {key: result[arm][key] for key in keys}
+
+
 def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
@@ -84,8 +89,8 @@ def report(name: str, result: dict, *, as_json: bool, extra: dict | None = None,
     """Print the comparison: readable lines, or one JSON line (`extra` keys added)."""
     summary = {"benchmark": name, "ratio": round(result["ratio"], 3),
                "identical": result["identical"], "cpus": cpus(),
-               **{arm: {key: result[arm][key] for key in ("min", "median", "runs")}
-                  for arm in ("ours", "baseline")}, **(extra or {}), "machine": machine()}
+               **{arm: timings(result, arm) for arm in ("ours", "baseline")},
+               **(extra or {}), "machine": machine()}
     if as_json:
         print(json.dumps(summary, sort_keys=True))
         return

@@ -27,7 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from harness import add_options, compare_arms, machine  # noqa: E402
+from harness import add_options, compare_arms, machine, timings  # noqa: E402
 
 
 def build_corpus(root: Path, docs: int) -> tuple[Path, list[Path]]:
@@ -69,9 +69,8 @@ def scoring_ratio(data: Path, files: list[Path], repeats: int) -> dict:
 
     # "ours" is `sumbench score`, the "baseline" the server: the ratio is server / score
     result = compare_arms(score, server, repeat=repeats)
-    arms = {name: {key: result[arm][key] for key in ("min", "median", "runs")}
-            for name, arm in (("score", "ours"), ("server", "baseline"))}
-    return {**arms, "identical": result["identical"], "scoring_ratio": result["ratio"],
+    return {"score": timings(result, "ours"), "server": timings(result, "baseline"),
+            "identical": result["identical"], "scoring_ratio": result["ratio"],
             "records": sum(len(path.read_text().splitlines()) for path in files)}
 
 

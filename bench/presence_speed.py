@@ -37,7 +37,7 @@ from typing import Iterator
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 sys.path.insert(0, str(REPO_ROOT))
-from harness import add_options, compare_arms, cpus, report  # noqa: E402
+from harness import add_options, compare_arms, cpus, report, timings  # noqa: E402
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pyramid" / "realsumm"
 
 
@@ -125,8 +125,8 @@ def full_pair_encoding(model, tokenizer, dataset, args) -> dict:
 
     result = compare_arms(arm(True), arm(False), repeat=args.repeat)
     return {"ratio": round(result["ratio"], 3), "identical": result["identical"],
-            **{name: {key: result[arm_name][key] for key in ("min", "median")}
-               for name, arm_name in (("with", "ours"), ("without", "baseline"))}}
+            "with": timings(result, "ours", ("min", "median")),
+            "without": timings(result, "baseline", ("min", "median"))}
 
 
 def naive_scores(model, tokenizer, pairs) -> list[float]:
@@ -192,7 +192,7 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
              "sample": args.sample, "subset": described,
              "ratio_one_pair": round(versus_one["ratio"], 3),
              "identical_one_pair": versus_one["identical"],
-             "one_pair": {key: versus_one["baseline"][key] for key in ("min", "median")},
+             "one_pair": timings(versus_one, "baseline", ("min", "median")),
              **backend.fast_paths()}
     return versus_loop, versus_one, extra
 

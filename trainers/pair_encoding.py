@@ -56,7 +56,8 @@ def private_backends(tokenizer: Any, max_length: int) -> tuple[tuple | None, str
     from tokenizers import Tokenizer
 
     try:
-        texts, pairs = (Tokenizer.from_str(backend.to_str()) for _ in range(2))
+        serialised = backend.to_str()
+        texts, pairs = Tokenizer.from_str(serialised), Tokenizer.from_str(serialised)
     except Exception as error:  # a tokenizer the library cannot serialise
         return None, f"the tokenizer cannot be copied ({str(error).splitlines()[0]})"
     specials = pairs.num_special_tokens_to_add(True)
