@@ -261,6 +261,50 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
     assert rows[0].version_key != rows[1].version_key
 
 
+def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_change(
+        tmp_path, data_dir, usb_fixture_dir):
+    from leaderboard.service.auth import authenticate
+    from leaderboard.service.init import initialise
+    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.validate import Limits, validate_submission
+    from leaderboard.tracks import make_track
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir, gold)
+    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
+                                      computed_rows=False, min_public_items=1))
+    user = authenticate(database, create_token(database, "dora"))
+    uploads = fixture_uploads(usb_fixture_dir, {"fixing_factuality"})
+    track = make_track("usb")
+
+    def breakdown_on_gold_now():  # every domain's records scored again on the gold on disk
+        gold_now = track.load_gold(str(gold))
+        checked = validate_submission(track, uploads, track.manifest(gold_now, "all"),
+                                      Limits(), "all").checked
+        return json.loads(json.dumps(track.breakdown(checked, gold_now, "all")))
+
+    def submit(model):
+        return accept(database, load_settings(database), user, track_name="usb", board="all",
+                      model=model, card={}, uploads=uploads)["id"]
+
+    first = submit("m1")
+    assert Worker(database).drain() == 2
+    before = public_view(database, first)["breakdown"]
+    assert before == breakdown_on_gold_now()
+    second = submit("m2")
+    assert Worker(database).run_once()  # scored; its analysis waits
+    target = gold / "all" / "fixing_factuality" / "test.jsonl"
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    records[0]["fixed_summary"] = "An entirely different correction."
+    target.write_text("".join(json.dumps(r) + "\n" for r in records))
+    initialise(str(tmp_path / "lb.sqlite"), gold=str(gold), computed_rows=False)  # drains
+    with database.session() as session:
+        breakdowns = [json.loads(row.breakdown) for row in
+                      session.scalars(select(Score).filter_by(submission_id=second))]
+    # its analysis ran after the change: the material scored on the old gold was not reused
+    assert breakdowns == [breakdown_on_gold_now()] and breakdowns[0] != before
+
+
 def test_full_session_and_export_never_hold_gold(service, scored, data_dir, tmp_path):
     from leaderboard.service.export import export_site
 

@@ -139,6 +139,28 @@ def test_subset_of_tasks_and_breakdown_by_domain(usb, usb_fixture_dir):
     assert total == len(gold["all"]["fixing_factuality"]["templates"])
 
 
+def test_breakdown_from_stored_material_equals_scoring_each_domain_again(usb, usb_fixture_dir):
+    from leaderboard.service.db import pack, unpack
+    from tasks import get_task
+    from tasks.scoring import score_task_examples
+
+    track, gold = usb
+    checked = _check(track, gold, _uploads(usb_fixture_dir)).checked
+    stored = {name: unpack(pack(part.material))  # as the worker reads it back
+              for name, part in track.score(checked, gold, "all").items()}
+    from_material = track.breakdown(checked, gold, "all", stored)
+    assert from_material == track.breakdown(checked, gold, "all")  # rescoring every record
+    for name in task_names("usb"):
+        joined = track.joined_records(name, checked[name], gold, "all")
+        domains = sorted({str(record["id"]).split("/")[0] for record in joined})
+        for domain in domains:
+            subset = [r for r in joined if str(r["id"]).split("/")[0] == domain]
+            result, _ = score_task_examples(get_task(name), subset, report=False)
+            assert from_material[domain][name] == result, (domain, name)
+    wrong_length = {**stored, "fixing_factuality": stored["fixing_factuality"][:-1]}
+    assert track.breakdown(checked, gold, "all", wrong_length) == from_material  # rescored
+
+
 def test_shape_only_check_without_manifest(usb, usb_fixture_dir):
     track, _ = usb
     result = validate_submission(track, _uploads(usb_fixture_dir), None, Limits(), "all")

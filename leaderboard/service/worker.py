@@ -151,6 +151,7 @@ class Worker:
                 finish(session, job.id)
                 return
             track_name, board, score_id = submission.track, submission.board, score.id
+            score_key = score.version_key
             checked = unpack(submission.predictions)
             materials = {m.part: unpack(m.examples) for m in session.scalars(
                 select(Material).filter_by(score_id=score_id))}
@@ -160,8 +161,11 @@ class Worker:
             part: bootstrap_distribution(material, track.statistic(part, gold, board),
                                          n_resamples=settings.n_resamples, seed=settings.seed)
             for part, material in materials.items()}
-        breakdown = public_breakdown(track.breakdown(checked, gold, board),
-                                     settings.min_public_items)
+        # the material was scored on the gold of `score_key`: reused only while it is current
+        same_gold = score_versions(track, board, gold)[0] == score_key
+        breakdown = public_breakdown(
+            track.breakdown(checked, gold, board, materials if same_gold else None),
+            settings.min_public_items)
         with self.database.write_session() as session:
             score = session.get(Score, score_id)
             for row in session.scalars(select(Material).filter_by(score_id=score_id)):

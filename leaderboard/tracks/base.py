@@ -118,9 +118,10 @@ class Track(abc.ABC):
     def headline_name(self, part: str) -> str:
         return "headline"
 
-    def breakdown(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
-                  board: str) -> dict | None:
-        """Extra public detail of an entry (e.g. per-domain scores); None when there is none."""
+    def breakdown(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet, board: str,
+                  materials: Mapping[str, Sequence] | None = None) -> dict | None:
+        """Extra public detail of an entry (e.g. per-domain scores); None when there is none.
+        `materials`: part -> the per-record material `score` gave on this gold, when known."""
         return None
 
     def describe_part(self, part: str) -> str:

@@ -65,18 +65,22 @@ def text_digest(text: str) -> str:
 def item_key(task, item: Mapping) -> tuple:
     """The item's key: id fields, with text fields as digests (a submitted record carries the
     text, a manifest item its digest)."""
+    return item_keys(task, (item,))[0]
+
+
+def item_keys(task, items: Iterable[Mapping]) -> list[tuple]:
+    """`item_key` of each item (the task's fields looked up once)."""
     fields = identity_fields(task)
     if not _has_text_field(fields):
-        return tuple(map(item.get, fields))
-    key = []
-    for field in fields:
-        if field in TEXT_ID_FIELDS:
-            value = item.get(field)
-            key.append(text_digest(value) if isinstance(value, str)
-                       else item.get(field + DIGEST_SUFFIX))
-        else:
-            key.append(item.get(field))
-    return tuple(key)
+        return [tuple(map(item.get, fields)) for item in items]
+    plan = [(field, field in TEXT_ID_FIELDS) for field in fields]
+    return [tuple(_text_key(item, field) if is_text else item.get(field)
+                  for field, is_text in plan) for item in items]
+
+
+def _text_key(item: Mapping, field: str):
+    value = item.get(field)
+    return text_digest(value) if isinstance(value, str) else item.get(field + DIGEST_SUFFIX)
 
 
 def manifest_item(task, item: Mapping, length: int | None) -> dict:
@@ -188,7 +192,7 @@ class UsbTrack(Track):
     # ---- validation ---------------------------------------------------------------------
     def check(self, located: Iterable[Located], manifest: Mapping) -> dict[str, list[dict]]:
         errors = ErrorCollector()
-        expected = {name: {item_key(get_task(name), item): item for item in items}
+        expected = {name: dict(zip(item_keys(get_task(name), items), items))
                     for name, items in manifest["parts"].items()}
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
@@ -247,9 +251,9 @@ class UsbTrack(Track):
     def joined_records(self, name: str, records: Sequence[dict], gold, board: str) -> list[dict]:
         """The official records: each gold template with the submitted prediction."""
         task = get_task(name)
-        by_key = {item_key(task, record): record for record in records}
+        by_key = dict(zip(item_keys(task, records), records))
         templates = gold[board][name]["templates"]
-        keys = [item_key(task, template) for template in templates]
+        keys = item_keys(task, templates)
         missing = sum(key not in by_key for key in keys)
         if missing or len(by_key) != len(templates):
             raise DataError(f"{name}: the predictions do not cover the current test gold "
@@ -278,19 +282,27 @@ class UsbTrack(Track):
     def headline_name(self, part: str) -> str:
         return get_task(part).main_metric
 
-    def breakdown(self, checked, gold, board: str) -> dict | None:
+    def breakdown(self, checked, gold, board: str,
+                  materials: Mapping[str, Sequence] | None = None) -> dict | None:
         """Per-domain scores of an `all` entry: domain -> task -> result (the domain is the
-        first component of the item id, e.g. `biographies/...`)."""
+        first component of the item id, e.g. `biographies/...`).
+
+        With `materials` (a part's per-record material as `score` returned it, for this same
+        gold), a domain's result aggregates the material of its records: the same numbers as
+        scoring the domain's records again, without scoring every record a second time."""
         if board != "all":
             return None
         domains: dict[str, dict[str, dict]] = {}
         for name, records in sorted(checked.items()):
             task = get_task(name)
-            by_domain: dict[str, list[dict]] = {}
-            for record in self.joined_records(name, records, gold, board):
-                by_domain.setdefault(str(record["id"]).split("/")[0], []).append(record)
+            templates = gold[board][name]["templates"]
+            material = (materials or {}).get(name)
+            if material is None or len(material) != len(templates):
+                material = task.score_examples(self.joined_records(name, records, gold, board))
+            by_domain: dict[str, list] = {}
+            for template, example in zip(templates, material):
+                by_domain.setdefault(str(template["id"]).split("/")[0], []).append(example)
             for domain, subset in sorted(by_domain.items()):
-                material = task.score_examples(subset)
                 domains.setdefault(domain, {})[name] = task_result(
-                    task, task.aggregate_scores(material), len(subset), report=False)
+                    task, task.aggregate_scores(subset), len(subset), report=False)
         return domains
