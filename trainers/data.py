@@ -22,6 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from trainers.padding import right_padded, row_mask
+
 LABEL_PAD = -100
 
 
@@ -289,18 +291,12 @@ def collate(examples: TrainingExamples, indices: np.ndarray, pad_token_id: int,
 
     sources = [examples.input_ids[i] for i in indices]
     targets = [examples.labels[i] for i in indices]
-    source_len = max(len(row) for row in sources)
     target_len = max(len(row) for row in targets)
-    input_ids = torch.full((len(sources), source_len), pad_token_id, dtype=torch.long)
-    attention = torch.zeros((len(sources), source_len), dtype=torch.long)
-    labels = torch.full((len(targets), target_len), LABEL_PAD, dtype=torch.long)
-    decoder_ids = torch.full((len(targets), target_len), pad_token_id, dtype=torch.long)
-    for row, (source, target) in enumerate(zip(sources, targets)):
-        input_ids[row, :len(source)] = torch.tensor(source)
-        attention[row, :len(source)] = 1
-        if not zero_weight:
-            labels[row, :len(target)] = torch.tensor(target)
-        decoder_ids[row, 0] = decoder_start_token_id
-        decoder_ids[row, 1:len(target)] = torch.tensor(target[:-1])
-    return {"input_ids": input_ids, "attention_mask": attention,
-            "decoder_input_ids": decoder_ids, "labels": labels}
+    labels = np.full((len(targets), target_len), LABEL_PAD, dtype=np.int64) if zero_weight \
+        else right_padded(targets, LABEL_PAD)
+    decoder_ids = right_padded([[decoder_start_token_id, *target[:-1]] for target in targets],
+                               pad_token_id, target_len)
+    return {"input_ids": torch.from_numpy(right_padded(sources, pad_token_id)),
+            "attention_mask": torch.from_numpy(row_mask(sources)),
+            "decoder_input_ids": torch.from_numpy(decoder_ids),
+            "labels": torch.from_numpy(labels)}

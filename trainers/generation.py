@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
+from trainers.padding import right_padded, row_mask
 from trainers.predict_spec import PredictSpec
 
 
@@ -84,13 +85,9 @@ def pad_batch(batch: Sequence[EncodedSource], pad_id: int, device) -> tuple[Any,
     """Right-padded input ids and attention mask tensors on `device`."""
     import torch
 
-    width = max(len(row.input_ids) for row in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for position, row in enumerate(batch):
-        ids[position, :len(row.input_ids)] = torch.tensor(row.input_ids, dtype=torch.long)
-        mask[position, :len(row.input_ids)] = 1
-    return ids.to(device), mask.to(device)
+    rows = [row.input_ids for row in batch]
+    return (torch.from_numpy(right_padded(rows, pad_id)).to(device),
+            torch.from_numpy(row_mask(rows)).to(device))
 
 
 def eos_token_ids(model, tokenizer) -> set[int]:
