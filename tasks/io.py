@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -13,30 +14,67 @@ from typing import Any, Iterable, Iterator
 
 from tasks.errors import DataError
 
+#: a JSON escape of a UTF-16 surrogate (\ud800-\udfff)
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """Yield (1-based line number, object) for each non-blank line; errors name file and line."""
+    """Yield (1-based line number, object) for each non-blank line; errors name file and line
+    (`json_line_object`)."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise DataError("expected a JSON Lines file, got a folder", path=str(path))
+    if not path.exists():
         raise DataError("file not found", path=str(path))
     with path.open("rb") as handle:
         for line_number, raw_line in enumerate(handle, start=1):
-            try:
-                line = raw_line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise DataError(f"not UTF-8 text ({error.reason} at byte {error.start + 1} of "
-                                "the line)", path=str(path), line=line_number) from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
-                                path=str(path), line=line_number) from None
-            if not isinstance(record, dict):
-                raise DataError(f"expected a JSON object, got {type(record).__name__}",
-                                path=str(path), line=line_number)
-            yield line_number, record
+            record = json_line_object(raw_line, str(path), line_number)
+            if record is not None:
+                yield line_number, record
+
+
+def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | None:
+    """The JSON object of one line (None for a blank line); a UTF-8 byte order mark before
+    the first line is skipped."""
+    if line_number == 1 and raw_line.startswith(b"\xef\xbb\xbf"):
+        raw_line = raw_line[3:]
+    try:
+        line = raw_line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(f"not UTF-8 text ({error.reason} at byte {error.start + 1} of "
+                        "the line)", path=path, line=line_number) from None
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
+                        path=path, line=line_number) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply", path=path, line=line_number) from None
+    if not isinstance(record, dict):
+        raise DataError(f"expected a JSON object, got {type(record).__name__}",
+                        path=path, line=line_number)
+    if SURROGATE_ESCAPE.search(line):  # valid UTF-8 holds a lone surrogate only as an escape
+        for field, value in record.items():
+            if _has_lone_surrogate(value):
+                raise DataError("a \\ud800-\\udfff escape that is not half of a pair is not "
+                                "text", path=path, line=line_number, field=field)
+    return record
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
@@ -68,6 +106,8 @@ def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
     except json.JSONDecodeError as error:
         raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
                         path=str(Path(path)), line=error.lineno) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply", path=str(Path(path))) from None
 
 
 def dumps_record(record: dict) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 
 import pytest
 
@@ -149,3 +150,31 @@ def test_read_json_errors_name_the_path_and_where(tmp_path):
     assert latin1.line == 2 and latin1.reason.startswith("not UTF-8 text (invalid")
     folder = error(tmp_path, what="spec file")
     assert folder.path == str(tmp_path) and folder.reason.startswith("cannot read the spec file")
+
+
+def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"b": "\\ud83d\\ude00 \\u2019"}\n')
+    assert read_jsonl(path) == [{"a": 1}, {"b": "\U0001F600 \u2019"}]  # a pair is text
+    cases = [(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n', 2, None, "malformed JSON"),  # BOM: line 1
+             (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", 1, None,
+              "JSON nested too deeply"),
+             (b'{"a": 1}\n{"x": [{"y": "\\udc00"}]}\n', 2, "x", "escape that is not half")]
+    for data, line, field, message in cases:
+        path.write_bytes(data)
+        with pytest.raises(DataError, match=message) as caught:
+            read_jsonl(path)
+        assert (caught.value.path, caught.value.line, caught.value.field) == \
+            (str(path), line, field)
+    with pytest.raises(DataError, match="expected a JSON Lines file, got a folder"):
+        read_jsonl(tmp_path)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    def write():  # a process substitution or /dev/stdin is a pipe, not a regular file
+        with open(fifo, "wb") as handle:
+            handle.write(b'{"a": 3}\n')
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert read_jsonl(fifo) == [{"a": 3}]
+    writer.join(timeout=10)

@@ -95,13 +95,18 @@ def test_zip_members_are_checked_too(abs_lines):
 
 
 def test_bad_bytes_and_json_are_reported_per_line(abs_lines):
-    data = b'{"task": "ABS"}\n\xff\xfe bad\n[1, 2]\n{not json\n'
+    data = (b'\xef\xbb\xbf{"task": "ABS"}\n\xff\xfe bad\n[1, 2]\n{not json\n'
+            + b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b'}\n{"task": "x\\udc00"}\n')
     with pytest.raises(SubmissionErrors) as caught:
         validate_submission(make_track("usb"), [Upload("bad.jsonl", data)], None, Limits(),
                             "all")
-    problems = [(e["line"], e["message"].split(" (")[0]) for e in caught.value.to_list()]
-    assert problems == [(2, "not UTF-8 text"), (3, "expected a JSON object, got list"),
-                        (4, "malformed JSON")]
+    problems = [(e["line"], e["field"], e["message"].split(" (")[0])
+                for e in caught.value.to_list()]
+    assert problems == [(2, None, "not UTF-8 text"),
+                        (3, None, "expected a JSON object, got list"),
+                        (4, None, "malformed JSON"), (5, None, "JSON nested too deeply"),
+                        (6, "task", "a \\ud800-\\udfff escape that is not half of a pair "
+                                    "is not text")]
 
 
 def test_record_limit_and_empty_submissions(abs_lines):

@@ -23,6 +23,7 @@ from typing import Iterator, Mapping, Sequence
 
 from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
 from tasks.errors import DataError
+from tasks.io import json_line_object
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 RESULTS_NAME = "results.json"
@@ -158,17 +159,9 @@ def located_records(files: Sequence[Upload], limits: Limits,
                 raise DataError(f"more than {limits.max_records} records in one submission",
                                 path=upload.name, line=number)
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                errors.add(f"not UTF-8 text ({error.reason})", path=upload.name, line=number)
-                continue
-            except json.JSONDecodeError as error:
-                errors.add(f"malformed JSON ({error.msg} at column {error.colno})",
-                           path=upload.name, line=number)
-                continue
-            if not isinstance(record, dict):
-                errors.add(f"expected a JSON object, got {type(record).__name__}",
-                           path=upload.name, line=number)
+                record = json_line_object(raw, upload.name, number)
+            except DataError as error:
+                errors.add(error.reason, path=upload.name, line=number, field=error.field)
                 continue
             yield upload.name, number, record
 
@@ -182,6 +175,9 @@ def read_results(upload: Upload) -> dict:
         results = json.loads(upload.data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DataError(f"unreadable results file ({error})", path=upload.name) from None
+    except RecursionError:
+        raise DataError("unreadable results file (JSON nested too deeply)",
+                        path=upload.name) from None
     if not isinstance(results, dict):
         raise DataError("expected a JSON object", path=upload.name)
     return results
