@@ -78,6 +78,13 @@ CLI_CASES = [
                        "--out", "{a_file}"], "--out {a_file} is a file; give a folder", 2),
     ("read-only-out", ["score", "{pred}", "--out", "/sys/sumbench-test/scores.json"],
      "/sys/sumbench-test", 1),
+    ("score-out-is-the-input", ["score", "{pred_copy}", "--out", "{pred_copy}"],
+     "--out {pred_copy} is the prediction file {pred_copy}: writing the scores there would "
+     "replace the predictions", 2),
+    ("score-out-is-a-folder", ["score", "{pred}", "--out", "{tmp}"],
+     "--out {tmp}: is a folder; give the scores file's name", 2),
+    ("score-out-empty", ["score", "{pred}", "--out", ""], "--out needs a file name", 2),
+    ("score-json-too-deep", ["score", "{deep}"], "{deep}:2: JSON nested too deeply", 2),
     ("missing-model", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--data",
                        "{data}", "--out", "{out}"], "model path {tmp}/no-model does not exist", 2),
     ("truncated-safetensors", ["predict", "--model", "{truncated_model}", "--tasks", "FAC",
@@ -116,6 +123,9 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
     root = tmp_path_factory.mktemp("bad-input")
     good = (usb_fixture_dir / "predictions" / PRED).read_bytes().splitlines(keepends=True)
     (root / "bad.jsonl").write_bytes(good[0] + b'{"id": "x", \xff\xfe}\n')
+    (root / "pred-copy.jsonl").write_bytes(b"".join(good))
+    (root / "deep.jsonl").write_bytes(good[0] + b'{"id": ' + b"[" * 100_000 + b"]" * 100_000
+                                      + b"}\n")
     data = shutil.copytree(usb_fixture_dir / "task_datasets", root / "data")
     (data / "all" / "factuality_classification" / "test.jsonl").write_bytes(b"\xc3\x28\n")
     bad_raw = shutil.copytree(usb_fixture_dir / "raw", root / "bad-raw")
@@ -146,7 +156,8 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
             "truncated_model": str(truncated), "a_file": str(root / "a-file"),
             "nan_spec": str(root / "nan-spec.json"), "qa_missing": str(root / "qa-missing.jsonl"),
             "pred": str(usb_fixture_dir / "predictions" / PRED), "pyrxsum": str(pyrxsum),
-            "one_system": one_system, "tmp": str(root)}
+            "one_system": one_system, "tmp": str(root),
+            "pred_copy": str(root / "pred-copy.jsonl"), "deep": str(root / "deep.jsonl")}
 
 
 @pytest.mark.parametrize("argv, message, code", [case[1:] for case in CLI_CASES],
@@ -435,3 +446,13 @@ def test_a_failed_run_does_not_block_its_own_retry(workspace, tmp_path, capsys):
     assert (tmp_path / "run" / "results.json").is_file()
     code, _, err = sumbench(capsys, *args)  # a finished run is still protected
     assert code == 2 and "already holds a run; pass --resume" in err
+
+
+def test_scores_of_a_file_whose_name_is_not_utf8_are_written(usb_fixture_dir, tmp_path, capsys):
+    name = os.fsdecode(b"pred-\xff.jsonl")  # a surrogate escape in Python's str
+    shutil.copy(usb_fixture_dir / "predictions" / PRED, tmp_path / name)
+    code, _, err = sumbench(capsys, "score", str(tmp_path / name), "--out",
+                            str(tmp_path / "scores.json"))
+    assert code == 0 and "Traceback" not in err
+    written = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
+    assert written["_provenance"]["config"]["inputs"][0]["path"] == str(tmp_path / name)

@@ -44,6 +44,7 @@ def run(args) -> int:
     from tasks.provenance import provenance
     from tasks.scoring import score_files
 
+    check_out_path(args.out, args.paths)
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     if args.workers is None:
         args.workers = default_workers()
@@ -61,6 +62,25 @@ def run(args) -> int:
         written = dict(results)
         written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": args.seed,
                                                                    "rouge": args.seed})
-        with atomic_path(args.out) as tmp:
-            Path(tmp).write_text(json_text(written) + "\n", encoding="utf-8")
+        with atomic_path(args.out) as tmp:  # a file name that is not UTF-8 stays an escape
+            Path(tmp).write_text(json_text(written) + "\n", encoding="utf-8",
+                                 errors="backslashreplace")
     return 0
+
+
+def check_out_path(out: str | None, inputs: list[str]) -> None:
+    """Refuse an --out that names no file, a folder, or one of the prediction files (writing
+    the scores there would destroy the predictions)."""
+    from tasks.errors import SumbenchError
+
+    if out is None:
+        return
+    target = Path(out)
+    if not out.strip():
+        raise SumbenchError("--out needs a file name")
+    if target.is_dir():
+        raise SumbenchError(f"--out {out}: is a folder; give the scores file's name")
+    for path in inputs:
+        if target.exists() and Path(path).exists() and target.samefile(path):
+            raise SumbenchError(f"--out {out} is the prediction file {path}: writing the scores "
+                                f"there would replace the predictions")
