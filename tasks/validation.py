@@ -63,11 +63,17 @@ def require_binary_label(record: dict, field: str = "label") -> int:
     return value
 
 
+#: the largest index a dataset column (int64) holds
+MAX_INDEX = 2 ** 63 - 1
+
+
 def require_index(record: dict, field: str) -> int:
-    """A non-negative integer (bools are not integers here)."""
+    """A non-negative integer up to MAX_INDEX (bools are not integers here)."""
     value = require(record, field)
-    if not is_int(value) or value < 0:
-        raise DataError(f"expected a non-negative integer, got {value!r}", field=field)
+    if not is_int(value) or not 0 <= value <= MAX_INDEX:
+        shown = repr(value) if not is_int(value) or value < 10 ** 30 else f"{str(value)[:12]}..."
+        raise DataError(f"expected a non-negative integer below 2**63, got {shown}",
+                        field=field)
     return value
 
 

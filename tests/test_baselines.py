@@ -73,3 +73,17 @@ def test_baseline_command_writes_files_that_score(data_dir, tmp_path, capsys):
                                "--out", tmp_path / "other")
     assert code == 2 and "no baseline for presence_detection" in stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_an_empty_split_is_named_and_nothing_is_written(data_dir, tmp_path, capsys):
+    import shutil
+
+    data = shutil.copytree(data_dir, tmp_path / "data")
+    empty = data / "all" / "multisentence_compression" / "test.jsonl"
+    empty.write_text("")
+    out = tmp_path / "out"
+    code, _, stderr = sumbench(capsys, "baseline", "--data", data, "--tasks", "ABS,COMP",
+                               "--out", out)
+    assert code == 2 and "Traceback" not in stderr
+    assert f"{empty}: the test split of multisentence_compression holds no records" in stderr
+    assert not out.exists()

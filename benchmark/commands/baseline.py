@@ -53,9 +53,11 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
     from tasks import get_task
+    from tasks.errors import DataError
     from tasks.io import atomic_directory, write_json, write_jsonl
     from tasks.provenance import provenance
     from tasks.scoring import score_records
+    from tasks.usb.loaders import resolve_data_dir, task_split_path
     from trainers.baselines import BASELINES, baseline_records, baseline_settings
 
     records, settings = {}, {}
@@ -63,6 +65,10 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
         task = get_task(name)
         train = task.instances(list(task.load("train", variant=variant, data_dir=data_dir)))
         test = task.instances(list(task.load(split, variant=variant, data_dir=data_dir)))
+        if not test:
+            raise DataError(f"the {split} split of {name} holds no records: nothing to predict "
+                            f"or score", path=str(task_split_path(
+                                resolve_data_dir(data_dir), name, split, variant)))
         records[name] = baseline_records(task, test, train_instances=train)
         settings[name] = {"baseline": BASELINES[name], **baseline_settings(train)}
     scores = score_records(records)
