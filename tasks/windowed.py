@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from tasks.errors import DataError
+from tasks.validation import require_index, require_str, require_str_list
 
 WINDOWED_TASKS = ("extractive_summarization", "evidence_extraction")
 Located = tuple[str, int, dict]
@@ -37,9 +38,17 @@ def is_window(record: dict) -> bool:
     return "sub_index" in record and _canonical(record.get("task")) in WINDOWED_TASKS
 
 
-def _group_key(task: str, record: dict) -> tuple:
-    return (task, record.get("id"), record.get("summ_idx") if task == "evidence_extraction"
-            else None)
+def _group_key(task: str, entry: Located) -> tuple:
+    """(task, id, summ_idx or None) of a window whose naming fields are checked."""
+    path, line, record = entry
+    try:
+        require_str(record, "id")
+        require_index(record, "sub_index")
+        if task == "evidence_extraction":
+            require_index(record, "summ_idx")
+    except DataError as error:
+        raise DataError(error.reason, path=path, line=line, field=error.field) from None
+    return (task, record["id"], record["summ_idx"] if task == "evidence_extraction" else None)
 
 
 def _fit(values: list, size: int) -> tuple[list, bool]:
@@ -52,13 +61,15 @@ def _stitch(task, windows: list[Located]) -> Located:
     ordered = sorted(windows, key=lambda item: item[2]["sub_index"])
     numbers = [item[2]["sub_index"] for item in ordered]
     if numbers != list(range(len(ordered))):
-        where = ordered[0]
+        where = next(item for position, item in enumerate(ordered)
+                     if item[2]["sub_index"] != position)  # the first out of sequence
         raise DataError(f"windows of {task.name} id={first.get('id')!r} have sub_index "
                         f"{numbers}; expected 0..{len(ordered) - 1} once each",
                         path=where[0], line=where[1], field="sub_index")
     lines, labels, prediction, mismatches = [], [], [], 0
     for window_path, window_line, window in ordered:
         try:
+            require_str_list(window, "input_lines")
             task.validate_record(dict(window, task=task.name))
         except DataError as error:
             raise DataError(error.reason, path=window_path, line=window_line,
@@ -90,7 +101,7 @@ def stitch_windows(located: Iterable[Located]) -> Iterator[Located]:
     for entry in located:
         record = entry[2]
         if isinstance(record, dict) and is_window(record):
-            groups.setdefault(_group_key(_canonical(record["task"]), record), []).append(entry)
+            groups.setdefault(_group_key(_canonical(record["task"]), entry), []).append(entry)
         else:
             yield entry
     for key, windows in groups.items():

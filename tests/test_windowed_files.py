@@ -90,3 +90,35 @@ def test_broken_window_sets_are_errors(usb_fixture_dir, tmp_path, edit, message)
     with pytest.raises(DataError, match=message) as caught:
         score_files([path])
     assert caught.value.field == "sub_index" and caught.value.path == str(path)
+
+
+def _edited(window: dict, **changes) -> dict:
+    edited = {**window, **changes}
+    return {key: value for key, value in edited.items() if value is not _DROP}
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize("task, position, changes, field, message", [
+    ("extractive_summarization", 1, {"sub_index": "1"}, "sub_index", "non-negative integer"),
+    ("extractive_summarization", 1, {"sub_index": True}, "sub_index", "got True"),
+    ("extractive_summarization", 1, {"sub_index": None}, "sub_index", "got None"),
+    ("extractive_summarization", 1, {"sub_index": 1.0}, "sub_index", "got 1.0"),
+    ("extractive_summarization", 1, {"id": ["a"]}, "id", "expected a string"),
+    ("extractive_summarization", 1, {"input_lines": _DROP}, "input_lines", "missing field"),
+    ("extractive_summarization", 1, {"sub_index": 0}, "sub_index", r"\[0, 0, 2, "),
+    ("evidence_extraction", 0, {"summ_idx": "0"}, "summ_idx", "non-negative integer"),
+])
+def test_a_bad_window_is_named_by_its_line_and_field(usb_fixture_dir, tmp_path, task, position,
+                                                     changes, field, message):
+    records = read_jsonl(usb_fixture_dir / "predictions" / f"{task}.jsonl")
+    windows = official_windows(records[0], task)
+    assert len(windows) >= 3
+    windows[position] = _edited(windows[position], **changes)
+    path = tmp_path / "windows.jsonl"
+    path.write_text("".join(json.dumps(w) + "\n" for w in windows))
+    with pytest.raises(DataError, match=message) as caught:
+        score_files([path])
+    error = caught.value
+    assert (error.path, error.line, error.field) == (str(path), position + 1, field)
