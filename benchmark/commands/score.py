@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     parser.add_argument("paths", nargs="+", metavar="PRED.jsonl", help="prediction files")
     parser.add_argument("--out", metavar="FILE", help="also write the scores (with provenance)")
     parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
-                        help="percentile 95%% intervals from N resamples of records (default 0)")
+                        help="percentile 95%% intervals from N resamples of records (default 0; "
+                             "the resample indices take N x records x 8 bytes)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S",
                         help="seed of the bootstrap resampling and of --rouge-aggregate "
                              "bootstrap-mid (default 0)")

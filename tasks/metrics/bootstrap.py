@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from tasks.errors import SumbenchError
 from tasks.metrics.classification import UNDEFINED_REASONS
 
 
@@ -29,10 +30,18 @@ class BootstrapResult:
 
 
 def resample_indices(n_items: int, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n_items) indices drawn with replacement."""
+    """(n_resamples, n_items) indices drawn with replacement, in one draw (drawing in pieces
+    would give other indices): 8 bytes per index, an error naming the size if they do not fit
+    in memory."""
     if n_items < 1:
         raise ValueError("cannot bootstrap zero items")
-    return np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))
+    try:
+        return np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))
+    except MemoryError:
+        gib = n_resamples * n_items * 8 / 2 ** 30
+        raise SumbenchError(f"{n_resamples} bootstrap resamples of {n_items} items need "
+                            f"{gib:,.1f} GiB for their indices, more than this machine can "
+                            f"give; use fewer resamples") from None
 
 
 def percentile_interval(values: Sequence[float], confidence: float = 0.95) -> list[float]:
