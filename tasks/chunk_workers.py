@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections import deque
 from typing import Any, Callable
 
@@ -51,6 +52,9 @@ class _Done:
 
 
 def _child(function: Callable[[Any], Any], chunk: Any, writer) -> None:
+    # Ctrl-C reaches the whole process group: the parent handles it and stops the children
+    # (each would otherwise print its own KeyboardInterrupt traceback)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()  # a short life: reference counting frees what it makes
     try:
         value = function(chunk)

@@ -176,3 +176,64 @@ def test_objects_frozen_by_the_caller_stay_frozen(monkeypatch):
         assert gc.get_freeze_count() >= frozen > 0
     finally:
         gc.unfreeze()
+
+
+INTERRUPTED_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+from tasks import chunk_workers
+from tasks.chunk_workers import ChunkWorkers
+
+chunk_workers.WARM_ITEMS = 0  # every chunk in a child
+
+def slow(chunk):
+    Path(sys.argv[1], str(os.getpid())).write_text("running")
+    time.sleep(60)
+    return chunk
+
+try:
+    with ChunkWorkers(2) as workers:
+        handles = [workers.submit(slow, [1, 2]) for _ in range(2)]
+        [handle.result() for handle in handles]
+except KeyboardInterrupt:
+    print("parent interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+@needs_fork
+def test_ctrl_c_reaches_the_parent_only_and_the_children_are_stopped(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SCRIPT, str(tmp_path)],
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               cwd=str(chunk_workers.__file__).rsplit("/tasks/", 1)[0])
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    children = [int(path.name) for path in tmp_path.iterdir()]
+    assert len(children) == 2
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.strip() == "parent interrupted", err
+    for pid in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def sigint_ignored(chunk: list[int]) -> list[bool]:
+    import signal
+
+    return [signal.getsignal(signal.SIGINT) is signal.SIG_IGN for _ in chunk]
+
+
+@needs_fork
+def test_children_ignore_ctrl_c_and_the_parent_keeps_its_handler(monkeypatch):
+    import signal
+
+    monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
+    with ChunkWorkers(2) as workers:
+        assert workers.submit(sigint_ignored, [1, 2]).result() == [True, True]
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
