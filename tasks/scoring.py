@@ -38,6 +38,7 @@ from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
 from tasks.metrics.classification import (UNDEFINED_REASONS, UndefinedMetricError,
                                           undefined_reasons)
+from tasks.validation import require_index, require_str
 
 IDENTITY_FIELDS = ("id", "summ_idx", "claim", "summary_sent")
 
@@ -101,9 +102,19 @@ def _checked_record(tasks: _Tasks, record: dict, path: str, line: int) -> tuple[
     record = dict(record, task=task.name)
     try:
         task.validate_record(record)
+        _check_identity(record)
     except DataError as error:
         raise _located(error, path, line) from None
     return task, record
+
+
+def _check_identity(record: dict) -> None:
+    """An `id` is a string and a `summ_idx` a non-negative integer where present: a record
+    whose `summ_idx` is 0.0 or "0" would otherwise escape the duplicate check."""
+    if "id" in record:
+        require_str(record, "id")
+    if "summ_idx" in record:
+        require_index(record, "summ_idx")
 
 
 def collect_records(located: Iterable[tuple[str, int, dict]]) -> dict[str, list[dict]]:

@@ -151,6 +151,21 @@ def test_duplicates_name_both_places(capsys, tmp_path):
     assert code == 2 and "c.jsonl:3" in stderr and "c.jsonl:2" in stderr
 
 
+@pytest.mark.parametrize("changes, field, message", [
+    ({"summ_idx": 0.0}, "summ_idx", "non-negative integer below 2**63, got 0.0"),
+    ({"summ_idx": "0"}, "summ_idx", "got '0'"),
+    ({"summ_idx": -1}, "summ_idx", "got -1"),
+    ({"id": ["d"]}, "id", "expected a string, got list"),
+])
+def test_identity_fields_have_their_types_so_duplicates_cannot_hide(capsys, tmp_path, changes,
+                                                                     field, message):
+    record = {"task": "FAC", "id": "d", "summ_idx": 0, "label": 0, "summary_sent": "s",
+              "prediction": [0.4]}
+    path = write_lines(tmp_path / "fac.jsonl", [record, dict(record, **changes)])
+    code, _, stderr = run_cli(capsys, path)
+    assert code == 2 and f"{path}:2, field '{field}'" in stderr and message in stderr
+
+
 def test_malformed_empty_and_missing_files(capsys, tmp_path):
     code, _, stderr = run_cli(capsys, write_lines(tmp_path / "bad.jsonl", [ABS_RECORD, "{oops"]))
     assert code == 2 and "bad.jsonl:2" in stderr and "malformed JSON" in stderr
