@@ -109,6 +109,13 @@ def test_bad_bytes_and_json_are_reported_per_line(abs_lines):
                                     "is not text")]
 
 
+def test_a_byte_order_mark_before_the_first_line_is_skipped(abs_lines):
+    for data in (b"\xef\xbb\xbf" + abs_lines, b"\xef\xbb\xbf\n" + abs_lines):
+        checked = validate_submission(make_track("usb"), [Upload("bom.jsonl", data)], None,
+                                      Limits(), "all").checked
+        assert len(checked["abstractive_summarization"]) == len(abs_lines.splitlines())
+
+
 def test_record_limit_and_empty_submissions(abs_lines):
     with pytest.raises(DataError, match="more than 2 records"):
         validate_submission(make_track("usb"), [Upload("a.jsonl", abs_lines)], None,

@@ -163,7 +163,8 @@ def located_records(files: Sequence[Upload], limits: Limits,
             except DataError as error:
                 errors.add(error.reason, path=upload.name, line=number, field=error.field)
                 continue
-            yield upload.name, number, record
+            if record is not None:  # None: a line that only held the byte order mark
+                yield upload.name, number, record
 
 
 def _is_results(upload: Upload) -> bool:
