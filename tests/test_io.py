@@ -178,3 +178,20 @@ def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
     writer.start()
     assert read_jsonl(fifo) == [{"a": 3}]
     writer.join(timeout=10)
+
+
+def test_a_lone_surrogate_as_deep_as_json_allows_is_found_without_recursion():
+    import sys
+
+    from tasks.io import json_line_object
+
+    def nested(depth: int) -> bytes:
+        return b'{"a": ' + b"[" * depth + b'"\\udc00"' + b"]" * depth + b"}"
+
+    for depth in range(sys.getrecursionlimit(), 0, -1):  # the deepest the reader accepts
+        with pytest.raises(DataError) as caught:
+            json_line_object(nested(depth), "f.jsonl", 1)
+        if caught.value.reason != "JSON nested too deeply":
+            break
+    assert depth > sys.getrecursionlimit() // 2
+    assert caught.value.field == "a" and "not half of a pair" in caught.value.reason
