@@ -81,11 +81,6 @@ def _hashable(value: Any) -> Any:
     return tuple(map(_hashable, value)) if isinstance(value, list) else value
 
 
-def _located(error: DataError, path: str, line: int) -> DataError:
-    return DataError(error.reason, path=error.path or path,
-                     line=error.line if error.line is not None else line, field=error.field)
-
-
 def _checked_record(tasks: _Tasks, record: dict, path: str, line: int) -> tuple[Any, dict]:
     """(task, record with the canonical task name), or a DataError naming path and line."""
     if not isinstance(record, dict):
@@ -104,7 +99,7 @@ def _checked_record(tasks: _Tasks, record: dict, path: str, line: int) -> tuple[
         task.validate_record(record)
         _check_identity(record)
     except DataError as error:
-        raise _located(error, path, line) from None
+        raise error.located(path, line) from None
     return task, record
 
 

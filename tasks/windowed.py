@@ -47,7 +47,7 @@ def _group_key(task: str, entry: Located) -> tuple:
         if task == "evidence_extraction":
             require_index(record, "summ_idx")
     except DataError as error:
-        raise DataError(error.reason, path=path, line=line, field=error.field) from None
+        raise error.located(path, line) from None
     return (task, record["id"], record["summ_idx"] if task == "evidence_extraction" else None)
 
 
@@ -72,8 +72,7 @@ def _stitch(task, windows: list[Located]) -> Located:
             require_str_list(window, "input_lines")
             task.validate_record(dict(window, task=task.name))
         except DataError as error:
-            raise DataError(error.reason, path=window_path, line=window_line,
-                            field=error.field) from None
+            raise error.located(window_path, window_line) from None
         size = len(window["input_lines"])
         if task.name == "evidence_extraction":
             labels.extend(len(lines) + index for index in window["labels"])

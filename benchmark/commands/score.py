@@ -81,7 +81,7 @@ def check_out_path(out: str | None, inputs: list[str]) -> None:
         raise SumbenchError("--out needs a file name")
     if target.is_dir():
         raise SumbenchError(f"--out {out}: is a folder; give the scores file's name")
-    for path in inputs:
-        if target.exists() and Path(path).exists() and target.samefile(path):
+    for path in inputs if target.exists() else ():
+        if Path(path).exists() and target.samefile(path):
             raise SumbenchError(f"--out {out} is the prediction file {path}: writing the scores "
                                 f"there would replace the predictions")

@@ -159,7 +159,7 @@ def _check_records(task_name: str, records: list, path: str | None,
             check_record(task_name, record)
         except DataError as error:
             line = line_numbers[position] if line_numbers else position + 1
-            raise DataError(error.reason, path=path, line=line, field=error.field) from None
+            raise error.located(path, line) from None
 
 
 def _checked_lines(task_name: str, path: Path) -> list[tuple[int, dict]]:
