@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 
 from tasks.errors import SumbenchError
@@ -67,6 +68,9 @@ def _os_error_text(error: OSError) -> str:
     reason = error.strerror or str(error) or type(error).__name__
     if error.errno == errno.EFBIG or error.errno == errno.ENOSPC:
         reason += " (the disk or the file-size limit is full)"
+    if error.errno == errno.EEXIST and error.filename and os.path.lexists(error.filename) \
+            and not os.path.isdir(error.filename):
+        reason = "a file stands where a folder is needed"
     paths = [name for name in (error.filename, error.filename2) if name]
     return f"{reason}: {' -> '.join(map(str, paths))}" if paths else reason
 

@@ -10,7 +10,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 
 USB_DOMAINS = ("biographies", "companies", "disasters", "schools", "landmarks", "newspapers")
 USB_VARIANTS = USB_DOMAINS + ("all",)
@@ -105,7 +105,7 @@ class Task(abc.ABC):
         """Raise tasks.errors.DataError(field=...) if a prediction record is unusable: not a
         JSON object, another task's record, or bad fields (`validate_fields`)."""
         if not isinstance(record, dict):
-            raise DataError(f"expected a JSON object, got {type(record).__name__}")
+            raise DataError(f"expected a JSON object, got {json_type(record)}")
         task = record.get("task", self.name)
         if task != self.name:
             raise DataError(f"record of task {task!r} given to {self.name!r}", field="task")

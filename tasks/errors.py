@@ -6,6 +6,17 @@ class SumbenchError(Exception):
     """Base class of every error sumbench raises on purpose."""
 
 
+#: JSON's names of the Python types json.loads returns (error messages speak JSON)
+JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+              (list, "array"), (dict, "object"), (type(None), "null"))
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type ("null", "array", ...), else its Python name."""
+    return next((name for kind, name in JSON_TYPES if isinstance(value, kind)),
+                type(value).__name__)
+
+
 class DataError(SumbenchError, ValueError):
     """Bad input data. The message names the file, the 1-based line and the field at fault."""
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -12,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 
 #: a JSON escape of a UTF-16 surrogate (\ud800-\udfff)
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -53,7 +54,7 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
     except RecursionError:
         raise DataError("JSON nested too deeply", path=path, line=line_number) from None
     if not isinstance(record, dict):
-        raise DataError(f"expected a JSON object, got {type(record).__name__}",
+        raise DataError(f"expected a JSON object, got {json_type(record)}",
                         path=path, line=line_number)
     if SURROGATE_ESCAPE.search(line):  # valid UTF-8 holds a lone surrogate only as an escape
         for field, value in record.items():
@@ -210,6 +211,10 @@ def glob_escape(name: str) -> str:
     return "".join(f"[{char}]" if char in "*?[" else char for char in name)
 
 
+#: errors of a write that the system reports without a file name (full disk, quota, ...)
+WRITE_FAULTS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EROFS})
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file path beside `path`; move it into place only on success.
@@ -232,6 +237,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as error:  # a full disk names no file: name the one being written
+        if error.filename is None and error.errno in WRITE_FAULTS:
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -247,8 +256,12 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(path, ".partial")
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial",
-                                    dir=path.parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.",
+                                        suffix=".partial", dir=path.parent))
+    except OSError as error:  # name the folder asked for, not the staging one
+        raise OSError(error.errno, f"cannot create {path.name} here ({error.strerror})",
+                      str(path.parent)) from None
     try:
         os.chmod(staging, 0o777 & ~current_umask())
         yield staging
@@ -256,9 +269,24 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
             _swap_in(staging, path)
         else:
             os.replace(staging, path)
+    except OSError as error:  # name the output, never the staging folder
+        output_name = _output_name(error, staging, path)
+        if output_name is None:
+            raise
+        raise OSError(error.errno, error.strerror, output_name) from None
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _output_name(error: OSError, staging: Path, path: Path) -> str | None:
+    """What an error while writing `staging` should name instead: the file it names at its
+    place in `path`, or `path` for a write fault naming no file (a full disk); None when
+    the error is about something else."""
+    if error.filename is None:
+        return str(path) if error.errno in WRITE_FAULTS else None
+    named = Path(os.fsdecode(error.filename))
+    return str(path / named.relative_to(staging)) if named.is_relative_to(staging) else None
 
 
 def _swap_in(staging: Path, path: Path) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tasks import get_task
 from tasks.chunk_workers import ChunkWorkers
-from tasks.errors import DataError, SumbenchError, UnknownNameError
+from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
 from tasks.io import iter_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
@@ -84,11 +84,12 @@ def _hashable(value: Any) -> Any:
 def _checked_record(tasks: _Tasks, record: dict, path: str, line: int) -> tuple[Any, dict]:
     """(task, record with the canonical task name), or a DataError naming path and line."""
     if not isinstance(record, dict):
-        raise DataError(f"expected a JSON object, got {type(record).__name__}",
+        raise DataError(f"expected a JSON object, got {json_type(record)}",
                         path=path, line=line)
     name = record.get("task")
     if not isinstance(name, str):
-        raise DataError("missing field" if name is None else "expected a task name",
+        raise DataError("missing field" if "task" not in record else
+                        f"expected a task name, got {json_type(name)}",
                         path=path, line=line, field="task")
     try:
         task = tasks.get(name)
@@ -128,10 +129,28 @@ def collect_records(located: Iterable[tuple[str, int, dict]]) -> dict[str, list[
     return by_task
 
 
+def check_distinct_files(paths: Sequence[str | os.PathLike]) -> None:
+    """A file given twice (by any name) is an error naming both: its records would otherwise
+    be reported as duplicates of themselves. Paths that cannot be read are left to the
+    reader, which names them."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key in seen:
+            same = "" if os.fspath(path) == seen[key] else f" (as {seen[key]})"
+            raise SumbenchError(f"prediction file {os.fspath(path)} is given twice{same}")
+        seen[key] = os.fspath(path)
+
+
 def read_prediction_files(paths: Sequence[str | os.PathLike]) -> dict[str, list[dict]]:
     """Records of all files, validated, grouped by canonical task name (file order kept)."""
     if not paths:
         raise SumbenchError("no prediction files given")
+    check_distinct_files(paths)
     from tasks.windowed import stitch_windows
 
     by_task = collect_records(stitch_windows(
@@ -250,18 +269,24 @@ def _score_grouped(by_task: Mapping[str, Sequence[dict]], *, bootstrap: int, see
 
 
 def score_records(records_by_task: Mapping[str, Sequence[dict]], *, bootstrap: int = 0,
-                  seed: int = 0, workers: int = 1,
-                  options: Mapping[str, Any] | None = None) -> dict:
+                  seed: int = 0, workers: int = 1, options: Mapping[str, Any] | None = None,
+                  locations: Mapping[str, Sequence[tuple[str, int]]] | None = None) -> dict:
     """Validate and score in-memory records grouped by task name (aliases accepted).
 
-    A record's position in its list (1-based) stands for the line in error messages.
+    Error messages name `locations[task][i]`, the (file, line) record i came from, when
+    given; else its position in its list (1-based) as a line of `<records of TASK>`.
     """
     located = []
     for name, records in records_by_task.items():
+        places = (locations or {}).get(name)
+        if places is not None and len(places) != len(records):
+            raise SumbenchError(f"{len(places)} locations for {len(records)} records of {name}")
         for number, record in enumerate(records, start=1):
             if isinstance(record, dict) and "task" not in record:
                 record = dict(record, task=name)
-            located.append((f"<records of {name}>", number, record))
+            path, line = places[number - 1] if places is not None \
+                else (f"<records of {name}>", number)
+            located.append((path, line, record))
     by_task = collect_records(located)
     tasks = _Tasks()
     expected = {tasks.get(name).name for name in records_by_task}
@@ -286,6 +311,7 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
     reads on (`tasks.chunk_workers`); the numbers do not change."""
     if not paths:
         raise SumbenchError("no prediction files given")
+    check_distinct_files(paths)
     from tasks.windowed import stitch_windows
 
     def located() -> Iterable[tuple[str, int, dict]]:

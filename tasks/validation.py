@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 
 
 def require(record: dict, field: str) -> Any:
@@ -16,7 +16,7 @@ def require(record: dict, field: str) -> Any:
 def require_str(record: dict, field: str) -> str:
     value = require(record, field)
     if not isinstance(value, str):
-        raise DataError(f"expected a string, got {type(value).__name__}", field=field)
+        raise DataError(f"expected a string, got {json_type(value)}", field=field)
     return value
 
 
@@ -35,7 +35,7 @@ def require_probabilities(record: dict, field: str = "prediction") -> list:
     """A list of finite numbers in [0, 1] (any length; bools are not numbers here)."""
     value = require(record, field)
     if not isinstance(value, list):
-        raise DataError(f"expected a list of probabilities, got {type(value).__name__}",
+        raise DataError(f"expected a list of probabilities, got {json_type(value)}",
                         field=field)
     if value and set(map(type, value)) == {float} and math.isfinite(sum(value)) \
             and 0.0 <= min(value) and max(value) <= 1.0:
@@ -59,7 +59,7 @@ def require_binary_labels(record: dict, field: str) -> list:
 def require_binary_label(record: dict, field: str = "label") -> int:
     value = require(record, field)
     if not is_int(value) or value not in (0, 1):
-        raise DataError(f"expected 0 or 1, got {value!r}", field=field)
+        raise DataError(f"expected 0 or 1, got {json_literal(value)}", field=field)
     return value
 
 
@@ -71,10 +71,17 @@ def require_index(record: dict, field: str) -> int:
     """A non-negative integer up to MAX_INDEX (bools are not integers here)."""
     value = require(record, field)
     if not is_int(value) or not 0 <= value <= MAX_INDEX:
-        shown = repr(value) if not is_int(value) or value < 10 ** 30 else f"{str(value)[:12]}..."
+        shown = (json_literal(value) if not is_int(value) or value < 10 ** 30
+                 else f"{str(value)[:12]}...")
         raise DataError(f"expected a non-negative integer below 2**63, got {shown}",
                         field=field)
     return value
+
+
+def json_literal(value: Any) -> str:
+    """A decoded JSON scalar as its JSON text (null, true), other values as their repr."""
+    return ("null" if value is None else "true" if value is True else "false"
+            if value is False else repr(value))
 
 
 def require_index_lists(record: dict, field: str, bound: int) -> list:

@@ -80,6 +80,13 @@ CLI_CASES = [
                        "--out", "{a_file}"], "--out {a_file} is a file; give a folder", 2),
     ("read-only-out", ["score", "{pred}", "--out", "/sys/sumbench-test/scores.json"],
      "/sys/sumbench-test", 1),
+    ("read-only-out-folder", ["baseline", "--data", "{data}", "--tasks", "FAC", "--out",
+                              "/sys/sumbench-out"],
+     "sumbench baseline: error: cannot create sumbench-out here (Operation not permitted): "
+     "/sys", 1),
+    ("out-under-a-file", ["baseline", "--data", "{data}", "--tasks", "FAC", "--out",
+                          "{a_file}/sub"],
+     "sumbench baseline: error: a file stands where a folder is needed: {a_file}", 1),
     ("score-out-is-the-input", ["score", "{pred_copy}", "--out", "{pred_copy}"],
      "--out {pred_copy} is the prediction file {pred_copy}: writing the scores there would "
      "replace the predictions", 2),
@@ -248,8 +255,16 @@ def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
                                 tmp_path / "out", limit_bytes=4000)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1
+    # the output folder is named (a full disk names no file), never the staging folder
     assert err.strip() == ("sumbench data: error: File too large (the disk or the file-size "
-                           "limit is full)")
+                           f"limit is full): {tmp_path / 'out'}")
+    assert list(tmp_path.iterdir()) == []
+    process = _sumbench_process("baseline", "--data", usb_fixture_dir / "task_datasets",
+                                "--tasks", "all", "--out", tmp_path / "base", limit_bytes=4000)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1 and err.strip() == (
+        "sumbench baseline: error: File too large (the disk or the file-size limit is full): "
+        f"{tmp_path / 'base' / 'predictions' / 'abstractive_summarization.jsonl'}")
     assert list(tmp_path.iterdir()) == []
 
 

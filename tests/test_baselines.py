@@ -87,3 +87,40 @@ def test_an_empty_split_is_named_and_nothing_is_written(data_dir, tmp_path, caps
     assert code == 2 and "Traceback" not in stderr
     assert f"{empty}: the test split of multisentence_compression holds no records" in stderr
     assert not out.exists()
+
+
+def test_a_duplicate_data_record_is_named_at_its_file_lines(data_dir, tmp_path, capsys):
+    import shutil
+
+    data = shutil.copytree(data_dir, tmp_path / "data")
+    test = data / "all" / "evidence_extraction" / "test.jsonl"
+    lines = test.read_text().splitlines()
+    test.write_text("\n".join([*lines, "", lines[0]]) + "\n")  # a blank line, then line 1 again
+    out = tmp_path / "out"
+    code, _, stderr = sumbench(capsys, "baseline", "--data", data, "--tasks", "EVEXT",
+                               "--out", out)
+    assert code == 2 and "Traceback" not in stderr
+    # the claim is the first one of line 1: both places are lines of the data file
+    assert f"{test}:{len(lines) + 2}, field 'id': duplicate record" in stderr
+    assert f"first seen at {test}:1" in stderr
+    assert not out.exists()
+
+
+def test_an_empty_train_split_is_a_warning_naming_the_defaults(data_dir, tmp_path, capsys):
+    import shutil
+
+    data = shutil.copytree(data_dir, tmp_path / "data")
+    for name in ("abstractive_summarization", "factuality_classification"):
+        (data / "all" / name / "train.jsonl").write_text("")
+    out = tmp_path / "out"
+    code, _, stderr = sumbench(capsys, "baseline", "--data", data, "--tasks", "ABS,FAC,EXT",
+                               "--out", out)
+    assert code == 0, stderr
+    warnings = [line for line in stderr.splitlines() if line.startswith("warning:")]
+    # FAC's constant needs no train data; EXT's train split is there
+    assert warnings == ["warning: the train split of abstractive_summarization holds no "
+                        "records; its Lead-k baseline uses k = 3"]
+    settings = json.loads((out / "baseline.json").read_text())["config"]["baselines"]
+    assert settings["abstractive_summarization"]["train_instances"] == 0
+    assert settings["abstractive_summarization"]["lead_k"] == 3
+    assert settings["extractive_summarization"]["train_instances"] > 0

@@ -195,3 +195,24 @@ def test_a_lone_surrogate_as_deep_as_json_allows_is_found_without_recursion():
             break
     assert depth > sys.getrecursionlimit() // 2
     assert caught.value.field == "a" and "not half of a pair" in caught.value.reason
+
+
+def test_errors_inside_a_staged_folder_name_the_output_not_the_staging_folder(tmp_path):
+    import errno
+
+    target = tmp_path / "out"
+    with pytest.raises(OSError) as caught:
+        with atomic_directory(target) as staging:
+            (staging / "sub").mkdir()
+            raise OSError(errno.EACCES, "Permission denied", str(staging / "sub" / "f.json"))
+    assert caught.value.filename == str(target / "sub" / "f.json")
+    with pytest.raises(OSError) as caught:
+        with atomic_directory(target):
+            raise OSError(errno.ENOSPC, "No space left on device")  # a write names no file
+    assert (caught.value.errno, caught.value.filename) == (errno.ENOSPC, str(target))
+    refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    with pytest.raises(ConnectionRefusedError) as caught:
+        with atomic_directory(target):
+            raise refused  # not about the output: left as it is
+    assert caught.value is refused
+    assert list(tmp_path.iterdir()) == []

@@ -68,7 +68,7 @@ def test_check_offline_and_against_the_server(instance, capsys, usb_fixture_dir,
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": "FIX", "id": "x", "summ_idx": 0, "prediction": 1}\n')
     code, _, err = _run(capsys, "leaderboard", "submit", "--check", str(bad))
-    assert code == 2 and "bad.jsonl:1, field 'prediction': expected a string, got int" in err
+    assert code == 2 and "bad.jsonl:1, field 'prediction': expected a string, got integer" in err
 
 
 def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fixture_dir,

@@ -86,9 +86,9 @@ def test_manifest_holds_keys_and_lengths_only_sorted_not_in_gold_order(usb):
     (lambda rs: rs[:-1], "1 of 3 test items missing", "id"),
     (lambda rs: rs + rs[:1], "duplicate record", "id"),
     (lambda rs: rs + [{**rs[0], "id": "nowhere/doc.json"}], "no such test item", "id"),
-    (lambda rs: [{**rs[0], "prediction": 3}] + rs[1:], "expected a string, got int", "prediction"),
+    (lambda rs: [{**rs[0], "prediction": 3}] + rs[1:], "expected a string, got integer", "prediction"),
     (lambda rs: [{k: v for k, v in rs[0].items() if k != "id"}] + rs[1:], "missing field", "id"),
-    (lambda rs: [{**rs[0], "id": ["a"]}] + rs[1:], "expected a string, got list", "id"),
+    (lambda rs: [{**rs[0], "id": ["a"]}] + rs[1:], "expected a string, got array", "id"),
     (lambda rs: [{**rs[0], "task": "ABSTRACTIVE"}] + rs[1:], "unknown task", "task"),
 ])
 def test_abs_submission_errors_name_file_line_and_field(usb, usb_fixture_dir, edit, message,
@@ -103,6 +103,24 @@ def test_abs_submission_errors_name_file_line_and_field(usb, usb_fixture_dir, ed
     assert message in first["message"] and first["field"] == field
     if "missing" not in message:
         assert first["file"] == "abs.jsonl" and isinstance(first["line"], int)
+
+
+@pytest.mark.parametrize("summ_idx, message", [
+    (-1, "expected a non-negative integer below 2**63, got -1"),
+    (True, "expected a non-negative integer below 2**63, got true"),
+    (None, "expected a non-negative integer below 2**63, got null"),
+])
+def test_item_ids_are_checked_as_sumbench_score_checks_them(summ_idx, message):
+    from leaderboard.tracks.base import ErrorCollector, check_id_types
+
+    errors = ErrorCollector()
+    record = {"id": "d", "summ_idx": summ_idx}
+    assert not check_id_types(errors, ("fac.jsonl", 4, record), ("id", "summ_idx"))
+    (error,) = errors.errors
+    assert (error.path, error.line, error.field, error.reason) == \
+        ("fac.jsonl", 4, "summ_idx", message)
+    assert check_id_types(errors, ("fac.jsonl", 5, dict(record, summ_idx=0)),
+                          ("id", "summ_idx")) and len(errors.errors) == 1
 
 
 def test_probability_lengths_fac_ids_and_board_tasks(usb, usb_fixture_dir):

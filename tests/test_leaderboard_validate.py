@@ -103,7 +103,7 @@ def test_bad_bytes_and_json_are_reported_per_line(abs_lines):
     problems = [(e["line"], e["field"], e["message"].split(" (")[0])
                 for e in caught.value.to_list()]
     assert problems == [(2, None, "not UTF-8 text"),
-                        (3, None, "expected a JSON object, got list"),
+                        (3, None, "expected a JSON object, got array"),
                         (4, None, "malformed JSON"), (5, None, "JSON nested too deeply"),
                         (6, "task", "a \\ud800-\\udfff escape that is not half of a pair "
                                     "is not text")]

@@ -160,7 +160,7 @@ TOPIC = {"id": "a", "summ_idx": 2, "input_lines": ["x."], "topic_name": "Career"
     ("extractive_summarization", dict(EXT, labels=[1]), "labels", "1 labels for 2 input"),
     ("extractive_summarization", dict(EXT, input_lines="xy", labels=[1, 0]), "input_lines",
      "list of strings"),
-    ("extractive_summarization", dict(EXT, id=5), "id", "expected a string, got int"),
+    ("extractive_summarization", dict(EXT, id=5), "id", "expected a string, got integer"),
     ("evidence_extraction", dict(EVEXT, evidence_labels=[[1], [2]]), "evidence_labels",
      "item 1 holds 2, not an integer in [0, 2)"),
     ("evidence_extraction", dict(EVEXT, evidence_labels=[[-1], []]), "evidence_labels",
@@ -184,9 +184,9 @@ TOPIC = {"id": "a", "summ_idx": 2, "input_lines": ["x."], "topic_name": "Career"
      "below 2**63, got 100000000000..."),
     ("factuality_classification", dict(FAC, summ_idx=-1), "summ_idx", "non-negative integer"),
     ("factuality_classification", dict(FAC, summary_sent=["s."]), "summary_sent",
-     "expected a string, got list"),
+     "expected a string, got array"),
     ("topicbased_summarization", dict(TOPIC, topic_name=None), "topic_name",
-     "expected a string, got NoneType"),
+     "expected a string, got null"),
     ("topicbased_summarization", dict(TOPIC, output_lines="o."), "output_lines",
      "list of strings"),
 ])
@@ -213,7 +213,7 @@ def test_records_to_dataset_checks_in_memory_records():
                            path="mem.jsonl", line_numbers=[4, 9])
     assert (caught.value.path, caught.value.line, caught.value.field) == ("mem.jsonl", 9,
                                                                           "labels")
-    with pytest.raises(DataError, match="line 1: expected a JSON object, got list"):
+    with pytest.raises(DataError, match="line 1: expected a JSON object, got array"):
         records_to_dataset("extractive_summarization", [["a"]])
 
 

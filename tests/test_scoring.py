@@ -155,7 +155,8 @@ def test_duplicates_name_both_places(capsys, tmp_path):
     ({"summ_idx": 0.0}, "summ_idx", "non-negative integer below 2**63, got 0.0"),
     ({"summ_idx": "0"}, "summ_idx", "got '0'"),
     ({"summ_idx": -1}, "summ_idx", "got -1"),
-    ({"id": ["d"]}, "id", "expected a string, got list"),
+    ({"id": ["d"]}, "id", "expected a string, got array"),
+    ({"task": None}, "task", "expected a task name, got null"),
 ])
 def test_identity_fields_have_their_types_so_duplicates_cannot_hide(capsys, tmp_path, changes,
                                                                      field, message):
@@ -380,3 +381,15 @@ def test_rouge_bootstrap_mid_equals_the_official_aggregator(usb_fixture_dir, cap
     assert scores["rouge_aggregate"] == "bootstrap-mid (seed 7, 1000 resamples)"
     mean = scoring.score_files([path])["multisentence_compression"]
     assert mean["rouge1"] != scores["rouge1"] and mean["exactmatch"] == scores["exactmatch"]
+
+
+def test_a_file_given_twice_is_named_before_any_record_is_read(capsys, tmp_path):
+    path = write_lines(tmp_path / "abs.jsonl", [dict(ABS_RECORD, task="ABS")])
+    (tmp_path / "link.jsonl").symlink_to(path)
+    code, stdout, stderr = run_cli(capsys, path, path)
+    assert code == 2 and stdout == ""
+    assert stderr.strip() == f"sumbench score: error: prediction file {path} is given twice"
+    code, _, stderr = run_cli(capsys, path, str(tmp_path / "link.jsonl"))
+    assert code == 2 and f"{tmp_path / 'link.jsonl'} is given twice (as {path})" in stderr
+    with pytest.raises(scoring.SumbenchError, match="given twice"):
+        scoring.read_prediction_files([path, path])

@@ -102,8 +102,8 @@ _DROP = object()
 
 @pytest.mark.parametrize("task, position, changes, field, message", [
     ("extractive_summarization", 1, {"sub_index": "1"}, "sub_index", "non-negative integer"),
-    ("extractive_summarization", 1, {"sub_index": True}, "sub_index", "got True"),
-    ("extractive_summarization", 1, {"sub_index": None}, "sub_index", "got None"),
+    ("extractive_summarization", 1, {"sub_index": True}, "sub_index", "got true"),
+    ("extractive_summarization", 1, {"sub_index": None}, "sub_index", "got null"),
     ("extractive_summarization", 1, {"sub_index": 1.0}, "sub_index", "got 1.0"),
     ("extractive_summarization", 1, {"id": ["a"]}, "id", "expected a string"),
     ("extractive_summarization", 1, {"input_lines": _DROP}, "input_lines", "missing field"),

@@ -40,6 +40,11 @@ BASELINES = {"abstractive_summarization": "Lead-k", "topicbased_summarization": 
              "factuality_classification": "constant 0.5",
              "fixing_factuality": "copy input", "unsupported_span_prediction": "no spans"}
 
+#: the baselines fitted on the train split, and the defaults they use when it is empty
+FITTED_ON_TRAIN = {"abstractive_summarization": f"k = {DEFAULT_LEAD_K}",
+                   "topicbased_summarization": f"k = {DEFAULT_LEAD_K}",
+                   "extractive_summarization": "the prior 1 / (1 + j)"}
+
 
 def lead_k(train_instances: Sequence[dict] | None) -> int:
     if not train_instances:

@@ -52,26 +52,15 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
                     variant: str = "all", split: str = "test") -> dict:
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
-    from tasks import get_task
-    from tasks.errors import DataError
     from tasks.io import atomic_directory, write_json, write_jsonl
     from tasks.provenance import provenance
     from tasks.scoring import score_records
-    from tasks.usb.loaders import resolve_data_dir, task_split_path
-    from trainers.baselines import BASELINES, baseline_records, baseline_settings
 
-    records, settings = {}, {}
+    records, locations, settings = {}, {}, {}
     for name in names:
-        task = get_task(name)
-        train = task.instances(list(task.load("train", variant=variant, data_dir=data_dir)))
-        test = task.instances(list(task.load(split, variant=variant, data_dir=data_dir)))
-        if not test:
-            raise DataError(f"the {split} split of {name} holds no records: nothing to predict "
-                            f"or score", path=str(task_split_path(
-                                resolve_data_dir(data_dir), name, split, variant)))
-        records[name] = baseline_records(task, test, train_instances=train)
-        settings[name] = {"baseline": BASELINES[name], **baseline_settings(train)}
-    scores = score_records(records)
+        records[name], locations[name], settings[name] = task_baseline(
+            name, data_dir, variant=variant, split=split)
+    scores = score_records(records, locations=locations)
     config = {"data": data_dir, "tasks": names, "variant": variant, "split": split,
               "baselines": settings}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -85,6 +74,40 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
             "predictions": {name: out / "predictions" / f"{name}.jsonl" for name in names}}
 
 
+def task_baseline(name: str, data_dir: str | None, *, variant: str,
+                  split: str) -> tuple[list[dict], list[tuple[str, int]], dict]:
+    """One task's baseline prediction records on `split`, the (file, line) of the data
+    record each comes from, and the baseline's settings (fitted on the train split)."""
+    from tasks import get_task
+    from tasks.errors import DataError
+    from tasks.usb.loaders import read_numbered_task_records, read_task_records
+    from trainers.baselines import BASELINES, baseline_records, baseline_settings
+
+    task = get_task(name)
+    train = task.instances(read_task_records(name, "train", variant, data_dir))
+    path, numbered = read_numbered_task_records(name, split, variant, data_dir)
+    if not numbered:
+        raise DataError(f"the {split} split of {name} holds no records: nothing to predict "
+                        f"or score", path=str(path))
+    instances, locations = [], []
+    for line, record in numbered:
+        for instance in task.instances([record]):
+            instances.append(instance)
+            locations.append((str(path), line))
+    settings = {"baseline": BASELINES[name], **baseline_settings(train),
+                "train_instances": len(train)}
+    return baseline_records(task, instances, train_instances=train), locations, settings
+
+
+def untrained_warnings(settings: dict) -> list[str]:
+    """One line per baseline that needed a train split and found it empty (defaults used)."""
+    from trainers.baselines import FITTED_ON_TRAIN
+
+    return [f"warning: the train split of {name} holds no records; its {fitted['baseline']} "
+            f"baseline uses {FITTED_ON_TRAIN[name]}" for name, fitted in settings.items()
+            if name in FITTED_ON_TRAIN and fitted["train_instances"] == 0]
+
+
 def run(args: argparse.Namespace) -> int:
     from benchmark.results import format_table, results_table
 
@@ -94,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         from tasks.errors import SumbenchError
         raise SumbenchError(f"{out} exists and is not an empty folder; choose another (--out)")
     written = write_baselines(args.data, names, out, variant=args.variant, split=args.split)
+    for warning in untrained_warnings(written["settings"]):
+        print(warning, file=sys.stderr)
     print(format_table(results_table(written["scores"], names)))
     for name in names:
         print(written["predictions"][name])

@@ -70,14 +70,14 @@ def build_spec(args: argparse.Namespace):
 def spec_file_fields(path: str) -> dict:
     """The PredictSpec fields of a --spec FILE, each checked: a bad file or field is a
     DataError naming the file (and line or field)."""
-    from tasks.errors import DataError, SumbenchError
+    from tasks.errors import DataError, SumbenchError, json_type
     from tasks.io import read_json
     from trainers.predict import PredictSpec
 
     fields = read_json(path, what="spec file")
     if not isinstance(fields, dict):
         raise DataError(f"expected a JSON object of PredictSpec fields, got "
-                        f"{type(fields).__name__}", path=path)
+                        f"{json_type(fields)}", path=path)
     for name, value in fields.items():
         try:
             PredictSpec.from_dict({name: value})

@@ -85,12 +85,12 @@ def apply_spec_file(spec, path: str):
 
 def read_spec_file(path: str) -> dict:
     """The JSON object of a --spec FILE (errors name the file)."""
-    from tasks.errors import DataError
+    from tasks.errors import DataError, json_type
     from tasks.io import read_json
 
     values = read_json(path, what="spec file")
     if not isinstance(values, dict):
-        raise DataError(f"expected a JSON object of spec fields, got {type(values).__name__}",
+        raise DataError(f"expected a JSON object of spec fields, got {json_type(values)}",
                         path=path)
     return values
 

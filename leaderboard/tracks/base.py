@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from tasks.errors import DataError
+from tasks.validation import require_index, require_str
 
 #: (path, 1-based line, record) of a submitted JSON line
 Located = tuple[str, int, dict]
@@ -130,18 +131,14 @@ class Track(abc.ABC):
 
 def check_id_types(collector: ErrorCollector, located: Located,
                    fields: Sequence[str]) -> bool:
-    """Whether the id fields have JSON types that can name an item (strings; summ_idx an
-    integer); an error for the first that does not."""
+    """Whether the id fields can name an item (strings; summ_idx a non-negative integer, as
+    `sumbench score` requires); an error for the first that cannot."""
     path, line, record = located
     for field in fields:
-        value = record.get(field)
-        ok = (isinstance(value, int) and not isinstance(value, bool)) if field == "summ_idx" \
-            else isinstance(value, str)
-        if not ok:
-            expected = "an integer" if field == "summ_idx" else "a string"
-            collector.add("missing field" if value is None else
-                          f"expected {expected}, got {type(value).__name__}",
-                          path=path, line=line, field=field)
+        try:
+            require_index(record, field) if field == "summ_idx" else require_str(record, field)
+        except DataError as error:
+            collector.add_error(error.located(path, line))
             return False
     return True
 

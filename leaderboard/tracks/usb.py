@@ -23,7 +23,7 @@ from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, 
                                      check_item, report_missing)
 from tasks import get_task, task_names
 from tasks.base import SPLITS
-from tasks.errors import DataError, SumbenchError, UnknownNameError
+from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
 from tasks.io import file_sha256
 from tasks.scoring import score_task_examples, task_result
 from tasks.validation import require_probabilities
@@ -122,7 +122,7 @@ def _shape_error(task, prediction: Any, expected_length: int | None,
     """Why a prediction has the wrong type or (with `strict_lengths`) length, or None."""
     if task.output_kind != "probabilities":
         return None if isinstance(prediction, str) else \
-            f"expected a string, got {type(prediction).__name__}"
+            f"expected a string, got {json_type(prediction)}"
     try:
         values = require_probabilities({"prediction": prediction})
     except DataError as error:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tasks.errors import DataError, UnknownNameError
+from tasks.errors import DataError, UnknownNameError, json_type
 from tasks.io import read_json
 from tasks.qapyramid.units import group_by_predicate, split_qa
 
@@ -131,7 +131,7 @@ def _outputs(record: dict, where: dict) -> dict[str, str]:
 def parse_record(record: Any, where: dict) -> QAPyramidExample:
     """Validate one dataset record; `where` holds `path` and `line` for error messages."""
     if not isinstance(record, dict):
-        raise DataError(f"expected a JSON object, got {type(record).__name__}", **where)
+        raise DataError(f"expected a JSON object, got {json_type(record)}", **where)
     qas = record.get("QAs")
     if not isinstance(qas, list) or not all(isinstance(qa, str) and qa.strip() for qa in qas):
         raise DataError("expected a list of \"question? answer\" strings", field="QAs", **where)

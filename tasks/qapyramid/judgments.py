@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 from tasks.io import read_json
 
 
@@ -67,7 +67,7 @@ def _json_path(*keys: Any) -> str:
 
 def _expect_object(value: Any, path: str, keys: tuple, what: str) -> dict:
     if not isinstance(value, dict):
-        raise DataError(f"expected a JSON object of {what}, got {type(value).__name__}",
+        raise DataError(f"expected a JSON object of {what}, got {json_type(value)}",
                         path=path, field=_json_path(*keys) or "(top level)")
     if not value:
         raise DataError(f"empty object: no {what}", path=path,

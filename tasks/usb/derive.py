@@ -16,7 +16,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable, Iterator, NamedTuple
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 from tasks.io import atomic_directory, dumps_record, read_json, read_text, write_json
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
 
@@ -51,7 +51,7 @@ def _article(annotation: dict) -> Article:
 
 def _expect(value, kind: type | tuple, what: str, path: str, field: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise DataError(f"expected {what}, got {type(value).__name__}", path=path, field=field)
+        raise DataError(f"expected {what}, got {json_type(value)}", path=path, field=field)
     return value
 
 

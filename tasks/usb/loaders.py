@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError
+from tasks.errors import DataError, json_type
 from tasks.io import iter_jsonl
 from tasks.usb.archive import (  # noqa: F401  (re-exported)
     ARCHIVE_INFO_FILE, CACHE_ENV, EXTRACTED_FOLDER, FETCH_MESSAGES, HUB_FILENAME, HUB_REPO_ID,
@@ -75,10 +75,18 @@ def read_task_records(task_name: str, split: str, variant: str = "all",
     """The records of one task split, in file order, each checked against the task's schema
     (see `check_record`). `source`: downloader=, cache_dir=, revision= (used only when the
     data comes from the hub archive)."""
+    return [record for _, record in read_numbered_task_records(
+        task_name, split, variant, data_dir, **source)[1]]
+
+
+def read_numbered_task_records(task_name: str, split: str, variant: str = "all",
+                               data_dir: str | Path | None = None,
+                               **source) -> tuple[Path, list[tuple[int, dict]]]:
+    """The split's file and its (line, record) pairs, as `read_task_records` checks them."""
     _check_names(task_name, split)
     root = resolve_data_dir(data_dir, **source)
     path = task_split_path(root, task_name, split, variant)
-    return [record for _, record in _checked_lines(task_name, path)]
+    return path, _checked_lines(task_name, path)
 
 
 # ---------------------------------------------------------------- the task schemas
@@ -142,7 +150,7 @@ def check_record(task_name: str, record: Any) -> None:
     Fields are checked in column order, so `input_lines` and `summary_lines` are checked
     before the labels that refer to them."""
     if not isinstance(record, dict):
-        raise DataError(f"expected a JSON object, got {type(record).__name__}")
+        raise DataError(f"expected a JSON object, got {json_type(record)}")
     schema = TASK_SCHEMAS[task_name]
     if set(record) != set(schema):
         missing, extra = sorted(set(schema) - set(record)), sorted(set(record) - set(schema))
