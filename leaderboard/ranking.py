@@ -2,8 +2,8 @@
 
 Every entry of a board is scored on the same hidden test items, kept in gold order, so the same
 index means the same item for every entry. For each part of a board (a task, or a dataset) the
-board draws ONE array of resample indices from `numpy.random.default_rng(seed)`
-(`tasks.metrics.bootstrap.resample_indices`) and every entry's headline is computed on every
+board draws ONE set of resample indices from `numpy.random.default_rng(seed)`
+(`tasks.metrics.bootstrap.resample_rows`) and every entry's headline is computed on every
 resample: the entry's bootstrap *distribution* for that part. Since all entries share the
 indices, the difference of two distributions, resample by resample, is a paired bootstrap of
 the difference: comparing two entries costs a vector subtraction, and a board of 1,000 entries
@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from tasks.metrics.bootstrap import resample_indices
+from tasks.metrics.bootstrap import resample_rows
 
 #: material sample (per-example items of one part) -> headline (x100), None when undefined
 Statistic = Callable[[Sequence[Any]], "float | None"]
@@ -54,9 +54,8 @@ def mean_statistic(scale: float = 100.0) -> Statistic:
 def bootstrap_distribution(material: Sequence[Any], statistic: Statistic, *,
                            n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
     """The statistic on each of `n_resamples` resamples (NaN where it is undefined)."""
-    indices = resample_indices(len(material), n_resamples, seed)
     values = np.empty(n_resamples, dtype=float)
-    for row, sample_indices in enumerate(indices):
+    for row, sample_indices in enumerate(resample_rows(len(material), n_resamples, seed)):
         value = statistic([material[i] for i in sample_indices])
         values[row] = np.nan if value is None else value
     return values

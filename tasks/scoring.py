@@ -196,8 +196,8 @@ def bootstrap_task(task, examples: Sequence, keys: tuple[str, ...], *,
     result = run_bootstrap(
         examples, _statistic(task, task.aggregate_scores, keys),
         n_resamples=n_resamples, seed=seed,
-        progress=lambda rows: tqdm(rows, desc=f"bootstrap {task.name}", disable=None,
-                                   file=sys.stderr, leave=False))
+        progress=lambda rows, total: tqdm(rows, total=total, desc=f"bootstrap {task.name}",
+                                          disable=None, file=sys.stderr, leave=False))
     for key, count in result.undefined.items():
         if count:
             effect = ("no interval" if count == n_resamples else

@@ -48,7 +48,8 @@ CLI_CASES = [
      "argument --bootstrap: must be >= 0, got -5", 2),
     ("seed-negative", ["score", "{pred}", "--seed", "-1"], "argument --seed: must be >= 0", 2),
     ("bootstrap-too-large", ["score", "{pred}", "--bootstrap", "1000000000000"],
-     "1000000000000 bootstrap resamples of 14 items need 104,308.1 GiB for their indices", 2),
+     "argument --bootstrap: must be at most 1,000,000, got 1,000,000,000,000 (each resample "
+     "re-aggregates every record)", 2),
     ("qa-batch-zero", ["qapyramid", "auto", "--dataset", "{pred}", "--qa-model", "m",
                        "--presence", "lexical", "--qa-batch-size", "0"],
      "argument --qa-batch-size: must be >= 1, got 0", 2),

@@ -292,6 +292,35 @@ def test_bootstrap_helpers():
     assert result.undefined == {"mean": 0, "range": 5}
 
 
+@pytest.mark.parametrize("n_items", [1, 2, 3, 7, 64, 1001])
+def test_resamples_drawn_in_blocks_are_those_of_one_draw(monkeypatch, n_items):
+    """Bounded memory changes no interval: blocks of any size continue the generator's stream
+    exactly as one (n_resamples, n_items) draw does."""
+    from tasks.metrics import bootstrap as bootstrap_module
+
+    whole = np.random.default_rng(11).integers(0, n_items, size=(37, n_items))
+    for block in (1, n_items, 3 * n_items + 1, 10 ** 9):
+        monkeypatch.setattr(bootstrap_module, "BLOCK_INDICES", block)
+        rows = list(bootstrap_module.resample_rows(n_items, 37, seed=11))
+        assert len(rows) == 37 and np.array_equal(np.stack(rows), whole)
+    assert np.array_equal(resample_indices(n_items, 37, seed=11), whole)
+
+
+def test_bootstrap_keeps_one_block_of_indices_in_memory(monkeypatch):
+    from tasks.metrics import bootstrap as bootstrap_module
+
+    drawn = []
+    real_draw = bootstrap_module._draw
+    monkeypatch.setattr(bootstrap_module, "_draw",
+                        lambda rng, n, rows: drawn.append(rows) or real_draw(rng, n, rows))
+    monkeypatch.setattr(bootstrap_module, "BLOCK_INDICES", 100)
+    items = [float(i) for i in range(30)]
+    result = bootstrap(items, lambda s: {"mean": sum(s) / len(s)}, n_resamples=10, seed=2)
+    assert drawn == [3, 3, 3, 1]  # 100 // 30 resamples per block
+    means = resample_indices(30, 10, seed=2).mean(axis=1)  # items[i] == i
+    assert result.intervals["mean"] == percentile_interval(means.tolist())
+
+
 FAC_ONE_POSITIVE = [0.7836, 0.6102, 0.5114, 0.5102, 0.7044, 0.878, 0.4291]  # p_yes, label 0
 
 

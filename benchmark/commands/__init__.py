@@ -25,6 +25,21 @@ def non_negative_int(text: str) -> int:
     return _integer_at_least(text, 0)
 
 
+#: the most bootstrap resamples a command takes (each one re-aggregates every record;
+#: published intervals use 1,000 to 10,000)
+MAX_RESAMPLES = 1_000_000
+
+
+def resample_count(text: str) -> int:
+    """An argparse type: a number of bootstrap resamples, 0 (none) to MAX_RESAMPLES."""
+    value = _integer_at_least(text, 0)
+    if value > MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_RESAMPLES:,}, got {value:,} (each resample re-aggregates "
+            f"every record)")
+    return value
+
+
 def _finite(text: str) -> float:
     try:
         value = float(text)

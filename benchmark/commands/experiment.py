@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int
+from benchmark.commands import non_negative_int, positive_int, resample_count
 from benchmark.results import EARLY_STOPPING
 
 
@@ -79,7 +79,7 @@ def _common(parser, default_tasks: str = "all") -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="FIELD=VALUE", help="fine-tuning spec field (train and run)")
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric")
-    parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
+    parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
                         help="bootstrap resamples for 95%% intervals of every cell")
     parser.add_argument("--batch-size", type=positive_int, default=8,
                         help="prediction batch size (never changes results)")

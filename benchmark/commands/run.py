@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_float, positive_int
+from benchmark.commands import non_negative_int, positive_float, positive_int, resample_count
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
 from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_training_arguments(parser.add_argument_group("fine-tuning (--mode finetune)"))
     _add_prediction_arguments(parser.add_argument_group("prediction"))
     _add_fewshot_arguments(parser.add_argument_group("few-shot (--mode fewshot)"))
-    parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
+    parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
                         help="bootstrap resamples for 95%% intervals (default 0)")
     parser.add_argument("--rouge-aggregate", choices=("mean", "bootstrap-mid"), default="mean",
                         help="ROUGE over examples: plain mean (default) or the official "

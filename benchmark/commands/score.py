@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int
+from benchmark.commands import non_negative_int, positive_int, resample_count
 from tasks.io import file_sha256, json_text
 
 PROVENANCE_KEY = "_provenance"
@@ -22,9 +22,9 @@ def register(subparsers) -> None:
         description="Score JSON Lines prediction records in the official USB shape.")
     parser.add_argument("paths", nargs="+", metavar="PRED.jsonl", help="prediction files")
     parser.add_argument("--out", metavar="FILE", help="also write the scores (with provenance)")
-    parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
-                        help="percentile 95%% intervals from N resamples of records (default 0; "
-                             "the resample indices take N x records x 8 bytes)")
+    parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
+                        help="percentile 95%% intervals from N resamples of records "
+                             "(default 0)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S",
                         help="seed of the bootstrap resampling and of --rouge-aggregate "
                              "bootstrap-mid (default 0)")
