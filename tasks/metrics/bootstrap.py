@@ -2,7 +2,8 @@
 
 `items` are whatever a statistic aggregates (records, per-example scores, per-record label
 pairs); resampling draws item indices with replacement from `numpy.random.default_rng(seed)`
-(in blocks that give exactly the indices of one draw), so the intervals depend only on the items, the statistic, `n_resamples` and `seed`.
+(in blocks that give exactly the indices of one draw), so the intervals depend only on the
+items, the statistic, `n_resamples` and `seed`.
 A metric that is undefined on a resample (the statistic gives None for it, e.g. AUC with one
 class) is left out of that metric's interval only and counted per metric; the other metrics
 use every resample. A metric undefined on all resamples has the interval None.
