@@ -38,8 +38,8 @@ def resample_indices(n_items: int, n_resamples: int, seed: int) -> np.ndarray:
     """(n_resamples, n_items) indices drawn with replacement from
     `numpy.random.default_rng(seed)`: 8 bytes per index, all in memory (`resample_rows`
     gives the same rows in bounded memory)."""
-    return np.stack(list(resample_rows(n_items, n_resamples, seed))) if n_resamples else \
-        np.empty((0, n_items), dtype=np.int64)
+    rows = list(resample_rows(n_items, n_resamples, seed))
+    return np.stack(rows) if rows else np.empty((0, n_items), dtype=np.int64)
 
 
 def resample_rows(n_items: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
