@@ -79,7 +79,8 @@ def check(uploads: Sequence[Upload], track: str, variant: str,
     result = validate_submission(make_track(track), uploads, manifest, limits, variant)
     return {"status": "valid", "track": track, "variant": variant,
             "coverage_checked": manifest is not None, "records": result.n_records,
-            "parts": {part: len(records) for part, records in result.checked.items()}}
+            "parts": {part: len(records) for part, records in result.checked.items()},
+            **({"ignored": list(result.ignored)} if result.ignored else {})}
 
 
 def submit(server: str, token: str, uploads: Sequence[Upload], *, model: str,

@@ -131,7 +131,7 @@ def compare(scope: str, point_a: float | None, point_b: float | None,
 @dataclass(frozen=True)
 class BoardEntry:
     """What ranking needs of an entry: point headlines and distributions per part."""
-    entry_id: str
+    entry_id: int | str  # ties rank in id order: the service gives submission numbers
     points: Mapping[str, float | None]
     distributions: Mapping[str, np.ndarray]
 
@@ -145,7 +145,7 @@ class BoardEntry:
 
 @dataclass(frozen=True)
 class RankedEntry:
-    entry_id: str
+    entry_id: int | str
     score: float
     ci95: list[float] | None
     rank: int

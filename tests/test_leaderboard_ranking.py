@@ -96,6 +96,21 @@ def test_rank_bands_partial_entries_and_ties():
     assert ranked[0].score == 90.0 and ranked[0].ci95[0] < 90.1 < ranked[0].ci95[1] + 0.1
 
 
+def test_board_ties_rank_the_earlier_submission_first():
+    """Submission 9 and 10 score the same: 9 ranks first (compared as text, "10" < "9")."""
+    from leaderboard.service.boards import rank_board
+
+    rng = np.random.default_rng(0)
+    shared = {"x": 50.0 + rng.normal(0, 1, 100)}
+    entries = [{"id": number, "score_id": number, "headlines": {"x": 50.0}}
+               for number in (10, 9, 11)]
+    ranked, partial, pending = rank_board(entries, {n: shared for n in (9, 10, 11)}, ["x"],
+                                          alpha=0.05)
+    assert [e["id"] for e in ranked] == [9, 10, 11] and [e["rank"] for e in ranked] == [1, 2, 3]
+    assert partial == [] and pending == []
+    assert {e["id"]: e["part_ranks"] for e in ranked} == {9: {"x": 1}, 10: {"x": 1}, 11: {"x": 1}}
+
+
 def test_per_part_ranks_share_ties_and_skip_undefined():
     ranks = per_part_ranks({"a": {"x": 5.0, "y": None}, "b": {"x": 5.0, "y": 1.0},
                             "c": {"x": 7.0}})

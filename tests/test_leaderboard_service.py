@@ -148,6 +148,43 @@ def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
         assert "abs.jsonl" in last.detail
 
 
+@pytest.mark.parametrize("card, field, message", [
+    ({"notes": "\ud800x"}, "notes", "lone UTF-16 surrogate"),
+    ({"seed": int("9" * 600)}, "seed", "at most 500 characters"),
+    ([1, 2], "card", "expected a JSON object of model card fields, got array"),
+])
+def test_bad_model_cards_are_refused_naming_the_field(service, usb_fixture_dir, card, field,
+                                                       message):
+    from leaderboard.service.validate import Upload
+
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    response = _submit(service, [Upload("fix.jsonl", minimal_lines(path))], model="card",
+                       card=card)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["errors"]
+    assert error["field"] == field and message in error["message"]
+
+
+def test_requests_the_api_cannot_bind_and_ids_beyond_int64(service, scored):
+    client = service["client"]
+    response = client.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                           files=[("files", ("", b"SECRET-CONTENT"))], data={})
+    assert response.status_code == 422 and response.json()["status"] == "rejected"
+    assert "model" in [e["field"] for e in response.json()["errors"]]
+    assert b"SECRET-CONTENT" not in response.content  # the input is never echoed
+    huge = 2 ** 63
+    for method, url in (("get", f"/api/v1/submissions/{huge}"), ("get", f"/submission/{huge}"),
+                        ("get", f"/compare?a={scored[0]}&b={10 ** 25}"),
+                        ("post", f"/api/v1/submissions/{huge}/hide"),
+                        ("delete", f"/api/v1/submissions/{10 ** 20}")):
+        response = getattr(client, method)(url, headers=_auth(service, "alice"))
+        assert response.status_code == 404, (url, response.text)
+    for url in ("/", "/track/usb", "/api/v1/leaderboard/usb", f"/submission/{scored[0]}"):
+        head, get = client.head(url), client.get(url)
+        assert head.status_code == 200 and head.content == b"", url
+        assert head.headers["content-type"] == get.headers["content-type"]
+
+
 def test_tokens_are_required_and_stored_hashed(service):
     response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
                                       data={"model": "m"})
@@ -213,6 +250,43 @@ def test_quota_and_body_limit(service, usb_fixture_dir):
                               files=[("files", ("big.jsonl", b"x" * (3 << 20)))],
                               data={"model": "big"})
         assert response.status_code == 413
+        assert "uploads may total 2000 bytes" in response.json()["errors"][0]["message"]
+        chunks = iter([b"x" * (1 << 20)] * 3)  # no Content-Length: the body is streamed
+        response = small.post("/api/v1/submissions", headers={
+            **_auth(service, "alice"), "content-type": "multipart/form-data; boundary=b"},
+            content=chunks)
+        assert response.status_code == 413, response.text
+        response = small.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                              files=[("files", ("a.jsonl", b"x" * 3000))], data={"model": "m"})
+        assert response.status_code == 422  # under the body limit, over the upload limit
+        assert "over this instance's limit of 2000" in response.json()["errors"][0]["message"]
+    finally:
+        save_settings(database, original)
+        service["worker"].drain()
+
+
+def test_concurrent_submissions_cannot_pass_the_quota_together(service, usb_fixture_dir):
+    """The quota is counted again in the transaction that stores the submission."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from leaderboard.service.app import create_app
+    from leaderboard.service.validate import Upload
+
+    database = service["database"]
+    original = load_settings(database)
+    token = create_token(database, "carol")
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    files = _files([Upload("fix.jsonl", minimal_lines(path))])
+
+    def post(number):
+        with TestClient(create_app(service["url"])) as client:
+            return client.post("/api/v1/submissions", files=files, data={
+                "model": f"race {number}"}, headers={"Authorization": f"Bearer {token}"})
+    try:
+        save_settings(database, original.with_changes({"quota_per_day": "3"}))
+        with ThreadPoolExecutor(8) as pool:
+            codes = sorted(response.status_code for response in pool.map(post, range(8)))
+        assert codes == [202] * 3 + [429] * 5
     finally:
         save_settings(database, original)
         service["worker"].drain()

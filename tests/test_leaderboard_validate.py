@@ -70,8 +70,99 @@ def test_archive_sizes_and_counts_are_limited_before_reading():
     many = _tar([_file(f"p{i}.jsonl", b"{}\n") for i in range(5)])
     with pytest.raises(DataError, match="more than 3 files"):
         expand([Upload("many.tar.gz", many)], Limits(max_files=3))
-    with pytest.raises(DataError, match="not a readable tar archive"):
+    with pytest.raises(DataError, match="not a readable gzip-compressed tar archive"):
         expand([Upload("junk.tgz", b"not gzip at all")], Limits())
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_members_are_counted_while_listed_not_after():
+    """A tiny archive of many empty members is refused at the limit (16 per allowed file),
+    without listing the rest; folders and files that are not read count too."""
+    limits = Limits(max_files=2)
+    many = _tar([_file(f"junk/{i}.txt", b"") for i in range(10_000)])
+    with pytest.raises(DataError) as caught:
+        expand([Upload("many.tgz", many)], limits)
+    assert str(caught.value) == ("many.tgz: the archive holds more than 32 members (16 per "
+                                 "allowed file)")
+    with pytest.raises(DataError, match="holds more than 32 members"):
+        expand([Upload("many.zip", _zip({f"{i}.txt": b"" for i in range(33)}))], limits)
+    with pytest.raises(DataError, match="not a readable gzip-compressed tar archive"):
+        expand([Upload("xz.tgz", _xz_tar())], limits)  # .tgz means gzip, whatever r:* takes
+
+
+def _xz_tar() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz") as archive:
+        info, data = _file("a.jsonl", b"{}\n")
+        archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _damaged_zips(abs_lines: bytes) -> dict[str, tuple[bytes, str]]:
+    good = _zip({"abs.jsonl": abs_lines})
+    header = good.index(b"PK\x03\x04")
+    crc = bytearray(good)
+    crc[good.index(b"PK\x01\x02") + 16] ^= 0xFF  # the CRC-32 the central directory records
+    body = bytearray(good)
+    body[header + 30 + len("abs.jsonl") + 5] ^= 0xFF  # inside the deflate stream
+    method = bytearray(good)
+    central = good.index(b"PK\x01\x02")
+    for offset in (header + 8, central + 10):  # compression method 99 (AES), both headers
+        method[offset:offset + 2] = (99).to_bytes(2, "little")
+    encrypted = bytearray(good)
+    for offset in (header + 6, central + 8):  # general-purpose flag bit 0: encrypted
+        encrypted[offset] |= 1
+    return {"crc.zip": (bytes(crc), "cannot be read"), "body.zip": (bytes(body), "cannot be read"),
+            "method.zip": (bytes(method), "cannot be read"),
+            "encrypted.zip": (bytes(encrypted), "is encrypted")}
+
+
+def test_damaged_archives_are_rejected_naming_the_member(abs_lines):
+    for name, (data, message) in _damaged_zips(abs_lines).items():
+        with pytest.raises(DataError, match=message) as caught:
+            expand([Upload(name, data)], Limits())
+        assert caught.value.path == name and "abs.jsonl" in str(caught.value)
+    whole = _tar([_file("abs.jsonl", abs_lines)])
+    with pytest.raises(DataError, match="not a readable tar archive|cannot be read"):
+        expand([Upload("cut.tgz", whole[:len(whole) // 2])], Limits())
+
+
+def test_members_that_are_not_read_are_named_and_litter_is_skipped(abs_lines):
+    ignored = []
+    files = expand([Upload("run.zip", _zip({
+        "preds/abs.jsonl": abs_lines, "preds/ext.JSONL": b"{}\n", "notes.json": b"{}",
+        "__MACOSX/preds/._abs.jsonl": b"\x00\x05\x16\x07", "preds/._x.jsonl": b"\x00"}))],
+        Limits(), ignored)
+    assert [f.name for f in files] == ["run.zip:preds/abs.jsonl"]
+    assert ignored == ["preds/ext.JSONL", "notes.json"]
+    result = validate_submission(make_track("usb"), [Upload("run.zip", _zip({
+        "abs.jsonl": abs_lines, "extra.json": b"{}"}))], None, Limits(), "all")
+    assert result.ignored == ("extra.json",)
+    nested = _zip({"inner.zip": _zip({"abs.jsonl": abs_lines})})
+    with pytest.raises(DataError, match="found inner.zip; archives inside archives are not "
+                                        "opened"):
+        expand([Upload("outer.zip", nested)], Limits())
+
+
+def test_unread_formats_oversized_uploads_and_twin_members_are_refused(abs_lines):
+    for name in ("preds.tar", "abs.jsonl.gz", "run.tar.xz"):
+        with pytest.raises(DataError, match="unsupported archive or compression") as caught:
+            expand([Upload(name, b"\x1f\x8b whatever")], Limits())
+        assert caught.value.path == name
+    with pytest.raises(DataError, match="the upload is 3000 bytes, over this instance's "
+                                        "limit of 2000"):
+        expand([Upload("a.jsonl", b"x" * 1500), Upload("b.jsonl", b"x" * 1500)],
+               Limits(max_bytes=2000))
+    twins = _tar([_file("abs.jsonl", abs_lines), _file("./abs.jsonl", abs_lines)])
+    with pytest.raises(DataError, match="two members named 'abs.jsonl'"):
+        expand([Upload("twins.tgz", twins)], Limits())
 
 
 def test_zip_members_are_checked_too(abs_lines):

@@ -329,6 +329,9 @@ def run_submit(args) -> int:
                             "and --model (use --check to validate only)")
     answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
                            variant=args.variant, card=_card(args))
+    for name in answer.get("ignored", []):
+        print(f"warning: archive member not read (only .jsonl files and results.json are): "
+              f"{name}", file=sys.stderr)
     if args.wait and "id" in answer:
         answer = client.wait_for(args.server, answer["id"], token)
     _print(answer)

@@ -2,7 +2,7 @@
 authenticate, call leaderboard.service functions and render; scoring never runs here.
 
 API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Bearer token)
--> 202 {"id", "status"}; rejections are 4xx {"status": "rejected", "errors": [{"file",
+-> 202 {"id", "status"[, "ignored" archive members]}; rejections are 4xx {"status": "rejected", "errors": [{"file",
 "line", "field", "message"}]}. GET /api/v1/submissions/{id}; POST .../{id}/hide and
 .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from fastapi import (APIRouter, FastAPI, File, Form, Header, HTTPException, UploadFile)
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -30,7 +31,7 @@ from leaderboard.service.validate import Upload
 from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
                                        render)
 from leaderboard.tracks import SubmissionErrors
-from tasks.errors import DataError, SumbenchError
+from tasks.errors import DataError, SumbenchError, json_type
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -40,10 +41,12 @@ FORM_OVERHEAD = 1 << 20
 
 
 class BodyLimit:
-    """ASGI middleware: 413 for a request body over `limit` bytes (declared or streamed)."""
+    """ASGI middleware: 413 for a request body over `limit` bytes, declared or streamed
+    (chunked); `upload_limit` is the instance's upload limit the message names."""
 
-    def __init__(self, app, limit: int):
+    def __init__(self, app, limit: int, upload_limit: int | None = None):
         self.app, self.limit = app, limit
+        self.upload_limit = limit if upload_limit is None else upload_limit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -51,29 +54,55 @@ class BodyLimit:
         declared = dict(scope.get("headers") or {}).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await self._refuse(send)
-        received = 0
+        received, refused = 0, False
 
         async def limited_receive():
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.limit:
+                refused = True
                 raise _TooLarge()
             return message
 
+        async def guarded_send(message):  # the app's answer to a body it could not parse
+            if not refused:
+                await send(message)
+
         try:
-            await self.app(scope, limited_receive, send)
+            await self.app(scope, limited_receive, guarded_send)
         except _TooLarge:
+            pass
+        if refused:
             await self._refuse(send)
 
     async def _refuse(self, send) -> None:
         body = json.dumps({"status": "rejected", "errors": [
             {"file": None, "line": None, "field": None,
-             "message": f"request body over {self.limit} bytes"}]}).encode()
+             "message": f"request body over {self.limit} bytes (uploads may total "
+                        f"{self.upload_limit} bytes on this instance)"}]}).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),
                                 *[(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]]})
         await send({"type": "http.response.body", "body": body})
+
+
+class HeadAsGet:
+    """ASGI middleware: HEAD answered as GET without the body (link checkers, monitors)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message):
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class _TooLarge(Exception):
@@ -109,7 +138,19 @@ def create_app(db: str):
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(api_router(database))
     app.include_router(page_router(database))
-    return BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD)
+    app.add_exception_handler(RequestValidationError, _malformed_request)
+    return HeadAsGet(BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
+                               settings.max_upload_bytes))
+
+
+async def _malformed_request(request, error: RequestValidationError) -> Any:
+    """A request FastAPI cannot bind (a missing form field, a non-integer id) answered in the
+    API's rejection shape, naming the field and never echoing its input."""
+    errors = [{"file": None, "line": None,
+               "field": ".".join(str(part) for part in item.get("loc", ())[1:]) or None,
+               "message": str(item.get("msg", "invalid request"))}
+              for item in error.errors()]
+    return JSONResponse({"status": "rejected", "errors": errors}, status_code=422)
 
 
 def _user(database: Database, authorization: str | None, required: bool = True):
@@ -118,6 +159,17 @@ def _user(database: Database, authorization: str | None, required: bool = True):
         raise HTTPException(401, "a valid API token is required (Authorization: Bearer ...)",
                             headers={"WWW-Authenticate": "Bearer"})
     return user
+
+
+def card_object(card: Any) -> dict:
+    """The card form field's JSON: an object of card fields, or a plain string or number
+    taken as its notes."""
+    if isinstance(card, dict):
+        return card
+    if isinstance(card, (str, int, float)) and not isinstance(card, bool):
+        return {"notes": card}
+    raise DataError(f"expected a JSON object of model card fields, got {json_type(card)}",
+                    field="card")
 
 
 def api_router(database: Database):
@@ -130,11 +182,10 @@ def api_router(database: Database):
         user = _user(database, authorization)
         settings = load_settings(database)
         try:
-            card_fields = json.loads(card)
+            card_fields = card_object(json.loads(card))
             uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
             return accept(database, settings, user, track_name=track, board=variant,
-                          model=model, card=card_fields if isinstance(card_fields, dict)
-                          else {"notes": card_fields}, uploads=uploads)
+                          model=model, card=card_fields, uploads=uploads)
         except QuotaExceeded as error:
             return rejection(429, error)
         except json.JSONDecodeError as error:

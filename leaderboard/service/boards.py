@@ -88,16 +88,17 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     analysed = [e for e in entries if set(distributions.get(e["score_id"], {})) >= set(
         p for p in parts if e["headlines"].get(p) is not None)]
     pending = [e for e in entries if e not in analysed]
-    board_entries = [BoardEntry(str(e["id"]), e["headlines"], distributions.get(e["score_id"], {}))
+    # integer ids: an exact tie ranks the earlier submission first (as text, id 5 came after 49)
+    board_entries = [BoardEntry(int(e["id"]), e["headlines"], distributions.get(e["score_id"], {}))
                      for e in analysed]
     ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha)
-    ranks = per_part_ranks({str(e["id"]): e["headlines"] for e in analysed})
-    by_id = {str(e["id"]): e for e in analysed}
+    ranks = per_part_ranks({int(e["id"]): e["headlines"] for e in analysed})
+    by_id = {int(e["id"]): e for e in analysed}
     for e in analysed:
         dists = distributions.get(e["score_id"], {})
         e["ci95"] = {part: None if part in small_parts else interval(dists[part])
                      for part in dists}
-        e["part_ranks"] = ranks[str(e["id"])]
+        e["part_ranks"] = ranks[int(e["id"])]
     ranked_rows = []
     for row in ranked:
         entry = by_id[row.entry_id]

@@ -67,9 +67,7 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
         model = check_model_name(model)
         if kind == "submission" and not user.is_admin:
             with database.session() as session:
-                if submissions_today(session, user) >= settings.quota_per_day:
-                    raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions "
-                                        f"per 24 hours")
+                check_quota(session, settings, user)  # early: before the work of validating
         gold = gold_for(database, track.name)
         require_board(gold, track.name, board)
         result = validate_submission(track, uploads, track.manifest(gold, board),
@@ -80,10 +78,32 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
             audit(session, user.name, "submit", "rejected",
                   detail={**detail, "error": str(error)[:2000]})
         raise
+    try:
+        return _store(database, settings, user, kind, track.name, board, model, card, result,
+                      detail)
+    except QuotaExceeded as error:
+        with database.session() as session:
+            audit(session, user.name, "submit", "rejected",
+                  detail={**detail, "error": str(error)})
+        raise
+
+
+def check_quota(session, settings: InstanceSettings, user: User) -> None:
+    if submissions_today(session, user) >= settings.quota_per_day:
+        raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions per 24 hours")
+
+
+def _store(database: Database, settings: InstanceSettings, user: User, kind: str, track: str,
+           board: str, model: str, card: dict, result, detail: dict) -> dict:
+    """Insert the submission and its score job; the quota is counted again in the same write
+    transaction (the user's row locked), so concurrent requests cannot pass it together."""
     with database.write_session() as session:
+        if kind == "submission" and not user.is_admin:
+            session.execute(select(User.id).where(User.id == user.id).with_for_update())
+            check_quota(session, settings, user)
         owner = user if kind == "submission" else system_user(session)
         submission = Submission(
-            user_id=owner.id, kind=kind, track=track.name, board=board, model=model,
+            user_id=owner.id, kind=kind, track=track, board=board, model=model,
             card=json.dumps(card, sort_keys=True), status="queued",
             parts=json.dumps(sorted(result.checked)), n_records=result.n_records,
             upload_sha256=result.sha256, predictions=pack(result.checked))
@@ -93,11 +113,25 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
         audit(session, user.name, "submit", "accepted", submission_id=submission.id,
               detail={**detail, "model": model, "records": result.n_records,
                       "sha256": result.sha256})
-        return {"id": submission.id, "status": submission.status}
+        answer = {"id": submission.id, "status": submission.status}
+        if result.ignored:  # archive members that were not read: say so, not silently
+            answer["ignored"] = list(result.ignored)
+        return answer
+
+
+#: the largest id a database integer key holds (a larger one names no submission)
+MAX_ID = 2 ** 63 - 1
+
+
+def stored_submission(session, submission_id: int) -> Submission | None:
+    """The submission with this id, or None (also for ids no database key can hold)."""
+    if not 0 < submission_id <= MAX_ID:
+        return None
+    return session.get(Submission, submission_id)
 
 
 def owned(session, submission_id: int, user: User) -> Submission:
-    submission = session.get(Submission, submission_id)
+    submission = stored_submission(session, submission_id)
     if submission is None or submission.deleted:
         raise NotFound(f"no submission {submission_id}")
     if submission.user_id != user.id and not user.is_admin:
@@ -132,7 +166,7 @@ def public_view(database: Database, submission_id: int, viewer: User | None = No
     """What anyone may see of a submission: status, errors, card and (scored) public scores.
     Hidden submissions are visible to their owner and admins only; deleted ones to none."""
     with database.session() as session:
-        submission = session.get(Submission, submission_id)
+        submission = stored_submission(session, submission_id)
         visible = submission is not None and not submission.deleted and (
             not submission.hidden or (viewer is not None and (
                 viewer.is_admin or viewer.id == submission.user_id)))

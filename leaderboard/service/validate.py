@@ -2,9 +2,12 @@
 
 Input: uploaded files as (name, bytes): JSON Lines prediction files, a run folder's
 `results.json` (self-reported metadata, never trusted for scores), or `.tar.gz`/`.tgz`/`.zip`
-archives of such files. Archives are checked before anything is read from them: regular files
-only (no links, devices or folders escaping the archive), no absolute or `..` member paths,
-member and total sizes and the member count under the instance's limits. Every JSON line must
+archives of such files (`.tgz`/`.tar.gz`: gzip only). Archives are checked before anything is
+read from them: regular files only (no links, devices or folders escaping the archive), no
+absolute or `..` member paths, no two members of one name, member and total sizes under the
+instance's limits, and at most MEMBERS_PER_FILE members of any kind per allowed file, counted
+while a tar listing is read. Damaged, encrypted or unsupported members are refused by name;
+members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must
 be UTF-8 and a JSON object; the records then go to the track's `check` against a manifest (the
 server's, or one fetched from it by the client; without one, only the shape is checked). Every
 problem is reported with its file, line and field (`SubmissionErrors`).
@@ -18,6 +21,7 @@ import posixpath
 import stat
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
@@ -26,7 +30,14 @@ from tasks.errors import DataError
 from tasks.io import json_line_object
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+#: compressed or archive files that are not read (refused rather than read as JSON Lines)
+UNREAD_SUFFIXES = (".tar", ".gz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tbz2", ".txz")
 RESULTS_NAME = "results.json"
+#: archive members of any kind (folders, files that are not read) allowed per allowed file
+MEMBERS_PER_FILE = 16
+#: what reading a damaged or unsupported archive member can raise
+ARCHIVE_FAULTS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
+                  NotImplementedError, RuntimeError, ValueError)
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,11 @@ class Limits:
     @classmethod
     def of(cls, settings) -> "Limits":
         return cls(settings.max_upload_bytes, settings.max_records, settings.max_files)
+
+    @property
+    def max_members(self) -> int:
+        """Members of one archive, of any kind, listed before it is refused unread."""
+        return MEMBERS_PER_FILE * self.max_files
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,7 @@ class CheckedSubmission:
     n_records: int
     sha256: str                           # of the uploaded bytes, in order
     results: dict | None                  # a run folder's results.json, if one came along
+    ignored: tuple[str, ...] = ()         # archive members that are not read (not .jsonl)
 
 
 def _safe_member_name(name: str) -> str | None:
@@ -68,18 +85,28 @@ def _wanted(name: str) -> bool:
     return name.endswith(".jsonl") or posixpath.basename(name) == RESULTS_NAME
 
 
+def _archiver_litter(name: str) -> bool:
+    """macOS's `__MACOSX/` folder and `._name` AppleDouble files: skipped, never reported."""
+    parts = name.split("/")
+    return "__MACOSX" in parts or parts[-1].startswith("._")
+
+
 def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
                    limits: Limits) -> None:
     """Refuse an archive before reading it: (name, kind "file" | "dir" | "other", size) of
     every member; absolute or escaping paths, links and special files, and sizes over the
     limit are errors."""
-    total = 0
+    total, seen = 0, set()
     for name, kind, size in members:
-        if _safe_member_name(name) is None:
+        normal = _safe_member_name(name)
+        if normal is None:
             raise DataError(f"archive member path {name!r} is absolute or leaves the archive",
                             path=upload.name)
         if kind == "dir":
             continue
+        if normal in seen:
+            raise DataError(f"the archive holds two members named {normal!r}", path=upload.name)
+        seen.add(normal)
         if kind != "file":
             raise DataError(f"archive member {name!r} is a link or special file",
                             path=upload.name)
@@ -89,19 +116,52 @@ def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
                             path=upload.name)
 
 
-def _tar_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
+def _tar_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator[Upload]:
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:*")
-    except (tarfile.TarError, OSError, EOFError) as error:
-        raise DataError(f"not a readable tar archive ({error})", path=upload.name) from None
+        archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:gz")
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
+        raise DataError(f"not a readable gzip-compressed tar archive ({error})",
+                        path=upload.name) from None
     with archive:
-        members = archive.getmembers()
+        members = []
+        try:
+            for member in archive:  # headers are read one at a time: stop at the limit
+                members.append(member)
+                _check_count(upload, len(members), limits)
+        except DataError:
+            raise
+        except ARCHIVE_FAULTS as error:
+            raise DataError(f"not a readable tar archive ({error})", path=upload.name) from None
         _check_members(upload, [(m.name, "dir" if m.isdir() else "file" if m.isfile()
                                  else "other", m.size) for m in members], limits)
         for member in members:
-            if member.isfile() and _wanted(member.name):
-                yield Upload(f"{upload.name}:{_safe_member_name(member.name)}",
-                             archive.extractfile(member).read())
+            if member.isfile() and _read_member(member.name, ignored):
+                yield _member_upload(upload, member.name,
+                                     lambda member=member: archive.extractfile(member).read())
+
+
+def _check_count(upload: Upload, count: int, limits: Limits) -> None:
+    if count > limits.max_members:
+        raise DataError(f"the archive holds more than {limits.max_members} members "
+                        f"({MEMBERS_PER_FILE} per allowed file)", path=upload.name)
+
+
+def _read_member(name: str, ignored: list[str]) -> bool:
+    """Whether a file member is read; one that is not (but archiver litter) is noted."""
+    if _wanted(name) and not _archiver_litter(name):
+        return True
+    if not _archiver_litter(name):
+        ignored.append(name)
+    return False
+
+
+def _member_upload(upload: Upload, name: str, read) -> Upload:
+    member = _safe_member_name(name)
+    try:
+        return Upload(f"{upload.name}:{member}", read())
+    except ARCHIVE_FAULTS as error:
+        raise DataError(f"archive member {member!r} cannot be read ({error})",
+                        path=upload.name) from None
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str:
@@ -111,38 +171,57 @@ def _zip_kind(info: zipfile.ZipInfo) -> str:
     return "file" if kind in (0, stat.S_IFREG) else "other"
 
 
-def _zip_members(upload: Upload, limits: Limits) -> Iterator[Upload]:
+def _zip_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator[Upload]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(upload.data))
-    except (zipfile.BadZipFile, OSError) as error:
+    except ARCHIVE_FAULTS as error:
         raise DataError(f"not a readable zip archive ({error})", path=upload.name) from None
     with archive:
         infos = archive.infolist()
+        _check_count(upload, len(infos), limits)
         _check_members(upload, [(i.filename, _zip_kind(i), i.file_size) for i in infos], limits)
         for info in infos:
-            if not info.is_dir() and _wanted(info.filename):
-                data = archive.read(info)
-                if len(data) != info.file_size:
-                    raise DataError("archive member size does not match its header",
-                                    path=upload.name)
-                yield Upload(f"{upload.name}:{_safe_member_name(info.filename)}", data)
+            if info.is_dir() or not _read_member(info.filename, ignored):
+                continue
+            if info.flag_bits & 0x1:
+                raise DataError(f"archive member {info.filename!r} is encrypted",
+                                path=upload.name)
+            read = _member_upload(upload, info.filename, lambda info=info: archive.read(info))
+            if len(read.data) != info.file_size:
+                raise DataError("archive member size does not match its header",
+                                path=upload.name)
+            yield read
 
 
-def expand(uploads: Sequence[Upload], limits: Limits) -> list[Upload]:
-    """Plain files as they are, archives replaced by their JSONL / results.json members."""
+def expand(uploads: Sequence[Upload], limits: Limits,
+           ignored: list[str] | None = None) -> list[Upload]:
+    """Plain files as they are, archives replaced by their JSONL / results.json members;
+    archive members that are not read are appended to `ignored`."""
+    ignored = [] if ignored is None else ignored
+    total = sum(len(upload.data) for upload in uploads)
+    if total > limits.max_bytes:
+        raise DataError(f"the upload is {total} bytes, over this instance's limit of "
+                        f"{limits.max_bytes}")
     files: list[Upload] = []
     for upload in uploads:
         lower = upload.name.lower()
         if lower.endswith((".tar.gz", ".tgz")):
-            files.extend(_tar_members(upload, limits))
+            files.extend(_tar_members(upload, limits, ignored))
         elif lower.endswith(".zip"):
-            files.extend(_zip_members(upload, limits))
+            files.extend(_zip_members(upload, limits, ignored))
+        elif lower.endswith(UNREAD_SUFFIXES):
+            raise DataError(f"unsupported archive or compression (read: JSON Lines files, "
+                            f"{', '.join(ARCHIVE_SUFFIXES)})", path=upload.name)
         else:
             files.append(upload)
         if len(files) > limits.max_files:
             raise DataError(f"more than {limits.max_files} files in one submission")
     if not files:
-        raise DataError("no files in the submission")
+        shown = ", ".join(ignored[:5]) + (f" and {len(ignored) - 5} more" if len(ignored) > 5
+                                          else "")
+        raise DataError("no files in the submission" + (
+            f": archives are read for .jsonl files and {RESULTS_NAME} only (found {shown}; "
+            f"archives inside archives are not opened)" if ignored else ""))
     return files
 
 
@@ -188,7 +267,8 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
                         limits: Limits, board: str) -> CheckedSubmission:
     """Check a submission; raises SubmissionErrors / DataError naming file, line, field.
     Without a manifest only the shape is checked (every key accepted once)."""
-    files = expand(uploads, limits)
+    ignored: list[str] = []
+    files = expand(uploads, limits, ignored)
     results = [read_results(f) for f in files if _is_results(f)]
     data_files = [f for f in files if not _is_results(f)]
     errors = ErrorCollector()
@@ -201,7 +281,7 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
     for upload in uploads:
         digest.update(hashlib.sha256(upload.data).digest())
     return CheckedSubmission(checked, len(located), digest.hexdigest(),
-                             results[0] if results else None)
+                             results[0] if results else None, tuple(ignored))
 
 
 __all__ = ["ARCHIVE_SUFFIXES", "CheckedSubmission", "Limits", "SubmissionErrors", "Upload",
