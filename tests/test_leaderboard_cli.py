@@ -127,6 +127,7 @@ def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:
     (["init", "--set", "colour=red"], "unknown leaderboard setting 'colour'"),
     (["init", "--evaluator", "broken"], "expected NAME=UNITS:PRESENCE"),
     (["token", "--user", "sumbench"], "reserved"),
+    (["token", "--user", "nobody", "--revoke"], "no user 'nobody'"),
 ])
 def test_errors_are_one_line(instance, capsys, tmp_path, args, message):
     db = str(tmp_path / "fresh.sqlite")
@@ -135,6 +136,29 @@ def test_errors_are_one_line(instance, capsys, tmp_path, args, message):
         capsys.readouterr()
     code, _, err = _run(capsys, "leaderboard", args[0], "--db", db, *args[1:])
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_revoked_tokens_stop_working_and_the_revocation_is_audited(capsys, tmp_path):
+    from leaderboard.service.auth import authenticate
+    from leaderboard.service.db import AuditEntry, Database
+
+    db = str(tmp_path / "revoke.sqlite")
+    main(["leaderboard", "init", "--db", db])
+    tokens = []
+    for _ in range(2):
+        code, out, _ = _run(capsys, "leaderboard", "token", "--db", db, "--user", "erin")
+        tokens.append(out.strip().splitlines()[-1])
+    database = Database(f"sqlite:///{db}")
+    assert all(authenticate(database, token).name == "erin" for token in tokens)
+    code, out, err = _run(capsys, "leaderboard", "token", "--db", db, "--user", "erin",
+                          "--revoke")
+    assert code == 0 and out == "" and "revoked 2 token(s) of erin" in err
+    assert [authenticate(database, token) for token in tokens] == [None, None]
+    with database.session() as session:
+        last = session.query(AuditEntry).order_by(AuditEntry.id.desc()).first()
+        assert (last.actor, last.action, last.outcome) == ("erin", "revoke", "accepted")
+    code, out, _ = _run(capsys, "leaderboard", "token", "--db", db, "--user", "erin")
+    assert authenticate(database, out.strip().splitlines()[-1]).name == "erin"  # a new one
 
 
 def test_an_unmigrated_database_is_refused(capsys, tmp_path):

@@ -90,6 +90,8 @@ def _token_args(parser) -> None:
     _db(parser)
     parser.add_argument("--user", required=True, help="user name (created when new)")
     parser.add_argument("--admin", action="store_true", help="make the user an admin")
+    parser.add_argument("--revoke", action="store_true",
+                        help="revoke every token of the user instead (no new token)")
 
 
 def _serve_args(parser) -> None:
@@ -246,8 +248,15 @@ def _pairs(items) -> dict[str, str]:
 
 
 def run_token(args) -> int:
-    from leaderboard.service.auth import create_token
+    from leaderboard.service.auth import create_token, revoke_tokens
+    from tasks.errors import SumbenchError
 
+    if args.revoke:
+        if args.admin:
+            raise SumbenchError("--revoke and --admin do not go together")
+        count = revoke_tokens(_database(args.db), args.user)
+        print(f"revoked {count} token(s) of {args.user}", file=sys.stderr)
+        return 0
     token = create_token(_database(args.db), args.user, admin=args.admin)
     print(f"token for {args.user}{' (admin)' if args.admin else ''}; it is shown once:",
           file=sys.stderr)

@@ -53,6 +53,20 @@ def create_token(database: Database, user_name: str, admin: bool = False) -> str
     return token
 
 
+def revoke_tokens(database: Database, user_name: str) -> int:
+    """Revoke every token of the user (audited); returns how many were live."""
+    name = check_user_name(user_name)
+    with database.write_session() as session:
+        user = session.scalars(select(User).filter_by(name=name)).one_or_none()
+        if user is None:
+            raise SumbenchError(f"no user {name!r}")
+        live = session.scalars(select(Token).filter_by(user_id=user.id, revoked=False)).all()
+        for token in live:
+            token.revoked = True
+        audit(session, name, "revoke", "accepted", detail={"tokens": len(live)})
+    return len(live)
+
+
 def authenticate(database: Database, token: str | None) -> User | None:
     """The user of a valid, unrevoked token; None otherwise."""
     if not token:
