@@ -83,8 +83,7 @@ CLI_CASES = [
      "/sys/sumbench-test", 1),
     ("read-only-out-folder", ["baseline", "--data", "{data}", "--tasks", "FAC", "--out",
                               "/sys/sumbench-out"],
-     "sumbench baseline: error: cannot create sumbench-out here (Operation not permitted): "
-     "/sys", 1),
+     "sumbench baseline: error: cannot create sumbench-out here (", 1),  # EPERM or EACCES
     ("out-under-a-file", ["baseline", "--data", "{data}", "--tasks", "FAC", "--out",
                           "{a_file}/sub"],
      "sumbench baseline: error: a file stands where a folder is needed: {a_file}", 1),
