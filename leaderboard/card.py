@@ -8,16 +8,14 @@ results.json; explicit values win.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Mapping
 
 from tasks.errors import DataError
+from tasks.io import has_lone_surrogate
 
 CARD_FIELDS = ("base_model", "method", "training_domains", "data_fraction", "seed", "link",
                "licence", "notes")
 MAX_VALUE_CHARS = 500
-#: a UTF-16 surrogate code point on its own (JSON lets "\ud800" through; UTF-8 cannot hold it)
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def card_from_results(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,7 +53,7 @@ def check_card(card: Any, source: str = "card") -> dict[str, Any]:
             raise DataError("expected a finite number", path=source, field=key)
         if len(str(value)) > MAX_VALUE_CHARS:
             raise DataError(f"at most {MAX_VALUE_CHARS} characters", path=source, field=key)
-        if isinstance(value, str) and ("\x00" in value or LONE_SURROGATE.search(value)):
+        if isinstance(value, str) and ("\x00" in value or has_lone_surrogate(value)):
             raise DataError("a NUL or a lone UTF-16 surrogate (\\ud800-\\udfff) cannot be "
                             "stored or shown", path=source, field=key)
         checked[key] = value

@@ -58,13 +58,13 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
                         path=path, line=line_number)
     if SURROGATE_ESCAPE.search(line):  # valid UTF-8 holds a lone surrogate only as an escape
         for field, value in record.items():
-            if _has_lone_surrogate(value):
+            if has_lone_surrogate(value):
                 raise DataError("a \\ud800-\\udfff escape that is not half of a pair is not "
                                 "text", path=path, line=line_number, field=field)
     return record
 
 
-def _has_lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: Any) -> bool:
     """Whether a string anywhere in `value` holds a lone surrogate (walked without recursion:
     json.loads accepts nesting as deep as the recursion limit)."""
     pending = [value]

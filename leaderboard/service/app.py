@@ -2,9 +2,9 @@
 authenticate, call leaderboard.service functions and render; scoring never runs here.
 
 API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Bearer token)
--> 202 {"id", "status"[, "ignored" archive members]}; rejections are 4xx {"status": "rejected", "errors": [{"file",
-"line", "field", "message"}]}. GET /api/v1/submissions/{id}; POST .../{id}/hide and
-.../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
+-> 202 {"id", "status"[, "ignored" archive members]}; rejections are 4xx {"status":
+"rejected", "errors": [{"file", "line", "field", "message"}]}. GET /api/v1/submissions/{id};
+POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
 /api/v1/manifest/{track}?variant= (item keys only); POST /api/v1/admin/rescore and GET
 /api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
@@ -44,9 +44,8 @@ class BodyLimit:
     """ASGI middleware: 413 for a request body over `limit` bytes, declared or streamed
     (chunked); `upload_limit` is the instance's upload limit the message names."""
 
-    def __init__(self, app, limit: int, upload_limit: int | None = None):
-        self.app, self.limit = app, limit
-        self.upload_limit = limit if upload_limit is None else upload_limit
+    def __init__(self, app, limit: int, upload_limit: int):
+        self.app, self.limit, self.upload_limit = app, limit, upload_limit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":

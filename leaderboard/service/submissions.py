@@ -20,6 +20,7 @@ from leaderboard.service.gold import gold_for, require_board
 from leaderboard.service.settings import InstanceSettings
 from leaderboard.service.validate import Limits, Upload, validate_submission
 from tasks.errors import DataError, SumbenchError
+from tasks.validation import MAX_INDEX
 
 MAX_MODEL_CHARS = 200
 
@@ -74,18 +75,20 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
                                      Limits.of(settings), board)
         card = merged_card(card, result.results)
     except (SumbenchError, ValueError) as error:
-        with database.session() as session:
-            audit(session, user.name, "submit", "rejected",
-                  detail={**detail, "error": str(error)[:2000]})
+        _audit_rejection(database, user, detail, error)
         raise
     try:
         return _store(database, settings, user, kind, track.name, board, model, card, result,
                       detail)
     except QuotaExceeded as error:
-        with database.session() as session:
-            audit(session, user.name, "submit", "rejected",
-                  detail={**detail, "error": str(error)})
+        _audit_rejection(database, user, detail, error)
         raise
+
+
+def _audit_rejection(database: Database, user: User, detail: dict, error: Exception) -> None:
+    with database.session() as session:
+        audit(session, user.name, "submit", "rejected",
+              detail={**detail, "error": str(error)[:2000]})
 
 
 def check_quota(session, settings: InstanceSettings, user: User) -> None:
@@ -119,13 +122,9 @@ def _store(database: Database, settings: InstanceSettings, user: User, kind: str
         return answer
 
 
-#: the largest id a database integer key holds (a larger one names no submission)
-MAX_ID = 2 ** 63 - 1
-
-
 def stored_submission(session, submission_id: int) -> Submission | None:
     """The submission with this id, or None (also for ids no database key can hold)."""
-    if not 0 < submission_id <= MAX_ID:
+    if not 0 < submission_id <= MAX_INDEX:
         return None
     return session.get(Submission, submission_id)
 

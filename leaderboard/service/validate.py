@@ -148,10 +148,11 @@ def _check_count(upload: Upload, count: int, limits: Limits) -> None:
 
 def _read_member(name: str, ignored: list[str]) -> bool:
     """Whether a file member is read; one that is not (but archiver litter) is noted."""
-    if _wanted(name) and not _archiver_litter(name):
+    if _archiver_litter(name):
+        return False
+    if _wanted(name):
         return True
-    if not _archiver_litter(name):
-        ignored.append(name)
+    ignored.append(name)
     return False
 
 
@@ -239,8 +240,8 @@ def located_records(files: Sequence[Upload], limits: Limits,
                                 path=upload.name, line=number)
             try:
                 record = json_line_object(raw, upload.name, number)
-            except DataError as error:
-                errors.add(error.reason, path=upload.name, line=number, field=error.field)
+            except DataError as error:  # it names the file and line already
+                errors.add_error(error)
                 continue
             if record is not None:  # None: a line that only held the byte order mark
                 yield upload.name, number, record
