@@ -9,10 +9,11 @@ gets a distinct id, so nothing is a duplicate record), then in one run times
       use_stemmer=False).score(ref.lower(), pred.lower()) per example, plain means; pooled
       scikit-learn metrics for EXT/EVEXT/FAC; the same span code for UNSUP;
 
-checks that every official number is IDENTICAL (==, not approximately), and reports both
-arms, alternated `--repeat` times (bench/harness.py: min and median, ratio of medians; `--json`
-for one line with "ratio" and "identical"). Our speed-up comes from an exact bit-parallel LCS and from spreading ROUGE over
-worker processes, never from reusing results of repeated (prediction, reference) pairs.
+checks that every official number is IDENTICAL (==, not approximately), and reports both arms,
+alternated `--repeat` times (bench/harness.py: min and median, ratio of medians; `--json` for one
+line with "ratio" and "identical"). Our speed-up comes from an exact bit-parallel LCS and from
+spreading ROUGE over worker processes, never from reusing results of repeated (prediction,
+reference) pairs.
 
     python3 bench/score_speed.py [--rouge-copies 800] [--other-copies 20] [--workers 2]
                                  [--repeat 5] [--json]

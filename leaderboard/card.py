@@ -25,7 +25,8 @@ def card_from_results(results: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     card: dict[str, Any] = {"base_model": spec.get("model"), "seed": spec.get("seed")}
     if spec.get("mode") == "fewshot":
-        card["method"] = f"few-shot ({spec.get('fewshot_backend')}, {spec.get('style') or 'default style'})"
+        style = spec.get("style") or "default style"
+        card["method"] = f"few-shot ({spec.get('fewshot_backend')}, {style})"
     elif spec.get("training") == "none":
         card["method"] = "evaluated as is (no fine-tuning)"
     else:

@@ -223,6 +223,8 @@ def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixt
     assert client.post("/api/v1/admin/rescore", headers=_auth(service, "alice")).status_code == 403
     assert client.post("/api/v1/admin/rescore", headers=_auth(service, "admin")).json() == {
         "score": 0, "analyse": 0}
+    assert client.get("/api/v1/admin/audit", headers=_auth(service, "alice")).status_code == 403
+    assert client.get("/api/v1/admin/audit").status_code == 401
     audit = client.get("/api/v1/admin/audit", headers=_auth(service, "admin")).json()
     actions = [(row["actor"], row["action"]) for row in audit["entries"]]
     assert ("admin", "delete") in actions and ("alice", "hide") in actions

@@ -10,12 +10,12 @@ unless a counter is given (an under-estimate of BPE tokens, typically by a quart
 
 Prompt length: at most `max_prompt_tokens` (None = no limit of its own) and, for backends that
 know their model's context (`backend.prompt_room(max_new_tokens)`: HF models with absolute or
-bounded positions), at most what fits the context beside the item's output room, so a prompt
-never runs past the model's positions. As in the USB release, a test item whose prompt is too long keeps the longest prefix of its
-input lines that fits; line-labelling items (EXT, EVEXT: tasks whose `fewshot_parts` puts
-`line_labels` in `extra` and accepts `lines=(start, end)`) are cut into consecutive windows of
-whole lines, each numbered from SENT0, and the window predictions are stitched with
-`task.combine`. The same shots serve every window of an item.
+bounded positions), at most what fits the context beside the item's output room, so a prompt never
+runs past the model's positions. As in the USB release, a test item whose prompt is too long keeps
+the longest prefix of its input lines that fits; line-labelling items (EXT, EVEXT: tasks whose
+`fewshot_parts` puts `line_labels` in `extra` and accepts `lines=(start, end)`) are cut into
+consecutive windows of whole lines, each numbered from SENT0, and the window predictions are
+stitched with `task.combine`. The same shots serve every window of an item.
 
 Files under `out_dir` (trainers.prediction_io layout): `predictions/<task>.jsonl` (official
 records), `outputs/<task>.jsonl` (per prompt: prompt, raw output, parsed prediction, ok, shot
@@ -342,8 +342,8 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
     prompts handed to the backend in this call (its response cache may answer them).
     Prompts are kept within `max_prompt_tokens` and the model's context (module docstring);
     a backend failure is a SumbenchError naming the task and the items. With `out_dir`,
-    files are written as in the module docstring; with `resume`, a finished run with the same fingerprint is returned
-    as is and an interrupted one is continued.
+    files are written as in the module docstring; with `resume`, a finished run with the same
+    fingerprint is returned as is and an interrupted one is continued.
     """
     from trainers.prediction_io import OutputStore
 

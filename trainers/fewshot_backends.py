@@ -9,11 +9,12 @@
 HF responses are cached under a key of (backend fingerprint, prompt text, max_new_tokens,
 stops): a repeated request never runs the model. HF backends know their model's context
 (`context_window`: `max_position_embeddings` / `n_positions` of its config, None when it has
-neither, e.g. T5's relative positions) and how long a prompt may be (`prompt_room`); a prompt
-that does not fit, or any failure of the model, is a `BackendError` naming the prompts at fault
-(their positions in the `generate` call), never a bare IndexError from a position table. Greedy decoding makes each row independent
-of its batch companions (padding is masked), and each row is cut at its own token cap and stop
-strings, so outputs do not depend on the batch size or on the order of prompts.
+neither, e.g. T5's relative positions) and how long a prompt may be (`prompt_room`); a prompt that
+does not fit, or any failure of the model, is a `BackendError` naming the prompts at fault (their
+positions in the `generate` call), never a bare IndexError from a position table. Greedy decoding
+makes each row independent of its batch companions (padding is masked), and each row is cut at its
+own token cap and stop strings, so outputs do not depend on the batch size or on the order of
+prompts.
 """
 from __future__ import annotations
 

@@ -43,7 +43,8 @@ STYLE_SPECS: dict[str, dict] = {
     "llama": {"kind": "text", "template": "[INST] {instruction}\n{shots}{content} [/INST] {cue}",
               "line_output": "yes_no", "stops": ("[INST]",)},
     "vicuna": {"kind": "text",
-               "template": VICUNA_SYSTEM + " USER: {instruction}\n{shots}{content} ASSISTANT: {cue}",
+               "template": (VICUNA_SYSTEM
+                            + " USER: {instruction}\n{shots}{content} ASSISTANT: {cue}"),
                "line_output": "yes_no", "stops": ("USER:",)},
     "gpt-3.5": {"kind": "chat", "template": "{instruction}\n{shots}{content}\n{cue}",
                 "line_output": "id_list", "stops": ()},

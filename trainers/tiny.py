@@ -1,4 +1,5 @@
-"""Tiny, locally built tokenizers and models (T5, Llama, GPT-2, BERT) for tests, benchmarks and the offline demo.
+"""Tiny, locally built tokenizers and models (T5, Llama, GPT-2, BERT) for tests, benchmarks and
+the offline demo.
 
 Nothing here touches the network: the tokenizer is trained on the texts given, and the model is
 randomly initialised from a small config with a fixed seed.

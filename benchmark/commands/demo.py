@@ -56,7 +56,8 @@ def register(subparsers) -> None:
                              "validation, 20%% test)")
     parser.add_argument("--max-steps", type=positive_int, default=DEFAULT_STEPS,
                         help=f"fine-tuning steps (default {DEFAULT_STEPS})")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="corpus, model and training seed")
+    parser.add_argument("--seed", type=non_negative_int, default=0,
+                        help="corpus, model and training seed")
     parser.add_argument("--batch-size", type=positive_int, default=16,
                         help="prediction batch size (never changes results)")
     parser.add_argument("--threads", type=positive_int, default=2,

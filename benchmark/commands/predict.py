@@ -41,15 +41,18 @@ def register(subparsers) -> None:
                         help="token budget of one window of windowed tasks (1024; capped at "
                              "--max-input-tokens so no window is truncated)")
     parser.add_argument("--max-new-tokens", type=positive_int, help="generation length (767)")
-    parser.add_argument("--num-beams", type=positive_int, help="beams for text and span tasks (default 4, as the release)")
-    parser.add_argument("--label-num-beams", type=positive_int, help="beams for label tasks (default 1: greedy, as the release)")
+    parser.add_argument("--num-beams", type=positive_int,
+                        help="beams for text and span tasks (default 4, as the release)")
+    parser.add_argument("--label-num-beams", type=positive_int,
+                        help="beams for label tasks (default 1: greedy, as the release)")
     parser.add_argument("--label-rule", choices=("official", "positional"),
                         help="which steps are label positions (default official)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N or auto (default)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")
-    parser.add_argument("--limit", type=positive_int, metavar="N", help="only the first N instances")
+    parser.add_argument("--limit", type=positive_int, metavar="N",
+                        help="only the first N instances")
     parser.add_argument("--no-resume", action="store_true",
                         help="recompute everything, ignoring partial or finished runs")
     parser.set_defaults(handler=run)

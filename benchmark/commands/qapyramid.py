@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     norm.add_argument("--summaries", required=True, help="JSONL {system, example_id, summary}")
     norm.add_argument("--references", required=True, help="JSONL {example_id, reference}")
     choice = norm.add_mutually_exclusive_group()
-    choice.add_argument("--alpha", type=positive_float, default=6.0, help="length penalty alpha (6)")
+    choice.add_argument("--alpha", type=positive_float, default=6.0,
+                        help="length penalty alpha (6)")
     choice.add_argument("--calibrate-alpha", action="store_true",
                         help="choose alpha in 1..10 (lowest |r| with effective length)")
     norm.add_argument("--out", help="also write per-example values and provenance (JSON)")

@@ -64,7 +64,8 @@ def register_subcommands(commands) -> None:
     auto.add_argument("--predicates", help="instead of a detector: 'gold' (oracle: the "
                       "predicate words of the gold QAs) or a JSON file {example_id: "
                       "[predicate, ...]}")
-    auto.add_argument("--max-new-tokens", type=positive_int, default=128, help="per generation (128)")
+    auto.add_argument("--max-new-tokens", type=positive_int, default=128,
+                      help="per generation (128)")
     auto.add_argument("--qa-batch-size", type=positive_int, default=8, help="generation batch (8)")
     _add_common_options(auto)
     auto.set_defaults(handler=run_auto)
@@ -83,7 +84,8 @@ def _add_common_options(parser) -> None:
     parser.add_argument("--unit-kind", choices=("qa", "statement"), default="qa")
     parser.add_argument("--systems", nargs="+", help="systems to score (default: all)")
     parser.add_argument("--normalize", action="store_true", help="also nQAPyramid")
-    parser.add_argument("--alpha", type=positive_float, help="length penalty alpha (6; --normalize)")
+    parser.add_argument("--alpha", type=positive_float,
+                        help="length penalty alpha (6; --normalize)")
     parser.add_argument("--batch-size", type=positive_int, help="presence model batch size")
     parser.add_argument("--device", default="cpu", help="presence/QA model device (cpu)")
     parser.add_argument("--cache", help="disk cache folder of presence model outputs")
@@ -236,8 +238,9 @@ def build_report(examples: Sequence, systems: Sequence[str], per_example: PerExa
         details["human_per_example"] = human
     if human and alpha is not None:
         human_table = _column(_normalized(human, examples, alpha), "nQAPyramid")
-        report.update(human_nQAPyramid=system_means(human_table), kendall_tau_nQAPyramid=kendall_tau(
-            _column(details["per_example_normalized"], "nQAPyramid"), human_table))
+        model_table = _column(details["per_example_normalized"], "nQAPyramid")
+        report.update(human_nQAPyramid=system_means(human_table),
+                      kendall_tau_nQAPyramid=kendall_tau(model_table, human_table))
     return report, details
 
 

@@ -50,7 +50,8 @@ def _add_run_arguments(what) -> None:
     what.add_argument("--mode", choices=MODES, default="finetune")
     what.add_argument("--variant", default="all", help="a USB domain or 'all' (default)")
     what.add_argument("--split", default="test", help="split to predict (default test)")
-    what.add_argument("--seed", type=non_negative_int, default=0, help="training and shot seed (default 0)")
+    what.add_argument("--seed", type=non_negative_int, default=0,
+                      help="training and shot seed (default 0)")
     what.add_argument("--out", required=True, metavar="DIR", help="output folder")
     data = what.add_mutually_exclusive_group()
     data.add_argument("--data", metavar="DIR", help="folder of <variant>/<task>/<split>.jsonl")
@@ -88,7 +89,8 @@ def _add_prediction_arguments(predict) -> None:
                          help="output budget (default: the profile's, at most 767; few-shot: "
                               "per task)")
     predict.add_argument("--num-beams", type=positive_int, default=4,
-                         help="beams for text and span tasks (default 4, as the release; labels are always greedy)")
+                         help="beams for text and span tasks (default 4, as the release; "
+                              "labels are always greedy)")
     predict.add_argument("--label-rule", choices=("official", "positional"), default="official",
                          help="which generated steps give Yes/No probabilities (default: the "
                               "release's rule, every generated Yes/No token)")

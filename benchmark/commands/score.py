@@ -1,10 +1,10 @@
 """`sumbench score PRED.jsonl [...] [--out FILE] [--bootstrap N] [--seed S] [--workers W]`.
 
-Prints `{task: {metric: value, ..., "headline", "n_records", "length_mismatches",
-"undefined"}}` as JSON (indent 1, sorted keys); an undefined metric (e.g. AUC with one class) is
-null, listed under "undefined" and explained on stderr. `--out` writes the same object atomically, plus the provenance of the
-run under the top-level key "_provenance" (task names never start with "_", and a task so named
-is refused). See tasks/scoring.py for the validation rules and the bootstrap.
+Prints `{task: {metric: value, ..., "headline", "n_records", "length_mismatches", "undefined"}}`
+as JSON (indent 1, sorted keys); an undefined metric (e.g. AUC with one class) is null, listed
+under "undefined" and explained on stderr. `--out` writes the same object atomically, plus the
+provenance of the run under the top-level key "_provenance" (task names never start with "_", and
+a task so named is refused). See tasks/scoring.py for the validation rules and the bootstrap.
 """
 from __future__ import annotations
 

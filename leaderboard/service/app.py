@@ -172,8 +172,15 @@ def card_object(card: Any) -> dict:
 
 
 def api_router(database: Database):
+    """The JSON API under /api/v1: submissions, boards, administration."""
     router = APIRouter(prefix="/api/v1")
+    _submission_routes(router, database)
+    _board_routes(router, database)
+    _admin_routes(router, database)
+    return router
 
+
+def _submission_routes(router: APIRouter, database: Database) -> None:
     @router.post("/submissions", status_code=202)
     def submit(files: list[UploadFile] = File(...), model: str = Form(...),
                track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
@@ -224,6 +231,8 @@ def api_router(database: Database):
         return change(submission_id, authorization,
                       lambda user: delete(database, submission_id, user))
 
+
+def _board_routes(router: APIRouter, database: Database) -> None:
     @router.get("/leaderboard/{track}.csv")
     def leaderboard_csv(track: str, variant: str = "all"):
         return Response(_stored(database, track, variant, "csv"), media_type="text/csv")
@@ -240,23 +249,23 @@ def api_router(database: Database):
         except SumbenchError as error:
             raise HTTPException(404, str(error)) from None
 
+
+def _admin_routes(router: APIRouter, database: Database) -> None:
+    def require_admin(authorization: str | None) -> None:
+        if not _user(database, authorization).is_admin:
+            raise HTTPException(403, "admins only")
+
     @router.post("/admin/rescore")
     def rescore(authorization: str | None = Header(None)):
         from leaderboard.service.worker import queue_rescore
-        user = _user(database, authorization)
-        if not user.is_admin:
-            raise HTTPException(403, "admins only")
+        require_admin(authorization)
         return JSONResponse(queue_rescore(database), status_code=202)
 
     @router.get("/admin/audit")
     def audit_log(authorization: str | None = Header(None), limit: int = 100):
         from leaderboard.service.auth import audit_rows
-        user = _user(database, authorization)
-        if not user.is_admin:
-            raise HTTPException(403, "admins only")
+        require_admin(authorization)
         return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
-
-    return router
 
 
 def _stored(database: Database, track: str, variant: str, name: str) -> str:
