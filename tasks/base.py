@@ -61,6 +61,10 @@ class Task(abc.ABC):
     output_kind: ClassVar[str] = "text"
     #: constructor options the task takes (scoring passes only these to it)
     option_names: ClassVar[tuple[str, ...]] = ()
+    #: record fields that tell apart records sharing `id` and `summ_idx` (FAC: `label`)
+    identity_extra: ClassVar[tuple[str, ...]] = ()
+    #: what the official scorer does with a prediction of the wrong length
+    length_mismatch_effect: ClassVar[str] = "truncated or zero-padded as officially"
 
     # ---- data -------------------------------------------------------------------------
     @abc.abstractmethod

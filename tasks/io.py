@@ -1,6 +1,7 @@
 """JSON and JSON Lines reading with precise error locations, and all-or-nothing writes."""
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import hashlib
@@ -88,15 +89,17 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
 
 
 def read_text(path: str | os.PathLike, *, what: str = "file") -> str:
-    """The text of a UTF-8 file. A missing file ("<what> not found"), an unreadable one or
-    bytes that are not UTF-8 (with their line) is a DataError naming the path."""
+    """The text of a UTF-8 file, a leading byte order mark skipped. A missing file ("<what>
+    not found"), an unreadable one or bytes that are not UTF-8 (with their line) is a
+    DataError naming the path."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{what} not found", path=str(path))
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = path.read_bytes()[:error.start].count(b"\n") + 1
+        line = data[:error.start].count(b"\n") + 1
         raise DataError(f"not UTF-8 text ({error.reason})", path=str(path), line=line) from None
     except OSError as error:
         raise DataError(f"cannot read the {what} ({error.strerror or error})",

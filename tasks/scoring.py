@@ -2,11 +2,10 @@
 
 Reading: the official converter's windowed EXT / EVEXT records (`sub_index`) are stitched
 back into one record per item first (tasks.windowed). Every JSON line must name its `task` (a
-registered name or alias); records are
-validated by `task.validate_record` (fields, types, finite probabilities in [0, 1]); a record
-whose identity (task, then `id`,
-`summ_idx`, `claim`, `summary_sent` as present, or `task.record_key(record)` where a task
-defines it) repeats an earlier one is an error naming both places.
+registered name or alias); records are validated by `task.validate_record` (fields, types,
+finite probabilities in [0, 1]); a record whose identity (tasks.identity: task, `id`,
+`summ_idx` and the task's `identity_extra`; the text fields `claim` and `summary_sent` stand in
+for a missing `summ_idx`) repeats an earlier one is an error naming both places.
 
 Scoring: `task.score(records)` and `task.headline(scores)` are the only task-specific code.
 Each task's result is `{metric: value, ..., "headline", "n_records", "length_mismatches",
@@ -16,7 +15,8 @@ its key with the value None (JSON null), is listed in `"undefined"` and reported
 the reason; the headline is None when its metric is. With `bootstrap=N`,
 `"ci95": {metric: [low, high]}` holds percentile intervals over N resamples of the task's
 records (seed `seed`, the same for every task, so a task's interval does not depend on which
-other tasks are scored); the point estimates stay those of the full data. A metric undefined on
+other tasks are scored; records are resampled in the order of their identity digests, so the
+interval does not depend on the order of the records or on how they are split into files); the point estimates stay those of the full data. A metric undefined on
 a resample is left out of its own interval only (`"bootstrap": {"undefined_resamples":
 {metric: count}}`); one undefined on every resample has the interval None. Resamples are drawn
 from the task's per-record `score_examples` and scored with its `aggregate_scores`, so nothing
@@ -38,10 +38,8 @@ from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
 from tasks.metrics.classification import (UNDEFINED_REASONS, UndefinedMetricError,
                                           undefined_reasons)
+from tasks.identity import describe, in_identity_order, record_digest, record_key
 from tasks.validation import require_index, require_str
-
-IDENTITY_FIELDS = ("id", "summ_idx", "claim", "summary_sent")
-
 
 class _Tasks:
     """Task instances by any registered name, created once, each with the scoring options it
@@ -63,24 +61,6 @@ class _Tasks:
 
 
 # ---- validation ------------------------------------------------------------------------
-def record_key(task, record: dict) -> tuple:
-    """What makes a record unique within its task."""
-    own = getattr(task, "record_key", None)
-    if callable(own):
-        return (task.name, own(record))
-    return (task.name, *[_hashable(record.get(field)) for field in IDENTITY_FIELDS])
-
-
-def _describe(task, record: dict) -> str:
-    fields = [f"{field}={str(record[field])[:60]!r}" for field in IDENTITY_FIELDS
-              if field in record]
-    return f"{task.name}: {', '.join(fields) or 'no identifying fields'}"
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(map(_hashable, value)) if isinstance(value, list) else value
-
-
 def _checked_record(tasks: _Tasks, record: dict, path: str, line: int) -> tuple[Any, dict]:
     """(task, record with the canonical task name), or a DataError naming path and line."""
     if not isinstance(record, dict):
@@ -122,7 +102,7 @@ def collect_records(located: Iterable[tuple[str, int, dict]]) -> dict[str, list[
         key = record_key(task, record)
         if key in seen:
             first_path, first_line = seen[key]
-            raise DataError(f"duplicate record ({_describe(task, record)}), first seen at "
+            raise DataError(f"duplicate record ({describe(task, record)}), first seen at "
                             f"{first_path}:{first_line}", path=path, line=line, field="id")
         seen[key] = (path, line)
         by_task.setdefault(task.name, []).append(record)
@@ -245,8 +225,7 @@ def task_result(task, scores: Mapping[str, Any], n_records: int, *,
         _report_undefined(task, reasons)
         if result["length_mismatches"]:
             print(f"sumbench score: {task.name}: {result['length_mismatches']} predictions "
-                  f"had the wrong length (truncated or zero-padded as officially)",
-                  file=sys.stderr)
+                  f"had the wrong length ({task.length_mismatch_effect})", file=sys.stderr)
     return result
 
 
@@ -256,7 +235,8 @@ def score_task(task, records: Sequence[dict], *, bootstrap: int = 0, seed: int =
     result, examples = score_task_examples(task, records)
     if bootstrap:
         keys = _official_keys(task, result)
-        result.update(bootstrap_task(task, examples, keys, n_resamples=bootstrap, seed=seed))
+        ordered = in_identity_order(examples, [record_digest(task, r) for r in records])
+        result.update(bootstrap_task(task, ordered, keys, n_resamples=bootstrap, seed=seed))
     return result
 
 
@@ -344,12 +324,16 @@ class TaskStream:
     chunks in worker processes when `workers` allows; the material keeps record order)."""
 
     def __init__(self, task, workers: ChunkWorkers | None = None) -> None:
+        from array import array
+
         self.task, self.pending, self.parts, self.n_records = task, [], [], 0
+        self.digests = array("Q")  # identity digest of each record, in record order
         self.workers = workers or ChunkWorkers(1)
         self._examples: list | None = None
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict, digest: int) -> None:
         self.pending.append(record)
+        self.digests.append(digest)
         if len(self.pending) >= CHUNK_RECORDS:
             self.flush()
 
@@ -367,13 +351,6 @@ class TaskStream:
         return self._examples
 
 
-def _key_digest(key: tuple) -> int:
-    import hashlib
-
-    text = repr(key).encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-
-
 def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | None" = None, *,
                     rescan=None, workers: ChunkWorkers | None = None) -> dict[str, TaskStream]:
     """Validate (path, line, record) triples and score them chunk by chunk per task (full
@@ -384,13 +361,13 @@ def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | N
     streams: dict[str, TaskStream] = {}
     for path, line, raw in located:
         task, record = _checked_record(tasks, raw, path, line)
-        digest = _key_digest(record_key(task, record))
+        digest = record_digest(task, record)
         if digest in seen:
             raise _duplicate(task, record, path, line, digest, rescan, tasks)
         seen.add(digest)
         if task.name not in streams:
             streams[task.name] = TaskStream(task, workers)
-        streams[task.name].add(record)
+        streams[task.name].add(record, digest)
     for stream in streams.values():
         stream.flush()
     return streams
@@ -400,11 +377,11 @@ def _duplicate(task, record, path, line, digest, rescan, tasks) -> DataError:
     first = None
     for first_path, first_line, raw in (rescan() if rescan else ()):
         other_task, other = _checked_record(tasks, raw, first_path, first_line)
-        if _key_digest(record_key(other_task, other)) == digest:
+        if record_digest(other_task, other) == digest:
             first = f"{first_path}:{first_line}"
             break
     where = f", first seen at {first}" if first else ""
-    return DataError(f"duplicate record ({_describe(task, record)}){where}", path=path,
+    return DataError(f"duplicate record ({describe(task, record)}){where}", path=path,
                      line=line, field="id")
 
 
@@ -417,5 +394,6 @@ def _stream_result(stream: TaskStream, *, bootstrap: int, seed: int) -> dict:
     result = task_result(task, scores, stream.n_records)
     if bootstrap:
         keys = _official_keys(task, result)
-        result.update(bootstrap_task(task, examples, keys, n_resamples=bootstrap, seed=seed))
+        ordered = in_identity_order(examples, stream.digests)
+        result.update(bootstrap_task(task, ordered, keys, n_resamples=bootstrap, seed=seed))
     return result

@@ -50,6 +50,20 @@ def test_build_reproduces_every_fixture_file_byte_for_byte(tmp_path, usb_fixture
         expected["all/evidence_extraction/test.jsonl"]).hexdigest()
 
 
+def test_byte_order_marks_on_split_and_annotation_files_change_nothing(raw_copy, tmp_path,
+                                                                       usb_fixture_dir):
+    """Files saved by editors that write a UTF-8 byte order mark derive the same bytes (the
+    mark used to become part of the first listed path: "annotation file not found")."""
+    marked = [path for path in sorted(raw_copy.rglob("*")) if path.suffix in (".txt", ".json")]
+    assert any(path.suffix == ".txt" for path in marked)
+    for path in marked:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    build_task_datasets(raw_copy, tmp_path / "out", progress=False)
+    produced = files_under(tmp_path / "out")
+    produced.pop(BUILD_INFO_FILE)
+    assert produced == files_under(usb_fixture_dir / "task_datasets")
+
+
 def test_derive_split_and_derive_all_return_the_fixture_records(usb_fixture_dir):
     fixture = usb_fixture_dir / "task_datasets"
     split = derive_split(usb_fixture_dir / "raw", "disasters", "validation")

@@ -131,6 +131,8 @@ def test_read_json_returns_any_value_and_round_trips_write_json(tmp_path):
     assert read_json(tmp_path / "a.json") == {"a": "é", "b": [1, 2.5, None]}
     (tmp_path / "list.json").write_text("[1, 2]")
     assert read_json(str(tmp_path / "list.json")) == [1, 2]
+    (tmp_path / "bom.json").write_bytes(b'\xef\xbb\xbf["\xef\xbb\xbf"]')  # a mark, then one inside
+    assert read_json(tmp_path / "bom.json") == ["\ufeff"]
 
 
 def test_read_json_errors_name_the_path_and_where(tmp_path):
@@ -148,6 +150,8 @@ def test_read_json_errors_name_the_path_and_where(tmp_path):
     (tmp_path / "latin1.json").write_bytes('{\n"a": "\u00e9"}'.encode("latin-1"))
     latin1 = error(tmp_path / "latin1.json")
     assert latin1.line == 2 and latin1.reason.startswith("not UTF-8 text (invalid")
+    (tmp_path / "latin1.json").write_bytes(b"\xef\xbb\xbf" + '{\n"a": "\u00e9"}'.encode("latin-1"))
+    assert error(tmp_path / "latin1.json").line == 2  # counted past the byte order mark
     folder = error(tmp_path, what="spec file")
     assert folder.path == str(tmp_path) and folder.reason.startswith("cannot read the spec file")
 

@@ -10,6 +10,7 @@ import pytest
 from tasks import scoring
 from benchmark.cli import main
 from tasks import get_task
+from tasks.identity import record_digest
 from tasks.io import read_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap, percentile_interval, resample_indices
@@ -98,7 +99,12 @@ def test_length_mismatches_are_counted_and_reported(capsys, tmp_path):
     result = json.loads(stdout)["extractive_summarization"]
     assert result["length_mismatches"] == 2 and result["n_records"] == 2
     assert result["recall"] == pytest.approx(2 / 3)  # the padded third line of "a" is missed
-    assert "2 predictions had the wrong length" in stderr
+    assert "2 predictions had the wrong length (truncated or zero-padded" in stderr
+    fac = [{"task": "FAC", "id": "a", "summ_idx": 0, "label": label, "prediction": [0.9, 0.1]}
+           for label in (0, 1)]
+    code, stdout, stderr = run_cli(capsys, write_lines(tmp_path / "fac.jsonl", fac))
+    assert code == 0 and json.loads(stdout)["factuality_classification"]["auc"] == 0.5
+    assert "2 predictions had the wrong length (scored 0 as officially)" in stderr
 
 
 # ---- errors -------------------------------------------------------------------------------
@@ -149,6 +155,40 @@ def test_duplicates_name_both_places(capsys, tmp_path):
         {"task": "FAC", "id": "d", "summ_idx": 0, "label": 1, "summary_sent": "t",
          "prediction": [0.2]}]))
     assert code == 2 and "c.jsonl:3" in stderr and "c.jsonl:2" in stderr
+
+
+def test_an_item_scored_twice_is_a_duplicate_whatever_its_text(capsys, tmp_path,
+                                                              usb_fixture_dir):
+    """Identity is (id, summ_idx) plus FAC's label: a second copy of an item with an edited
+    claim or summary sentence, or an item given both windowed and whole, is refused."""
+    predictions = usb_fixture_dir / "predictions"
+    evext = read_jsonl(predictions / "evidence_extraction.jsonl")
+    fac = read_jsonl(predictions / "factuality_classification.jsonl")
+    copies = {"evext.jsonl": evext + [dict(evext[0], claim=evext[0]["claim"] + " ")],
+              "fac.jsonl": fac + [dict(fac[1], summary_sent="another sentence")]}
+    for name, records in copies.items():
+        code, _, stderr = run_cli(capsys, write_lines(tmp_path / name, records))
+        assert code == 2 and f"{name}:{len(records)}" in stderr, stderr
+        assert "duplicate record" in stderr and "summ_idx=0" in stderr
+        assert "summ_idx='0'" not in stderr
+    item = evext[0]
+    windows = [{"task": item["task"], "id": item["id"], "summ_idx": 0, "sub_index": index,
+                "input_lines": item["input_lines"][start:start + 4],
+                "labels": [j - start for j in item["labels"] if start <= j < start + 4],
+                "prediction": item["prediction"][start:start + 4]}
+               for index, start in enumerate(range(0, len(item["input_lines"]), 4))]
+    code, _, stderr = run_cli(capsys, write_lines(tmp_path / "mixed.jsonl", evext + windows))
+    assert code == 2 and "duplicate record (evidence_extraction: id=" in stderr
+
+
+def test_records_without_summ_idx_are_told_apart_by_their_text(capsys, tmp_path):
+    records = [{"task": "FAC", "id": "d", "label": label, "summary_sent": text,
+                "prediction": [0.3]} for label, text in ((0, "s"), (1, "t"), (0, "u"))]
+    code, stdout, _ = run_cli(capsys, write_lines(tmp_path / "fac.jsonl", records))
+    assert code == 0 and json.loads(stdout)["factuality_classification"]["n_records"] == 3
+    code, _, stderr = run_cli(capsys, write_lines(tmp_path / "dup.jsonl", records + [
+        dict(records[2], prediction=[0.9])]))
+    assert code == 2 and "dup.jsonl:4" in stderr and "summary_sent='u'" in stderr
 
 
 @pytest.mark.parametrize("changes, field, message", [
@@ -253,6 +293,32 @@ def test_bootstrap_is_seeded_and_keeps_point_estimates(capsys, prediction_files,
     assert low < first["multisentence_compression"]["rouge1"] < high
 
 
+def test_bootstrap_intervals_do_not_depend_on_record_order_or_files(capsys, tmp_path,
+                                                                    prediction_files):
+    """Resampled in the order of identity digests: the same records shuffled into one file,
+    or spread over other files, give the same intervals (point estimates may move in the
+    last bit of a float sum)."""
+    import random
+
+    records = [record for path in prediction_files for record in read_jsonl(path)]
+    random.Random(7).shuffle(records)
+    shuffled = write_lines(tmp_path / "shuffled.jsonl", records)
+    halves = [write_lines(tmp_path / "one.jsonl", records[::2]),
+              write_lines(tmp_path / "two.jsonl", records[1::2])]
+    results = []
+    for files in (prediction_files, [shuffled], halves):
+        code, stdout, _ = run_cli(capsys, *files, "--bootstrap", "60", "--seed", "7")
+        assert code == 0
+        results.append(json.loads(stdout))
+    for task, result in results[0].items():
+        for other in results[1:]:
+            assert other[task]["ci95"] == result["ci95"], task
+            assert other[task]["headline"] == pytest.approx(result["headline"], abs=1e-9)
+    in_memory = scoring.score_records({"FAC": [r for r in records if r["task"].startswith(
+        "factuality")]}, bootstrap=60, seed=7)["factuality_classification"]
+    assert in_memory["ci95"] == results[0]["factuality_classification"]["ci95"]
+
+
 def test_per_example_bootstrap_equals_resampling_records(usb_fixture_dir):
     """Resampling the per-record material gives the intervals of re-scoring resampled
     records from scratch."""
@@ -336,23 +402,25 @@ def test_bootstrap_drops_only_the_undefined_metric_per_resample(capsys):
     result = scoring.score_records({"FAC": records}, bootstrap=1000, seed=0)
     fac = result["factuality_classification"]
     stderr = capsys.readouterr().err
-    labels = np.array([0] * 7 + [1])
-    scores = 1 - np.array(FAC_ONE_POSITIVE + [0.51])
+    task = get_task("FAC")  # resampled in the order of the records' identity digests
+    order = sorted(range(8), key=lambda i: record_digest(task, records[i]))
+    labels = np.array([0] * 7 + [1])[order]
+    scores = (1 - np.array(FAC_ONE_POSITIVE + [0.51]))[order]
     rows = resample_indices(8, 1000, seed=0)
     accuracy = [float(np.mean(labels[row] == np.round(scores[row]))) for row in rows]
     with_positive = [row for row in rows if labels[row].any()]
     auc = [sk.roc_auc_score(labels[row], scores[row]) for row in with_positive]
-    assert len(with_positive) == 658
+    assert len(with_positive) == 648
     assert fac["bootstrap"]["undefined_resamples"] == {
-        "precision": 0, "recall": 0, "f1": 0, "accuracy": 0, "auc": 342, "headline": 342}
+        "precision": 0, "recall": 0, "f1": 0, "accuracy": 0, "auc": 352, "headline": 352}
     assert fac["ci95"]["accuracy"] == percentile_interval(accuracy)
     assert fac["ci95"]["auc"] == percentile_interval(auc)
     assert fac["ci95"]["headline"] == pytest.approx([100 * v for v in fac["ci95"]["auc"]])
     # the last negative (1 - 0.4291) and the positive (1 - 0.51) are misclassified
     assert fac["auc"] == pytest.approx(6 / 7) and fac["accuracy"] == 0.75
-    assert fac["undefined"] == [] and fac["ci95"]["accuracy"] == [0.5, 1.0]
-    assert ("factuality_classification: auc undefined on 342 of 1000 bootstrap resamples "
-            "(its interval uses the other 658)") in stderr
+    assert fac["undefined"] == [] and fac["ci95"]["accuracy"] == [0.375, 1.0]
+    assert ("factuality_classification: auc undefined on 352 of 1000 bootstrap resamples "
+            "(its interval uses the other 648)") in stderr
     assert "accuracy undefined" not in stderr
 
 

@@ -22,6 +22,9 @@ class FactualityClassification(UsbTask):
     output_kind = "probabilities"
     metric_names = CLASSIFICATION_METRICS
     main_metric = "auc"
+    #: each edited sentence gives two records with one summ_idx: label 0 and label 1
+    identity_extra = ("label",)
+    length_mismatch_effect = "scored 0 as officially"
 
     def source(self, instance: dict) -> str:
         return instructed("Is there sufficient evidence for the summary in the content? : ",
