@@ -3,10 +3,13 @@ exposes `register(subparsers)`; heavy libraries are imported inside the handlers
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from tasks.errors import SumbenchError
 
@@ -29,6 +32,32 @@ COMMAND_MODULES = (
 
 #: commands that write one output folder (--out): one process per folder at a time
 LOCKED_COMMANDS = ("train", "predict", "run", "demo")
+
+#: exit codes of a command stopped by Ctrl-C (SIGINT) and by SIGTERM (what Slurm and
+#: `timeout` send): 128 + the signal number
+INTERRUPTED, TERMINATED = 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it stops as it does on Ctrl-C: locks
+    released, staging removed, finished work kept."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While inside, SIGTERM raises `Terminated` (main thread only: signals go there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -80,14 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     prefix = f"sumbench {args.command}"
     try:
-        return _handle(args)
+        with sigterm_as_interrupt():
+            return _handle(args)
     except SumbenchError as error:
         print(f"{prefix}: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
         print(f"{prefix}: error: {_os_error_text(error)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{prefix}: interrupted; finished work is kept, run the same command again "
+    except KeyboardInterrupt as stop:
+        how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
+        print(f"{prefix}: {how}; finished work is kept, run the same command again "
               "(with --resume where it has one) to continue", file=sys.stderr)
-        return 130
+        return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED

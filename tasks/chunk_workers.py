@@ -53,8 +53,10 @@ class _Done:
 
 def _child(function: Callable[[Any], Any], chunk: Any, writer) -> None:
     # Ctrl-C reaches the whole process group: the parent handles it and stops the children
-    # (each would otherwise print its own KeyboardInterrupt traceback)
+    # (each would otherwise print its own KeyboardInterrupt traceback); SIGTERM, which the
+    # parent may turn into an exception (benchmark.cli), simply ends a child
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.disable()  # a short life: reference counting frees what it makes
     try:
         value = function(chunk)

@@ -305,7 +305,12 @@ class _SilentServer(_TcpServer):
         self.socket.close()
 
 
-def test_sigint_is_one_line_exit_130(pyramid_data_dir, tmp_path):
+@pytest.mark.parametrize("signum, code, how", [
+    (signal.SIGINT, 130, "interrupted"),
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"),  # Slurm's time limit, `timeout`
+])
+def test_sigint_and_sigterm_are_one_line_and_their_exit_code(pyramid_data_dir, tmp_path,
+                                                             signum, code, how):
     server = _SilentServer()
     try:
         process = _sumbench_process(
@@ -315,13 +320,13 @@ def test_sigint_is_one_line_exit_130(pyramid_data_dir, tmp_path):
             env={"OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1",
                  "OPENAI_API_KEY": "test"})
         assert server.accepted.wait(120), process.communicate()[1]
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         _, err = process.communicate(timeout=60)
     finally:
         server.close()
-    assert process.returncode == 130
+    assert process.returncode == code
     assert err.strip().splitlines()[-1] == (
-        "sumbench pyramid: interrupted; finished work is kept, run the same command again "
+        f"sumbench pyramid: {how}; finished work is kept, run the same command again "
         "(with --resume where it has one) to continue")
     assert "Traceback" not in err and not (tmp_path / "scores.json").exists()
 

@@ -226,14 +226,17 @@ def test_ctrl_c_reaches_the_parent_only_and_the_children_are_stopped(tmp_path):
 def sigint_ignored(chunk: list[int]) -> list[bool]:
     import signal
 
-    return [signal.getsignal(signal.SIGINT) is signal.SIG_IGN for _ in chunk]
+    return [signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL for _ in chunk]
 
 
 @needs_fork
 def test_children_ignore_ctrl_c_and_the_parent_keeps_its_handler(monkeypatch):
     import signal
 
+    from benchmark.cli import sigterm_as_interrupt
+
     monkeypatch.setattr(chunk_workers, "WARM_ITEMS", 0)
-    with ChunkWorkers(2) as workers:
+    with sigterm_as_interrupt(), ChunkWorkers(2) as workers:  # as under `sumbench`
         assert workers.submit(sigint_ignored, [1, 2]).result() == [True, True]
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN

@@ -216,3 +216,32 @@ def test_cells_are_submitted_to_a_leaderboard(corpus, tmp_path, capsys):
         assert code == 0
         err = capsys.readouterr().err
         assert "submitted cell/fraction-1-seed-0: {" in err and "'status': 'queued'" in err
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_signal_in_one_job_stops_the_whole_experiment(monkeypatch, tmp_path, capsys, signum):
+    """One Ctrl-C (or Slurm's SIGTERM) stops the experiment: the job's 130/143 is raised
+    again, so the later jobs do not run and `sumbench experiment` exits 130/143."""
+    import os
+    import signal
+    import time
+
+    import benchmark.commands.tasks as tasks_command
+    from benchmark.cli import Terminated, sigterm_as_interrupt
+    from benchmark.experiments.jobs import Job, run_jobs
+
+    def signalled(args):
+        os.kill(os.getpid(), getattr(signal, signum))  # handled in this (the main) thread
+        time.sleep(10)
+        raise AssertionError("the signal did not stop the job")
+
+    monkeypatch.setattr(tasks_command, "run", signalled)
+    jobs = [Job(f"data/{name}", "data", ("tasks",), str(tmp_path / name)) for name in "ab"]
+    with sigterm_as_interrupt(), pytest.raises(KeyboardInterrupt) as caught:
+        run_jobs(jobs, tmp_path)
+    assert isinstance(caught.value, Terminated) == (signum == "SIGTERM")
+    assert (tmp_path / "logs" / "data__a.log").is_file()
+    assert not (tmp_path / "logs" / "data__b.log").exists()
+    how = "terminated (SIGTERM)" if signum == "SIGTERM" else "interrupted"
+    assert f"sumbench tasks: {how}; finished work is kept" in \
+        (tmp_path / "logs" / "data__a.log").read_text()

@@ -101,8 +101,10 @@ class _Tee(io.TextIOBase):
 
 
 def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
-    """Run a job in process, its output teed to `log_path`: ("done" | "failed", error)."""
-    from benchmark.cli import main
+    """Run a job in process, its output teed to `log_path`: ("done" | "failed", error).
+    A job stopped by Ctrl-C or SIGTERM stops the whole experiment (the signal is raised
+    again here), so one Ctrl-C is enough and the exit code says what happened."""
+    from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, main
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     terminal = sys.__stderr__ or sys.stderr
@@ -118,6 +120,10 @@ def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
         except Exception as error:  # noqa: BLE001 - one failed job must not stop the rest
             log.write(traceback.format_exc())
             return "failed", f"{type(error).__name__}: {error}"
+    if code == TERMINATED:
+        raise Terminated()
+    if code == INTERRUPTED:
+        raise KeyboardInterrupt()
     return ("done", None) if code == 0 else ("failed", f"exit code {code}")
 
 
