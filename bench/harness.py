@@ -64,7 +64,9 @@ def timings(result: dict, arm: str, keys: tuple[str, ...] = ("min", "median", "r
 
 
 def cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from tasks.provenance import available_cpus
+
+    return available_cpus()
 
 
 def machine() -> dict:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-import os
 import signal
 from collections import deque
 from typing import Any, Callable
@@ -30,11 +29,9 @@ WARM_ITEMS = 64
 
 def default_workers(limit: int = 8) -> int:
     """The CPUs this process may use (its affinity where known), at most `limit`."""
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        available = os.cpu_count() or 1
-    return max(1, min(limit, available))
+    from tasks.provenance import available_cpus
+
+    return max(1, min(limit, available_cpus()))
 
 
 def fork_available() -> bool:

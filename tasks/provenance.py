@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
@@ -26,10 +27,12 @@ def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str
 
 
 def git_commit(path: str | Path | None = None) -> dict[str, Any]:
-    """The commit of the source tree sumbench runs from (or of the repository at `path`), and
-    whether it was dirty: changes to tracked files, or untracked files git does not ignore
-    (a new module a run imports counts). `dirty` is None when git cannot tell."""
-    root = Path(path) if path else Path(__file__).resolve().parent.parent
+    """The commit of the source tree sumbench runs from (or of the repository whose top
+    folder is `path`), and whether it was dirty: changes to tracked files, or untracked files
+    git does not ignore (a new module a run imports counts). Both are None unless the folder
+    is the top of a git checkout: an installed copy inside another project's repository (a
+    virtual environment in it) must not claim that project's commit."""
+    root = (Path(path) if path else Path(__file__).parent.parent).resolve()
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
@@ -37,9 +40,28 @@ def git_commit(path: str | Path | None = None) -> dict[str, Any]:
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip()
-    commit = git("rev-parse", "HEAD")
+    top = git("rev-parse", "--show-toplevel")
+    commit = git("rev-parse", "HEAD") if top and Path(top).resolve() == root else None
     status = git("status", "--porcelain", "--untracked-files=normal") if commit else None
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def available_cpus() -> int:
+    """The CPUs this process may use: its affinity where known, else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def thread_settings() -> dict[str, Any]:
+    """What parallel float kernels depend on: the CPUs this process may use, the thread
+    variables of the environment and, when torch is loaded, its intra-op threads (the same
+    seed can train to slightly different numbers with other thread counts)."""
+    torch = sys.modules.get("torch")
+    return {"cpus": available_cpus(),
+            "torch_threads": torch.get_num_threads() if torch is not None else None,
+            **{name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
 
 
 def cpu_model() -> str:
@@ -65,5 +87,6 @@ def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[st
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu": cpu_model(),
+        "threads": thread_settings(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -56,6 +56,28 @@ def test_outside_a_repository_nothing_is_claimed(tmp_path):
     assert git_commit(tmp_path) == {"commit": None, "dirty": None}
 
 
+def test_a_copy_inside_another_projects_repository_claims_nothing(repo):
+    """sumbench installed (not editable) in a virtual environment inside a user's project:
+    the folder is in a repository, but is not its top, so that commit is not ours."""
+    (repo / ".gitignore").write_text("*.log\n__pycache__/\nvenv/\n")
+    git(repo, "commit", "-q", "-am", "ignore the environment")
+    site = repo / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    assert git_commit(site) == {"commit": None, "dirty": None}
+    assert git_commit(repo)["commit"] == git(repo, "rev-parse", "HEAD")
+
+
+def test_thread_settings_are_recorded(monkeypatch):
+    import os
+
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    threads = provenance()["threads"]
+    assert threads["torch_threads"] == torch.get_num_threads()
+    assert threads["OMP_NUM_THREADS"] == "1" and threads["cpus"] == len(os.sched_getaffinity(0))
+
+
 def test_the_record_holds_command_config_seeds_and_versions():
     record = provenance({"a": 1}, {"seed": 3})
     assert record["config"] == {"a": 1} and record["seeds"] == {"seed": 3}
