@@ -187,6 +187,52 @@ def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer
     assert not list((out / "outputs").glob("*.partial.*"))
 
 
+def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenizer, data_dir,
+                                                       tmp_path, capsys, monkeypatch):
+    """Other tasks of the same model add to the folder and its predict_config.json; another
+    model or an output-changing spec is refused before anything is written; the config is
+    written before the first prediction, so an interrupted run has its provenance."""
+    import trainers.predict
+    from benchmark.cli import main
+
+    models = {}
+    for name, model in (("labeler", labeler), ("writer", writer)):
+        models[name] = tmp_path / name
+        model.save_pretrained(models[name])
+        tokenizer.save_pretrained(models[name])
+    out = tmp_path / "run"
+
+    def predict(model: str, *options: str) -> int:
+        return main(["predict", "--model", str(models[model]), "--data", str(data_dir),
+                     "--out", str(out), "--limit", "2", "--max-new-tokens", "3",
+                     "--device", "cpu", *options])
+
+    assert predict("labeler", "--tasks", "FAC") == 0
+    assert predict("labeler", "--tasks", "COMP") == 0
+    config = json.loads((out / "predict_config.json").read_text())
+    names = ["factuality_classification", "multisentence_compression"]
+    assert config["config"]["tasks"] == names and config["finished"] is True
+    assert list(config["counts"]) == names and len(config["earlier_runs"]) == 1
+    before = {path.name: path.read_bytes() for path in (out / "predictions").iterdir()}
+    capsys.readouterr()
+    assert predict("writer", "--tasks", "ABS") == 2
+    assert "holds predictions of another run (predict_config.json differs in: model)" in \
+        capsys.readouterr().err
+    assert predict("labeler", "--tasks", "FAC", "--num-beams", "2") == 2
+    assert "differs in: spec.num_beams" in capsys.readouterr().err
+    assert predict("labeler", "--tasks", "FAC", "--batch-size", "1") == 0  # changes nothing
+    assert {path.name: path.read_bytes() for path in (out / "predictions").iterdir()} == before
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(trainers.predict, "run_task", interrupted)
+    fresh = out = tmp_path / "fresh"
+    assert predict("writer", "--tasks", "ABS") == 130
+    config = json.loads((fresh / "predict_config.json").read_text())
+    assert config["finished"] is False and config["counts"] == {}
+    assert config["provenance"]["config"]["model"]["model"] == str(models["writer"].resolve())
+
+
 def test_load_model_merges_a_peft_adapter(tokenizer, tmp_path):
     import torch
     from peft import LoraConfig, get_peft_model

@@ -4,8 +4,11 @@
 
 Writes OUT/predictions/<task>.jsonl (the official record shape, ready for `sumbench score`),
 OUT/outputs/<task>.jsonl (per-window raw outputs and label probabilities) and
-OUT/predict_config.json (spec, model, per-task counts, provenance). An interrupted run resumes
-where it stopped unless --no-resume is given (see trainers.prediction_io).
+OUT/predict_config.json (spec, model, per-task counts, provenance; written before the first
+prediction, `"finished": true` at the end). An interrupted run resumes where it stopped unless
+--no-resume is given (see trainers.prediction_io). A folder holds one model's predictions:
+predicting other tasks into it adds them, but another model, variant, split, --limit or an
+output-changing spec is refused.
 """
 from __future__ import annotations
 
@@ -92,7 +95,6 @@ def spec_file_fields(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
-    from tasks.provenance import provenance
     from trainers.predict import load_model, run_task
 
     spec = build_spec(args)
@@ -104,16 +106,53 @@ def run(args: argparse.Namespace) -> int:
         inputs[name] = (task, task.instances(records)[:args.limit])
     model, tokenizer, info = load_model(args.model, revision=args.revision)
     out = Path(args.out)
-    summary = {}
+    config = {"model": info, "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
+              "split": args.split, "data": args.data, "limit": args.limit}
+    record = folder_record(out, config, spec.result_fields())
     for name, (task, instances) in inputs.items():
+        write_json(out / CONFIG_FILE, record)  # provenance before any prediction is written
         result = run_task(task, instances, model, tokenizer, spec, out,
                           resume=not args.no_resume, model_info=info)
-        summary[name] = {"instances": len(instances), **result.counts}
+        record["counts"][name] = {"instances": len(instances), **result.counts}
         print(f"{name}: {len(result.records)} records, {json.dumps(result.counts)}",
               file=sys.stderr)
         print(out / "predictions" / f"{name}.jsonl")
-    config = {"model": info, "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
-              "split": args.split, "data": args.data, "limit": args.limit}
-    write_json(out / "predict_config.json",
-               {"config": config, "counts": summary, "provenance": provenance(config)})
+    write_json(out / CONFIG_FILE, dict(record, finished=True))
     return 0
+
+
+CONFIG_FILE = "predict_config.json"
+#: what every prediction file of one folder shares (a folder holds one model's predictions)
+FOLDER_IDENTITY = ("model", "variant", "split", "limit")
+
+
+def folder_record(out: Path, config: dict, result_fields: dict) -> dict:
+    """What OUT/predict_config.json will hold: this run's config and provenance, with the
+    tasks and counts of earlier runs into the same folder kept (their provenance listed under
+    "earlier_runs"). A folder holding another model's, split's or output-changing spec's
+    predictions is refused: its files would be scored as one run."""
+    from tasks.errors import SumbenchError
+    from tasks.io import read_json
+    from tasks.provenance import provenance
+
+    record = {"config": config, "counts": {}, "finished": False,
+              "provenance": provenance(config), "earlier_runs": []}
+    if not (out / CONFIG_FILE).is_file():
+        return record
+    earlier = read_json(out / CONFIG_FILE, what="predict config")
+    before = earlier.get("config") if isinstance(earlier, dict) else None
+    if not isinstance(before, dict):
+        raise SumbenchError(f"{out / CONFIG_FILE} is not a predict config; predict into "
+                            f"another folder")
+    differing = [key for key in FOLDER_IDENTITY if before.get(key) != config[key]]
+    before_spec = before.get("spec") if isinstance(before.get("spec"), dict) else {}
+    changed = [key for key, value in result_fields.items() if before_spec.get(key) != value]
+    differing += [f"spec.{key}" for key in changed]
+    if differing:
+        raise SumbenchError(
+            f"{out} holds predictions of another run (predict_config.json differs in: "
+            f"{', '.join(differing)}); predict into another folder, or delete this one")
+    config["tasks"] = list(dict.fromkeys([*before.get("tasks", []), *config["tasks"]]))
+    record["counts"] = dict(earlier.get("counts") or {})
+    record["earlier_runs"] = [*earlier.get("earlier_runs", []), earlier.get("provenance")]
+    return record
