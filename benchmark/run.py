@@ -146,17 +146,12 @@ def prepare_data(spec: RunSpec, out: Path, log: Log) -> str | None:
     """The task-dataset folder: --data as given, or DIR/data derived from --raw."""
     if not spec.raw_dir:
         return spec.data_dir
-    from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
+    from tasks.usb.derive import build_task_datasets, reusable_build
 
     data = out / "data"
-    info = data / BUILD_INFO_FILE
-    if info.is_file():
-        built = read_json(info)
-        if isinstance(built, dict) \
-                and built.get("raw_dir") == str(Path(spec.raw_dir).resolve()) \
-                and spec.variant in built.get("variants", []):
-            log(f"data: reusing {data}")
-            return str(data)
+    if reusable_build(data, spec.raw_dir, [spec.variant]):
+        log(f"data: reusing {data}")
+        return str(data)
     log(f"data: deriving the task datasets of {spec.raw_dir} into {data}")
     build_task_datasets(spec.raw_dir, data, variants=[spec.variant])
     return str(data)
@@ -224,14 +219,14 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     from trainers.evaluation import early_stopping_fn
     from trainers.finetune import finetune
 
-    final = finished_output(folder, fspec, list(task_names), data_dir)
+    evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
+    final = finished_output(folder, fspec, list(task_names), data_dir, evaluate_fn)
     if final is not None:
         log(f"training: finished run found in {folder}, skipping")
         return final
     continuing = resume and (folder / "train_config.json").is_file()
     log(f"training: {'resuming' if continuing else 'fine-tuning'} {fspec.model} on "
         f"{', '.join(task_names)} in {folder}")
-    evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
     return Path(finetune(fspec, list(task_names), data_dir=data_dir, out_dir=folder,
                          evaluate_fn=evaluate_fn, resume=continuing))
 

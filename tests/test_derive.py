@@ -294,3 +294,39 @@ def test_word_tokenizer_is_recorded_and_punkt_path_matches_nltk():
 
         sentence = "Dr. Smith moved to the U.S. in 1990. He stayed."
         assert text.treebank_words(sentence) == nltk.word_tokenize(sentence)
+
+
+def test_a_build_is_reused_only_while_its_raw_files_are_unchanged(raw_copy, tmp_path):
+    """`sumbench run --raw` and experiments reuse OUT/data only when the split and
+    annotation files it was derived from are unchanged (an edited document was reused)."""
+    from types import SimpleNamespace
+
+    from benchmark.run import prepare_data
+    from tasks.usb.derive import reusable_build
+
+    out = tmp_path / "out"
+    build_task_datasets(raw_copy, out, variants=["all", "companies"], progress=False)
+    assert reusable_build(out, raw_copy, ["all"]) and reusable_build(out, raw_copy, [])
+    assert not reusable_build(out, raw_copy, ["biographies"])  # not built
+    assert not reusable_build(out, tmp_path / "elsewhere", ["all"])
+    assert not reusable_build(tmp_path / "nothing", raw_copy, ["all"])
+    document = next((raw_copy / "annotations").rglob("*.json"))
+    original = document.read_bytes()
+    document.write_bytes(original.replace(b'"txt": "', b'"txt": "Edited ', 1))
+    assert not reusable_build(out, raw_copy, ["all"])
+    document.write_bytes(original)
+    assert reusable_build(out, raw_copy, ["all"])
+    split = raw_copy / "splits" / "companies" / "test.txt"
+    split.write_bytes(split.read_bytes() + b"\n")  # the same list, other bytes: derive again
+    assert not reusable_build(out, raw_copy, ["all"])
+
+    messages = []
+    run_spec = SimpleNamespace(raw_dir=str(raw_copy), variant="all", data_dir=None)
+    assert prepare_data(run_spec, tmp_path / "run", messages.append) == str(tmp_path / "run/data")
+    assert prepare_data(run_spec, tmp_path / "run", messages.append) == str(tmp_path / "run/data")
+    document.write_bytes(original.replace(b'"txt": "', b'"txt": "Edited ', 1))
+    prepare_data(run_spec, tmp_path / "run", messages.append)
+    assert [message.split(":")[1].split()[0] for message in messages] == [
+        "deriving", "reusing", "deriving"]
+    derived = tmp_path / "run/data/all/abstractive_summarization"
+    assert any(b"Edited " in path.read_bytes() for path in derived.glob("*.jsonl"))

@@ -174,6 +174,57 @@ def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
     _assert_same_weights(_weights(final), _weights(one_step))
 
 
+def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data_dir,
+                                                                      tmp_path):
+    """The early-stopping choice is part of what a resumed run must share (a changed one
+    made train_result.json contradict the weights); best/ must hold the best step's weights."""
+    from trainers.checkpoints import check_best_step
+    from trainers.finetune import finetune
+
+    def constant(model, tokenizer):
+        return 1.0
+    run_spec = dataclasses.replace(spec, max_steps=4, eval_every_steps=1, save_every_steps=None,
+                                   early_stopping_patience=10)
+    out = tmp_path / "run"
+    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=out, evaluate_fn=constant,
+             stop_after_steps=2)
+    name = f"{__name__}.test_resume_refuses_another_best_model_selection_and_a_stale_best." \
+           f"<locals>.constant"
+    with pytest.raises(SumbenchError, match=re.escape(
+            f"selected its best model otherwise (early stopping by {name}; now None)")):
+        finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=out, resume=True)
+    final = finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=out, evaluate_fn=constant,
+                     resume=True)
+    with pytest.raises(SumbenchError, match="selected its best model otherwise"):
+        finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=out, resume=True)  # finished
+    assert json.loads((out / "train_result.json").read_text())["weights_from_step"] == 1
+    assert final == out / "model"
+    check_best_step(out / "best", 1)
+    with pytest.raises(SumbenchError, match=re.escape(
+            f"{out / 'best'} holds the weights of step 1, but the run's best evaluation was at "
+            f"step 3")):
+        check_best_step(out / "best", 3)
+
+
+def test_resume_before_any_checkpoint_still_checks_the_settings(spec, data_dir, tmp_path):
+    from trainers.finetune import finetune
+
+    def interrupting(model, tokenizer):
+        raise KeyboardInterrupt
+    run_spec = dataclasses.replace(spec, max_steps=4, eval_every_steps=1, save_every_steps=None)
+    with pytest.raises(KeyboardInterrupt):
+        finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, evaluate_fn=interrupting)
+    assert (tmp_path / "train_config.json").is_file() and not (tmp_path / "checkpoints").exists()
+    changed = dataclasses.replace(run_spec, learning_rate=run_spec.learning_rate / 3)
+    with pytest.raises(SumbenchError, match=re.escape(
+            f"learning_rate ({run_spec.learning_rate!r}; now {changed.learning_rate!r})")):
+        finetune(changed, ["FAC"], data_dir=data_dir, out_dir=tmp_path, resume=True,
+                 evaluate_fn=interrupting)
+    with pytest.raises(SumbenchError, match="different tasks"):
+        finetune(run_spec, ["COMP"], data_dir=data_dir, out_dir=tmp_path, resume=True,
+                 evaluate_fn=interrupting)
+
+
 def test_train_command(spec, data_dir, tmp_path, capsys):
     from benchmark.commands.train import main
 

@@ -13,7 +13,8 @@ from benchmark.synthetic import (EDIT_KINDS, SPEC_FILE, SyntheticSpec, generate_
 from helpers import files_under
 from tasks.errors import SumbenchError
 from tasks.io import read_jsonl
-from tasks.usb.derive import annotate_deleted_spans, build_task_datasets, validate_annotation
+from tasks.usb.derive import annotate_deleted_spans, build_task_datasets
+from tasks.usb.raw import validate_annotation
 from tasks.usb.loaders import TASK_FOLDERS
 
 

@@ -55,6 +55,17 @@ def save_weights(run: TrainingRun, path: Path) -> None:
     run.dist.barrier()
 
 
+def check_best_step(best_dir: Path, best_step: int) -> None:
+    """`best/` must hold the weights of the run's best step (a killed attempt may have saved
+    a later best that the resumed run never reached)."""
+    saved = read_json(best_dir / "state.json")
+    step = saved.get("best_step") if isinstance(saved, dict) else None
+    if step != best_step:
+        raise SumbenchError(f"{best_dir} holds the weights of step {step}, but the run's best "
+                            f"evaluation was at step {best_step}; delete {best_dir} and "
+                            f"resume from a checkpoint before step {best_step}")
+
+
 # ---- checkpoints -------------------------------------------------------------------------
 
 def save_checkpoint(run: TrainingRun) -> Path:
@@ -112,7 +123,16 @@ def _torch_file(path: Path, device) -> Any:
 # ---- resuming ----------------------------------------------------------------------------
 
 #: what a resumed run must share with the recorded one (keys of train_config.json's "config")
-RESUME_KEYS = ("spec", "tasks", "data_dir", "data_digest")
+RESUME_KEYS = ("spec", "tasks", "data_dir", "data_digest", "evaluation")
+
+
+def evaluation_name(evaluate_fn) -> str | None:
+    """Which best-model selection a run uses (the evaluate function's qualified name, e.g.
+    `trainers.evaluation.headline_metric_fn.<locals>.evaluate`; None: no selection)."""
+    if evaluate_fn is None:
+        return None
+    name = getattr(evaluate_fn, "__qualname__", type(evaluate_fn).__qualname__)
+    return f"{getattr(evaluate_fn, '__module__', None)}.{name}"
 
 
 def resolved_data_dir(data_dir: str | Path | None) -> str | None:
@@ -137,20 +157,25 @@ def read_train_config(out_dir: Path) -> dict:
 
 
 def check_resumable(out_dir: Path, spec: FinetuneSpec, task_names: Sequence[str],
-                    data_dir: str | Path | None, data_digest: str) -> None:
-    """Refuse to resume a run whose recorded spec, tasks, data folder or training examples
-    (digest of ids, sources and targets) differ from this one's."""
+                    data_dir: str | Path | None, data_digest: str, evaluate_fn) -> None:
+    """Refuse to resume a run whose recorded spec, tasks, data folder, best-model selection
+    or training examples (digest of ids, sources and targets) differ from this one's."""
     config = read_train_config(out_dir)
-    check_settings(out_dir, config, spec, task_names, data_dir)
+    check_settings(out_dir, config, spec, task_names, data_dir, evaluate_fn)
     check_data_digest(out_dir, config, data_digest)
 
 
 def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: Sequence[str],
-                   data_dir: str | Path | None) -> None:
-    changed = [key for key, value in spec.to_dict().items() if config["spec"].get(key) != value]
+                   data_dir: str | Path | None, evaluate_fn) -> None:
+    changed = [f"{key} ({config['spec'].get(key)!r}; now {value!r})"
+               for key, value in spec.to_dict().items() if config["spec"].get(key) != value]
     if changed:
         raise SumbenchError(f"cannot resume {out_dir}: the run used a different "
                             f"{', '.join(changed)}")
+    if config["evaluation"] != evaluation_name(evaluate_fn):
+        raise SumbenchError(f"cannot resume {out_dir}: the run selected its best model "
+                            f"otherwise (early stopping by {config['evaluation']}; now "
+                            f"{evaluation_name(evaluate_fn)})")
     if list(config["tasks"]) != list(task_names):
         raise SumbenchError(f"cannot resume {out_dir}: the run used different tasks "
                             f"({', '.join(config['tasks'])}; now {', '.join(task_names)})")
@@ -168,15 +193,16 @@ def check_data_digest(out_dir: Path, config: dict, data_digest: str) -> None:
 
 
 def finished_output(out_dir: Path, spec: FinetuneSpec, tasks: Sequence[Any],
-                    data_dir: str | Path | None) -> Path | None:
-    """The final folder of a completed run with this spec, tasks and training data in out_dir
-    (resume = nothing to do); None when there is none."""
+                    data_dir: str | Path | None, evaluate_fn) -> Path | None:
+    """The final folder of a completed run with this spec, tasks, best-model selection and
+    training data in out_dir (resume = nothing to do); None when there is none."""
     result_path = out_dir / "train_result.json"
     if not result_path.exists():
         return None
     config = read_train_config(out_dir)
     resolved = train_data.resolve_tasks(tasks, spec.variant)
-    check_settings(out_dir, config, spec, [task.name for task in resolved], data_dir)
+    check_settings(out_dir, config, spec, [task.name for task in resolved], data_dir,
+                   evaluate_fn)
     result = read_json(result_path)
     if not isinstance(result, dict) or not isinstance(result.get("final"), str):
         raise DataError("missing the final folder's name", path=str(result_path), field="final")
@@ -210,7 +236,7 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
               "gradient_accumulation_steps": run.accumulation,
               "precision": "bf16" if run.bf16 else "fp32",
               "steps_per_epoch": run.steps_per_epoch, "total_steps": run.total_steps,
-              "data": run.examples.summary(),
+              "data": run.examples.summary(), "evaluation": evaluation_name(run.evaluate_fn),
               "resumed_at_step": run.state.global_step if resumed else None}
     write_json(run.out_dir / "train_config.json",
                provenance(config, seeds={"seed": run.spec.seed}))
@@ -238,6 +264,7 @@ def save_final(run: TrainingRun) -> Path:
     state = run.state
     best = run.out_dir / "best" / "trainable.pt"
     if state.best_step is not None and best.exists():
+        check_best_step(run.out_dir / "best", state.best_step)
         load_trainable_state(run.model, torch.load(best, map_location="cpu"))
     final = run.out_dir / ("adapter" if run.spec.lora else "model")
     if run.dist.is_main:

@@ -58,7 +58,7 @@ def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path |
     checkpoint folder; run again with `resume=True` to continue exactly where it stopped.
     """
     out_dir = Path(out_dir).resolve()
-    finished = finished_output(out_dir, spec, tasks, data_dir) if resume else None
+    finished = finished_output(out_dir, spec, tasks, data_dir, evaluate_fn) if resume else None
     if finished is not None:
         return finished
     dist = init_distributed()
@@ -95,8 +95,10 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist) -> Traini
     optimizer, scheduler = build_optimizer(model, spec, total_steps)
     state = TrainState()
     checkpoint = latest_checkpoint(out_dir) if resume else None
+    if resume and (out_dir / "train_config.json").is_file():  # with or without a checkpoint
+        check_resumable(out_dir, spec, examples.task_names, data_dir, examples.digest,
+                        evaluate_fn)
     if checkpoint is not None:
-        check_resumable(out_dir, spec, examples.task_names, data_dir, examples.digest)
         state = load_checkpoint(checkpoint, model, optimizer, scheduler, dist.device)
     run = TrainingRun(spec, dist, out_dir, model, dist.wrap(model), tokenizer, optimizer,
                       scheduler, examples, accumulation, bf16, steps_per_epoch, total_steps,

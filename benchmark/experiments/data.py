@@ -42,10 +42,10 @@ class DataSource:
         """The task-datasets folder (derived into OUT/data/full from --raw when needed)."""
         if self.data:
             return Path(self.data).resolve()
-        from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
+        from tasks.usb.derive import build_task_datasets, reusable_build
 
         full = out / "data" / "full"
-        if not (full / BUILD_INFO_FILE).is_file():
+        if not reusable_build(full, self.raw, variants):
             build_task_datasets(self.raw, full, variants=list(variants), progress=False)
         return full.resolve()
 

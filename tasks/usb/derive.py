@@ -3,7 +3,8 @@
 Input layout (``RAW``): ``annotations/<domain>/<doc>.json`` and
 ``splits/<variant>/{train,validation,test}.txt`` (one annotation path per line, relative to
 ``annotations/``). Output layout: ``OUT/<variant>/<task>/<split>.jsonl`` plus one provenance
-file ``OUT/build_info.json``. Rules: ``docs/usb-format.md`` section 2.
+file ``OUT/build_info.json``. Rules: ``docs/usb-format.md`` section 2. Reading and checking
+the raw folder: tasks.usb.raw.
 
 Every record is serialised like the official writer (the ``jsonlines`` package: ``json``
 defaults, but ``ensure_ascii=False``), so the files match the published release byte for byte.
@@ -13,12 +14,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import sys
-from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable, Iterator, NamedTuple
+from pathlib import Path
+from typing import Callable, Iterable, NamedTuple
 
-from tasks.errors import DataError, json_type
-from tasks.io import atomic_directory, dumps_record, read_json, read_text, write_json
+from tasks.errors import DataError
+from tasks.io import atomic_directory, dumps_record, write_json
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
+from tasks.usb.raw import SplitJob, iter_documents, plan_splits, raw_input_digest
 
 BUILD_INFO_FILE = "build_info.json"
 BUILD_INFO_FORMAT = "sumbench-usb-task-datasets/1"
@@ -47,58 +49,6 @@ def _article(annotation: dict) -> Article:
     edits = body["annotations"]
     return Article(body["source"], [s["txt"] for s in body["orig_summary"]],
                    edits["summary_sents"], edits["refs"])
-
-
-def _expect(value, kind: type | tuple, what: str, path: str, field: str):
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise DataError(f"expected {what}, got {json_type(value)}", path=path, field=field)
-    return value
-
-
-def _member(mapping: dict, key: str, kind, what: str, path: str, field: str):
-    if key not in mapping:
-        raise DataError("missing key", path=path, field=field)
-    return _expect(mapping[key], kind, what, path, field)
-
-
-def validate_annotation(annotation, path: str) -> None:
-    """Raise DataError (file, field) unless `annotation` has the raw schema the rules read."""
-    _expect(annotation, dict, "a JSON object", path, "(top level)")
-    body = _member(annotation, "annotations", dict, "an object", path, "annotations")
-    source = _member(body, "source", list, "a list", path, "annotations.source")
-    for j, line in enumerate(source):
-        at = f"annotations.source[{j}]"
-        _expect(line, dict, "an object", path, at)
-        _member(line, "txt", str, "a string", path, at + ".txt")
-        _member(line, "is_header", bool, "a boolean", path, at + ".is_header")
-        _member(line, "section_index", int, "an integer", path, at + ".section_index")
-        _member(line, "section_name", str, "a string", path, at + ".section_name")
-    orig = _member(body, "orig_summary", list, "a list", path, "annotations.orig_summary")
-    for i, sentence in enumerate(orig):
-        _expect(sentence, dict, "an object", path, f"annotations.orig_summary[{i}]")
-        _member(sentence, "txt", str, "a string", path, f"annotations.orig_summary[{i}].txt")
-    edits = _member(body, "annotations", dict, "an object", path, "annotations.annotations")
-    _validate_edits(edits, len(orig), len(source), path)
-
-
-def _validate_edits(edits: dict, n_summary: int, n_source: int, path: str) -> None:
-    field = "annotations.annotations"
-    after = _member(edits, "summary_sents", list, "a list", path, field + ".summary_sents")
-    refs = _member(edits, "refs", list, "a list", path, field + ".refs")
-    for name, values in (("summary_sents", after), ("refs", refs)):
-        if len(values) != n_summary:
-            raise DataError(f"has {len(values)} entries but annotations.orig_summary has "
-                            f"{n_summary}", path=path, field=f"{field}.{name}")
-    for i, sentence in enumerate(after):
-        _expect(sentence, str, "a string", path, f"{field}.summary_sents[{i}]")
-    for i, group in enumerate(refs):
-        _expect(group, list, "a list of source indices", path, f"{field}.refs[{i}]")
-        for k, ref in enumerate(group):
-            at = f"{field}.refs[{i}][{k}]"
-            _expect(ref, int, "an integer source index", path, at)
-            if not 0 <= ref < n_source:
-                raise DataError(f"evidence index {ref} is out of range: annotations.source has "
-                                f"{n_source} lines", path=path, field=at)
 
 
 def derive_abstractive(doc_id: str, annotation: dict) -> list[Record]:
@@ -233,97 +183,7 @@ def derive_documents(documents: Iterable[tuple[str, dict]]) -> TaskDatasets:
     return datasets
 
 
-def list_variants(raw_dir: str | Path) -> list[str]:
-    splits = Path(raw_dir) / "splits"
-    if not splits.is_dir():
-        raise DataError("splits folder not found (expected RAW/splits/<variant>/<split>.txt)",
-                        path=str(splits))
-    return sorted(p.name for p in splits.iterdir() if p.is_dir())
-
-
-def read_split_file(path: Path) -> list[tuple[int, str]]:
-    """(1-based line, annotation path) for each non-blank line; rejects unsafe paths."""
-    if not path.is_file():
-        raise DataError("split file not found", path=str(path))
-    entries = []
-    for number, line in enumerate(read_text(path, what="split file").splitlines(), start=1):
-        relative = line.strip()
-        if not relative:
-            continue
-        parts = PurePosixPath(relative).parts
-        if relative.startswith(("/", "\\")) or ".." in parts or ":" in relative:
-            raise DataError(f"annotation path '{relative}' must be relative to annotations/ "
-                            f"and stay inside it", path=str(path), line=number)
-        entries.append((number, relative))
-    return entries
-
-
-def load_annotation(annotations_dir: Path, relative: str, split_file: Path,
-                    line: int) -> dict:
-    """Parse and validate one annotation file listed at `split_file`:`line`."""
-    path = annotations_dir / relative
-    if not path.is_file():
-        raise DataError(f"listed annotation file not found: {path}", path=str(split_file),
-                        line=line)
-    annotation = read_json(path, what="annotation file")
-    validate_annotation(annotation, str(path))
-    return annotation
-
-
-class _Job(NamedTuple):
-    variant: str
-    split: str
-    split_file: Path
-    entries: list[tuple[int, str]]
-
-
-def _plan(raw_dir: Path, variants: Iterable[str] | None,
-          splits: Iterable[str] = SPLITS) -> list[_Job]:
-    available = list_variants(raw_dir)
-    chosen = list(dict.fromkeys(variants)) if variants else available
-    if not chosen:
-        raise DataError("no variant folders found", path=str(raw_dir / "splits"))
-    jobs = []
-    for variant in chosen:
-        if variant not in available:
-            raise DataError(f"variant folder not found; available: {', '.join(available)}",
-                            path=str(raw_dir / "splits" / variant))
-        for split in splits:
-            split_file = raw_dir / "splits" / variant / f"{split}.txt"
-            jobs.append(_Job(variant, split, split_file, read_split_file(split_file)))
-    return jobs
-
-
-def iter_documents(raw_dir: Path, jobs: list[_Job], progress: bool = False
-                   ) -> Iterator[tuple[str, str, list[tuple[str, dict]]]]:
-    """(variant, split, [(article id, validated annotation), ...]) per job; every file is
-    read once whatever the number of variants listing it."""
-    from tqdm.auto import tqdm
-    annotations_dir = raw_dir / "annotations"
-    cache: dict[str, dict] = {}
-    total = sum(len(job.entries) for job in jobs)
-    with tqdm(total=total, desc="USB documents", unit="doc", file=sys.stderr,
-              disable=None if progress else True) as bar:
-        for job in jobs:
-            documents = []
-            for line, relative in job.entries:
-                if relative not in cache:
-                    cache[relative] = load_annotation(annotations_dir, relative,
-                                                      job.split_file, line)
-                documents.append((relative, cache[relative]))
-                bar.update(1)
-            yield job.variant, job.split, documents
-
-
-def read_documents(raw_dir: str | Path, variants: Iterable[str] | None = None,
-                   splits: Iterable[str] = SPLITS
-                   ) -> Iterator[tuple[str, str, list[tuple[str, dict]]]]:
-    """(variant, split, documents) of a raw folder's split files (all variants by default)."""
-    raw_dir = Path(raw_dir)
-    return iter_documents(raw_dir, _plan(raw_dir, variants, splits))
-
-
-def _derive_jobs(raw_dir: Path, jobs: list[_Job], progress: bool,
+def _derive_jobs(raw_dir: Path, jobs: list[SplitJob], progress: bool,
                  digests: dict[str, str] | None = None) -> dict[str, dict]:
     from tasks.usb.split_checks import source_digest
 
@@ -344,7 +204,7 @@ def derive_split(raw_dir: str | Path, variant: str, split: str) -> TaskDatasets:
     if split not in SPLITS:
         raise DataError(f"unknown split '{split}'; expected one of {', '.join(SPLITS)}")
     raw_dir = Path(raw_dir)
-    derived = _derive_jobs(raw_dir, _plan(raw_dir, [variant], [split]), progress=False)
+    derived = _derive_jobs(raw_dir, plan_splits(raw_dir, [variant], [split]), progress=False)
     return {task: by_split[split] for task, by_split in derived[variant].items()}
 
 
@@ -356,7 +216,7 @@ def derive_all(raw_dir: str | Path, variants: Iterable[str] | None = None, *,
     from tasks.usb.split_checks import duplicate_problems, overlap_problems
 
     raw_dir = Path(raw_dir)
-    jobs, digests = _plan(raw_dir, variants), {}
+    jobs, digests = plan_splits(raw_dir, variants), {}
     derived = _derive_jobs(raw_dir, jobs, progress, digests)
     if problems is not None:
         for job in jobs:
@@ -408,7 +268,8 @@ def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
 
     OUT is replaced as a whole; a non-empty OUT that is not an earlier build is refused.
     Returns variant -> task -> split -> record count; OUT/build_info.json holds the same,
-    the sha256 of every file, the split problems (`warnings`) and the provenance. Duplicate
+    the sha256 of every file, a digest of the raw files read (`raw_sha256`, see
+    `reusable_build`), the split problems (`warnings`) and the provenance. Duplicate
     documents in a split and documents shared by two splits are printed as warnings, or
     with `strict` raised as a DataError before anything is written.
     """
@@ -428,8 +289,26 @@ def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
         write_json(staging / BUILD_INFO_FILE, {
             "format": BUILD_INFO_FORMAT, "raw_dir": str(raw_dir.resolve()),
             "variants": list(datasets), "records": counts, "sha256": digests,
+            "raw_sha256": raw_input_digest(raw_dir, list(datasets)),
             "warnings": problems,
             "provenance": provenance({"raw_dir": str(raw_dir), "variants": list(datasets),
                                       "word_tokenizer": word_tokenizer_name()}),
         })
     return counts
+
+
+def reusable_build(out_dir: str | Path, raw_dir: str | Path, variants: Iterable[str]) -> bool:
+    """Whether OUT holds a build of `raw_dir` covering `variants` whose raw files are still
+    those it was derived from (an edited annotation or split file means: derive again)."""
+    info_path = Path(out_dir) / BUILD_INFO_FILE
+    if not info_path.is_file():
+        return False
+    from tasks.io import read_json
+
+    built = read_json(info_path, what="build info")
+    if not isinstance(built, dict) or built.get("raw_dir") != str(Path(raw_dir).resolve()):
+        return False
+    built_variants = built.get("variants") or []
+    return set(variants) <= set(built_variants) and \
+        built.get("raw_sha256") == raw_input_digest(raw_dir, built_variants)
+

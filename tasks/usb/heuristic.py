@@ -166,7 +166,8 @@ def build_heuristic_datasets(raw_dir: str | Path, out_dir: str | Path, spec: Heu
     """Write OUT/<variant>/<task>/<split>.jsonl (+ .corruptions.jsonl) and OUT/build_info.json
     for every variant of the raw folder; all or nothing. Returns the report."""
     from tasks.provenance import provenance
-    from tasks.usb.derive import check_output_folder, read_documents
+    from tasks.usb.derive import check_output_folder
+    from tasks.usb.raw import read_documents
 
     check_output_folder(Path(out_dir), Path(raw_dir))
     evidence_fn = evidence_fn or BUILT_IN_EVIDENCE.get(spec.evidence)
