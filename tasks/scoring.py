@@ -7,20 +7,20 @@ finite probabilities in [0, 1]); a record whose identity (tasks.identity: task, 
 `summ_idx` and the task's `identity_extra`; the text fields `claim` and `summary_sent` stand in
 for a missing `summ_idx`) repeats an earlier one is an error naming both places.
 
-Scoring: `task.score(records)` and `task.headline(scores)` are the only task-specific code.
-Each task's result is `{metric: value, ..., "headline", "n_records", "length_mismatches",
+Scoring: `task.score(records)` and `task.headline(scores)` are the only task-specific code. Each
+task's result is `{metric: value, ..., "headline", "n_records", "length_mismatches",
 "undefined"}`; length mismatches (predictions truncated or padded officially) are counted and
 reported on stderr, not rejected. A metric undefined on the data (e.g. AUC with one class) keeps
 its key with the value None (JSON null), is listed in `"undefined"` and reported on stderr with
-the reason; the headline is None when its metric is. With `bootstrap=N`,
-`"ci95": {metric: [low, high]}` holds percentile intervals over N resamples of the task's
-records (seed `seed`, the same for every task, so a task's interval does not depend on which
-other tasks are scored; records are resampled in the order of their identity digests, so the
-interval does not depend on the order of the records or on how they are split into files); the point estimates stay those of the full data. A metric undefined on
-a resample is left out of its own interval only (`"bootstrap": {"undefined_resamples":
-{metric: count}}`); one undefined on every resample has the interval None. Resamples are drawn
-from the task's per-record `score_examples` and scored with its `aggregate_scores`, so nothing
-is re-scored per resample.
+the reason; the headline is None when its metric is. With `bootstrap=N`, `"ci95": {metric: [low,
+high]}` holds percentile intervals over N resamples of the task's records (seed `seed`, the same
+for every task, so a task's interval does not depend on which other tasks are scored; records are
+resampled in the order of their identity digests, so the interval does not depend on the order of
+the records or on how they are split into files); the point estimates stay those of the full data.
+A metric undefined on a resample is left out of its own interval only (`"bootstrap":
+{"undefined_resamples": {metric: count}}`); one undefined on every resample has the interval None.
+Resamples are drawn from the task's per-record `score_examples` and scored with its
+`aggregate_scores`, so nothing is re-scored per resample.
 """
 from __future__ import annotations
 
