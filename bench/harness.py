@@ -72,14 +72,11 @@ def cpus() -> int:
 def machine() -> dict:
     """What a timing depends on: CPU, CPUs available, torch threads (when torch is loaded),
     tokenizer parallelism, and the run's provenance (commit, package versions, platform)."""
-    import sys
-
     from tasks.provenance import provenance
 
     record = provenance()
-    torch = sys.modules.get("torch")
-    return {"cpu": record["cpu"], "cpus": cpus(),
-            "torch_threads": torch.get_num_threads() if torch is not None else None,
+    return {"cpu": record["cpu"], "cpus": record["threads"]["cpus"],
+            "torch_threads": record["threads"]["torch_threads"],
             "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
             **{key: record[key] for key in ("git", "python", "platform")},
             "packages": {name: version for name, version in record["packages"].items()

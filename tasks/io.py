@@ -38,8 +38,8 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
 def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | None:
     """The JSON object of one line (None for a blank line); a UTF-8 byte order mark before
     the first line is skipped."""
-    if line_number == 1 and raw_line.startswith(b"\xef\xbb\xbf"):
-        raw_line = raw_line[3:]
+    if line_number == 1:
+        raw_line = raw_line.removeprefix(codecs.BOM_UTF8)
     try:
         line = raw_line.decode("utf-8")
     except UnicodeDecodeError as error:

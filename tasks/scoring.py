@@ -27,19 +27,21 @@ from __future__ import annotations
 import math
 import os
 import sys
+from array import array
 from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 from tasks import get_task
 from tasks.chunk_workers import ChunkWorkers
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.identity import describe, in_identity_order, record_digest, record_key
 from tasks.io import iter_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
 from tasks.metrics.classification import (UNDEFINED_REASONS, UndefinedMetricError,
                                           undefined_reasons)
-from tasks.identity import describe, in_identity_order, record_digest, record_key
 from tasks.validation import require_index, require_str
+
 
 class _Tasks:
     """Task instances by any registered name, created once, each with the scoring options it
@@ -324,8 +326,6 @@ class TaskStream:
     chunks in worker processes when `workers` allows; the material keeps record order)."""
 
     def __init__(self, task, workers: ChunkWorkers | None = None) -> None:
-        from array import array
-
         self.task, self.pending, self.parts, self.n_records = task, [], [], 0
         self.digests = array("Q")  # identity digest of each record, in record order
         self.workers = workers or ChunkWorkers(1)

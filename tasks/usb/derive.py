@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
 from tasks.errors import DataError
-from tasks.io import atomic_directory, dumps_record, write_json
+from tasks.io import atomic_directory, dumps_record, read_json, write_json
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
 from tasks.usb.raw import SplitJob, iter_documents, plan_splits, raw_input_digest
 
@@ -303,8 +303,6 @@ def reusable_build(out_dir: str | Path, raw_dir: str | Path, variants: Iterable[
     info_path = Path(out_dir) / BUILD_INFO_FILE
     if not info_path.is_file():
         return False
-    from tasks.io import read_json
-
     built = read_json(info_path, what="build info")
     if not isinstance(built, dict) or built.get("raw_dir") != str(Path(raw_dir).resolve()):
         return False

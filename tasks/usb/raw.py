@@ -110,7 +110,7 @@ class SplitJob(NamedTuple):
 
 
 def plan_splits(raw_dir: Path, variants: Iterable[str] | None,
-          splits: Iterable[str] = SPLITS) -> list[SplitJob]:
+                splits: Iterable[str] = SPLITS) -> list[SplitJob]:
     available = list_variants(raw_dir)
     chosen = list(dict.fromkeys(variants)) if variants else available
     if not chosen:
