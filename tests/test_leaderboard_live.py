@@ -59,7 +59,14 @@ def _wait_scored(database: Database, count: int, timeout: float = 120) -> None:
         if done >= count and not pending:
             return
         time.sleep(0.3)
-    raise AssertionError(f"only {done} of {count} submissions scored in {timeout} s")
+    with database.session() as session:  # what the stragglers are doing, for the report
+        statuses = session.execute(select(Submission.status, func.count(Submission.id))
+                                   .group_by(Submission.status)).all()
+        jobs = session.execute(select(Job.id, Job.kind, Job.state, Job.attempts, Job.error)
+                               .where(Job.state != "done")).all()
+    raise AssertionError(f"only {done} of {count} submissions scored in {timeout} s "
+                         f"(submissions by status: {dict(statuses)}; jobs not done: "
+                         f"{[tuple(job) for job in jobs]})")
 
 
 def _board_entries(server_url: str, count: int, timeout: float = 60) -> dict:
