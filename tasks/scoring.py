@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from tasks import get_task
 from tasks.chunk_workers import ChunkWorkers
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.gold import GoldCheck
 from tasks.identity import describe, in_identity_order, record_digest, record_key
 from tasks.io import iter_jsonl
 from tasks.metrics import rouge
@@ -280,10 +281,12 @@ def score_records(records_by_task: Mapping[str, Sequence[dict]], *, bootstrap: i
 
 
 def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed: int = 0,
-                workers: int = 1, options: Mapping[str, Any] | None = None) -> dict:
+                workers: int = 1, options: Mapping[str, Any] | None = None,
+                gold: GoldCheck | None = None) -> dict:
     """Read, validate and score prediction files: {task: {metric: value, ...}}; `options`
     go to the tasks that take them (e.g. {"rouge_aggregate": "bootstrap-mid",
-    "rouge_seed": 3}).
+    "rouge_seed": 3}). With `gold`, every record must be a gold item with the gold
+    references, and every gold item of a scored task must have a record (tasks.gold).
 
     Streaming: records are validated and turned into their per-record scoring material
     (`task.score_examples`) CHUNK_RECORDS at a time, so only that material (a few numbers per
@@ -303,9 +306,12 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
     tasks = _Tasks(options)
     with ChunkWorkers(workers, min_chunk=CHUNK_RECORDS) as chunk_workers, \
             rouge.using_workers(1 if chunk_workers.workers > 1 else workers):
-        streams = stream_examples(located(), tasks, rescan=located, workers=chunk_workers)
+        streams = stream_examples(located(), tasks, rescan=located, workers=chunk_workers,
+                                  gold=gold)
     if not streams:
         raise DataError("no prediction records", path=", ".join(map(str, paths)))
+    if gold is not None:
+        gold.check_complete(", ".join(map(str, paths)))
     return {name: _stream_result(stream, bootstrap=bootstrap, seed=seed)
             for name, stream in sorted(streams.items())}
 
@@ -352,10 +358,12 @@ class TaskStream:
 
 
 def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | None" = None, *,
-                    rescan=None, workers: ChunkWorkers | None = None) -> dict[str, TaskStream]:
+                    rescan=None, workers: ChunkWorkers | None = None,
+                    gold: GoldCheck | None = None) -> dict[str, TaskStream]:
     """Validate (path, line, record) triples and score them chunk by chunk per task (full
     chunks on `workers`). A duplicate record is an error naming both places (the first one
-    found by `rescan()`, a second pass over the same input, since only digests are kept)."""
+    found by `rescan()`, a second pass over the same input, since only digests are kept).
+    With `gold`, each record is checked against the gold items (`GoldCheck.check`)."""
     tasks = tasks or _Tasks()
     seen: set[int] = set()
     streams: dict[str, TaskStream] = {}
@@ -365,6 +373,8 @@ def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | N
         if digest in seen:
             raise _duplicate(task, record, path, line, digest, rescan, tasks)
         seen.add(digest)
+        if gold is not None:
+            gold.check(task, record, digest, path, line)
         if task.name not in streams:
             streams[task.name] = TaskStream(task, workers)
         streams[task.name].add(record, digest)

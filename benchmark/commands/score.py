@@ -1,10 +1,14 @@
-"""`sumbench score PRED.jsonl [...] [--out FILE] [--bootstrap N] [--seed S] [--workers W]`.
+"""`sumbench score PRED.jsonl [...] [--out FILE] [--bootstrap N] [--seed S] [--workers W]
+[--data DIR [--variant V] [--split S]]`.
 
 Prints `{task: {metric: value, ..., "headline", "n_records", "length_mismatches", "undefined"}}`
 as JSON (indent 1, sorted keys); an undefined metric (e.g. AUC with one class) is null, listed
 under "undefined" and explained on stderr. `--out` writes the same object atomically, plus the
 provenance of the run under the top-level key "_provenance" (task names never start with "_", and
 a task so named is refused). See tasks/scoring.py for the validation rules and the bootstrap.
+Like the official script, `score` scores the references the prediction records hold; with
+`--data` it first checks them against a task-datasets folder (tasks.gold): every record a gold
+item of the split with the gold references, every gold item of a scored task covered.
 """
 from __future__ import annotations
 
@@ -35,12 +39,21 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=positive_int, default=None, metavar="W",
                         help="processes scoring large inputs (default: the CPUs this process "
                              "may use, at most 8); never changes the numbers")
+    parser.add_argument("--data", metavar="DIR",
+                        help="task-datasets folder (sumbench data build): refuse records that "
+                             "are not gold items or whose references differ, and tasks with "
+                             "gold items left out")
+    parser.add_argument("--variant", default="all", metavar="V",
+                        help="variant of --data (default all)")
+    parser.add_argument("--split", default="test", choices=("train", "validation", "test"),
+                        help="split of --data (default test)")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     from tasks.chunk_workers import default_workers
     from tasks.errors import SumbenchError
+    from tasks.gold import GoldCheck
     from tasks.io import atomic_path
     from tasks.provenance import provenance
     from tasks.scoring import score_files
@@ -49,8 +62,9 @@ def run(args) -> int:
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     if args.workers is None:
         args.workers = default_workers()
+    gold = GoldCheck(args.data, args.variant, args.split) if args.data is not None else None
     results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,
-                          workers=args.workers, options=options)
+                          workers=args.workers, options=options, gold=gold)
     if PROVENANCE_KEY in results:
         raise SumbenchError(f"a task named {PROVENANCE_KEY!r} clashes with the provenance key")
     text = json_text(results)
@@ -59,7 +73,8 @@ def run(args) -> int:
         config = {"inputs": [{"path": str(Path(path).resolve()), "sha256": file_sha256(path)}
                              for path in args.paths],
                   "bootstrap": args.bootstrap, "workers": args.workers,
-                  "rouge_aggregate": args.rouge_aggregate}
+                  "rouge_aggregate": args.rouge_aggregate,
+                  "checked_against": gold.provenance() if gold is not None else None}
         written = dict(results)
         written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": args.seed,
                                                                    "rouge": args.seed})

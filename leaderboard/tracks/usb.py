@@ -24,6 +24,7 @@ from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, 
 from tasks import get_task, task_names
 from tasks.base import SPLITS
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.gold import gold_templates
 from tasks.io import file_sha256
 from tasks.scoring import score_task_examples, task_result
 from tasks.validation import require_probabilities
@@ -104,19 +105,6 @@ def prediction_length(task, template: Mapping) -> int | None:
         and "label" not in template else 1
 
 
-def gold_templates(task, data_dir: str, variant: str) -> list[dict]:
-    """The task's official test records without `prediction`, in dataset order."""
-    placeholder: Any = ""
-    templates = []
-    for instance in task.instances(task.load(TEST_SPLIT, variant, data_dir)):
-        if task.output_kind == "probabilities":
-            placeholder = [0.0] * len(instance.get("input_lines", [0]))
-        record = task.prediction_record(instance, placeholder)
-        record.pop("prediction")
-        templates.append(record)
-    return templates
-
-
 def _shape_error(task, prediction: Any, expected_length: int | None,
                  strict_lengths: bool = True) -> str | None:
     """Why a prediction has the wrong type or (with `strict_lengths`) length, or None."""
@@ -158,7 +146,7 @@ class UsbTrack(Track):
                 path = variant_dir / name / f"{TEST_SPLIT}.jsonl"
                 if path.is_file():
                     task = get_task(name)
-                    templates = gold_templates(task, str(root), variant_dir.name)
+                    templates = gold_templates(task, str(root), variant_dir.name, TEST_SPLIT)
                     if templates:
                         gold.setdefault(variant_dir.name, {})[name] = {
                             "task": name, "sha256": file_sha256(path), "templates": templates}

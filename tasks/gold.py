@@ -1,0 +1,117 @@
+"""Gold test items of a task-datasets folder, and the check `sumbench score --data` runs.
+
+The official evaluation scores the references that the prediction file itself holds, so a
+file missing items (a subset of the test set, an EXT/EVEXT item without its last window) or
+with edited references still gets numbers. `GoldCheck` holds, for every task it is asked
+about, each gold item's identity digest (tasks.identity) and a digest of each of its reference
+fields (the official prediction record minus `prediction`, as `Task.prediction_record` writes
+it), and refuses, naming file, line and field:
+  - a record whose item is not in the gold split;
+  - a record whose references differ from the gold item's (the first differing field);
+  - a task with gold items that no record covers (their count and the first one).
+Only digests are kept (a few dozen bytes per gold item), never the records.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tasks.errors import DataError
+from tasks.identity import describe, record_digest
+
+
+def gold_templates(task, data_dir: str, variant: str, split: str = "test") -> list[dict]:
+    """The task's official prediction records of `split` without `prediction`, in dataset
+    order."""
+    templates = []
+    for instance in task.instances(task.load(split, variant, data_dir)):
+        placeholder: Any = ""
+        if task.output_kind == "probabilities":
+            placeholder = [0.0] * len(instance.get("input_lines", [0]))
+        record = task.prediction_record(instance, placeholder)
+        record.pop("prediction")
+        templates.append(record)
+    return templates
+
+
+def value_digest(value: Any) -> bytes:
+    """An 8-byte digest of a JSON value (canonical form)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+class GoldCheck:
+    """Prediction records checked against the gold `split` of `variant` in `data_dir`."""
+
+    def __init__(self, data_dir: str | Path, variant: str = "all", split: str = "test"):
+        if not Path(data_dir).is_dir():
+            raise DataError("--data: no such task-datasets folder", path=str(data_dir))
+        self.data_dir, self.variant, self.split = str(data_dir), variant, split
+        #: task name -> identity digest -> ((field, value digest), ...)
+        self._gold: dict[str, dict[int, tuple[tuple[str, bytes], ...]]] = {}
+        self._seen: dict[str, set[int]] = {}
+
+    def _items(self, task) -> dict[int, tuple[tuple[str, bytes], ...]]:
+        if task.name not in self._gold:
+            self._gold[task.name] = {
+                record_digest(task, template): tuple((field, value_digest(value))
+                                                     for field, value in template.items())
+                for template in self._templates(task)}
+            self._seen[task.name] = set()
+        return self._gold[task.name]
+
+    def _templates(self, task) -> list[dict]:
+        try:
+            return gold_templates(task, self.data_dir, self.variant, self.split)
+        except DataError as error:
+            raise DataError(f"--data: no gold {self.split} split of {task.name} "
+                            f"(variant {self.variant!r}): {error.reason}", path=error.path,
+                            line=error.line, field=error.field) from None
+
+    def check(self, task, record: dict, digest: int, path: str, line: int) -> None:
+        """Refuse a record whose item is not gold or whose references differ from gold."""
+        items = self._items(task)
+        fields = items.get(digest)
+        if fields is None:
+            raise DataError(f"no such {self.split} item in {self.data_dir} "
+                            f"(variant {self.variant!r}): {describe(task, record)}",
+                            path=path, line=line, field="id")
+        for field, expected in fields:
+            if field not in record:
+                raise DataError("missing field (the gold item has it)", path=path, line=line,
+                                field=field)
+            if value_digest(record[field]) != expected:
+                raise DataError(f"differs from the gold item's in {self.data_dir} (variant "
+                                f"{self.variant!r}, {self.split}): {describe(task, record)}",
+                                path=path, line=line, field=field)
+        self._seen[task.name].add(digest)
+
+    def check_complete(self, where: str) -> None:
+        """Refuse a checked task whose gold items are not all covered (`where`: the files)."""
+        for name, items in sorted(self._gold.items()):
+            seen = self._seen[name]
+            if len(seen) == len(items):
+                continue
+            from tasks import get_task
+
+            task = get_task(name)
+            first = next(template for template in self._templates(task)
+                         if record_digest(task, template) not in seen)
+            raise DataError(f"{len(items) - len(seen)} of {len(items)} gold {self.split} "
+                            f"items of {name} have no prediction record (first: "
+                            f"{describe(task, first)})", path=where)
+
+    def provenance(self) -> dict:
+        """What the records were checked against: folder, variant, split and the tasks."""
+        return {"data": str(Path(self.data_dir).resolve()), "variant": self.variant,
+                "split": self.split,
+                "tasks": {name: {"items": len(items), "gold_digest": _gold_digest(items)}
+                          for name, items in sorted(self._gold.items())}}
+
+
+def _gold_digest(items: dict[int, tuple[tuple[str, bytes], ...]]) -> str:
+    """A digest of a task's gold items (identities and references), independent of order."""
+    text = repr(sorted(items.items())).encode("ascii")
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
