@@ -93,6 +93,9 @@ def test_a_cell_equals_a_standalone_run(transfer, tmp_path):
     standalone = json.loads((tmp_path / "standalone" / "results.json").read_text())
     cell = json.loads((out / "cells" / "biographies" / "companies" / "results.json").read_text())
     assert standalone["scores"] == cell["scores"]
+    # the cell's provenance names its own command, not `sumbench experiment transfer ...`
+    assert cell["provenance"]["command"] == \
+        ["sumbench", *plan["cell/biographies/companies"]["argv"]]
     assert {task: scores["headline"] for task, scores in cell["scores"].items()} == \
         result["matrix"]["biographies"]["companies"]
     assert main(["score", *[str(out / "cells" / "biographies" / "companies" / entry["path"])
@@ -119,7 +122,16 @@ def test_resume_recomputes_nothing_and_gives_identical_numbers(transfer, corpus,
     assert main(_transfer_args(corpus, out)) == 2  # without --resume the folder is refused
     assert "pass --resume" in capsys.readouterr().err
     assert main(_transfer_args(corpus, out, "--resume", "--seed", "5")) == 2
-    assert "used a different settings" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the experiment was started with other settings" in err
+    assert "\n  settings.seed: 0 -> 5\n" in err and "batch_size" not in err
+    # the prediction batch size never changes a number: resuming with another is accepted
+    assert main(_transfer_args(corpus, out, "--resume", "--batch-size", "3")) == 0
+    spec = json.loads((out / "experiment.json").read_text())
+    assert spec["settings"]["batch_size"] == 3
+    again = json.loads((out / "transfer.json").read_text())
+    assert {job["status"] for job in again["jobs"].values()} == {"reused"}
+    assert again["matrix"] == result["matrix"]
 
 
 def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):

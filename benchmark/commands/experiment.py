@@ -202,7 +202,7 @@ def run_collect(args) -> int:
 
 def run_job(args) -> int:
     from benchmark.cli import main
-    from benchmark.experiments.jobs import PLAN_FILE, read_plan
+    from benchmark.experiments.jobs import PLAN_FILE, job_argv, read_plan
     from tasks.errors import SumbenchError
 
     jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE) if job.kind == args.kind]
@@ -211,4 +211,5 @@ def run_job(args) -> int:
                             f"not {args.index}")
     job = jobs[args.index - 1]
     print(f"job {job.name}: {job.command}", file=sys.stderr)
-    return main(list(job.argv))
+    with job_argv(job):
+        return main(list(job.argv))

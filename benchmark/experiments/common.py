@@ -96,22 +96,50 @@ def mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(defined) / len(defined) if defined and len(defined) == len(values) else None
 
 
+#: settings that may change when an experiment resumes: they never change a number
+#: (`sumbench run` predicts the same outputs at any batch size)
+RESUMABLE_CHANGES = ("settings.batch_size",)
+
+
 def claim_folder(out: Path, spec: Mapping[str, Any], resume: bool) -> None:
     """Write OUT/experiment.json; a folder holding another experiment (or this one without
-    --resume) is refused."""
+    --resume) is refused, naming each setting that differs with its old and new value. A
+    change of `RESUMABLE_CHANGES` alone is accepted and written to the spec file."""
     path = out / SPEC_FILE
+    spec = json.loads(json.dumps(spec))
     if path.is_file():
         earlier = read_json(path, what="experiment spec")
         if not resume:
             raise SumbenchError(f"{out} already holds an experiment; pass --resume to continue "
                                 f"it or choose another folder")
-        if earlier != json.loads(json.dumps(spec)):
-            changed = sorted(key for key in set(spec) | set(earlier)
-                             if spec.get(key) != earlier.get(key))
-            raise SumbenchError(f"cannot resume {out}: the experiment used a different "
-                                f"{', '.join(changed)}")
+        changed = changed_settings(earlier, spec)
+        refused = [line for name, line in changed if name not in RESUMABLE_CHANGES]
+        if refused:
+            raise SumbenchError(f"cannot resume {out}: the experiment was started with other "
+                                f"settings ({path}):\n  " + "\n  ".join(refused) +
+                                "\nresume with the same settings, or choose another --out")
+        if changed:
+            path.write_text(json_text(spec) + "\n", encoding="utf-8")
         return
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SumbenchError(f"{out} exists and is not an empty folder; choose another (--out)")
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json_text(spec) + "\n", encoding="utf-8")
+
+
+def changed_settings(earlier: Any, now: Any, name: str = "") -> list[tuple[str, str]]:
+    """(dotted name, "name: old -> new") of every leaf that differs between two specs."""
+    if isinstance(earlier, dict) and isinstance(now, dict):
+        return [change for key in sorted(set(earlier) | set(now), key=str)
+                for change in changed_settings(earlier.get(key, _ABSENT), now.get(key, _ABSENT),
+                                               f"{name}.{key}" if name else str(key))]
+    if earlier == now:
+        return []
+    return [(name, f"{name}: {_shown(earlier)} -> {_shown(now)}")]
+
+
+_ABSENT = object()
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is _ABSENT else json.dumps(value)

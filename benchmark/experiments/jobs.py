@@ -100,6 +100,18 @@ class _Tee(io.TextIOBase):
         return False
 
 
+@contextlib.contextmanager
+def job_argv(job: Job):
+    """sys.argv as the job's own command while it runs in process, so the provenance of the
+    files it writes names the job's command, not `sumbench experiment ...`."""
+    saved = sys.argv
+    sys.argv = ["sumbench", *job.argv]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
 def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
     """Run a job in process, its output teed to `log_path`: ("done" | "failed", error).
     A job stopped by Ctrl-C or SIGTERM stops the whole experiment (the signal is raised
@@ -113,7 +125,7 @@ def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
         log.flush()
         try:
             with contextlib.redirect_stdout(_Tee(log)), \
-                    contextlib.redirect_stderr(_Tee(log, terminal)):
+                    contextlib.redirect_stderr(_Tee(log, terminal)), job_argv(job):
                 code = main(list(job.argv))
         except SystemExit as error:  # argparse errors
             code = error.code if isinstance(error.code, int) else 2
