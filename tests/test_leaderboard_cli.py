@@ -95,6 +95,13 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
                             server.url)
         assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
+        code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
+                              "--token", instance["token"], "--model", "flan-large-lora",
+                              "--licence", "apache-2.0", str(run))  # a retry
+        again = json.loads(out)
+        assert code == 0 and (again["id"], again["duplicate"]) == (answer["id"], True)
+        assert again["status"] == "scored" and again["http_status"] == 200
+        assert f"note: these files were already submitted as submission {answer['id']}" in err
         code, out, _ = _run(capsys, "leaderboard", "submit", "--server", server.url,
                             "--token", "sb_not-a-token", "--model", "x", str(run))
         assert code == 1 and json.loads(out)["http_status"] == 401

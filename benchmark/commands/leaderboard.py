@@ -338,6 +338,8 @@ def run_submit(args) -> int:
                             "and --model (use --check to validate only)")
     answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
                            variant=args.variant, card=_card(args))
+    if answer.get("duplicate"):
+        print(f"note: {answer.get('message', 'already submitted')}", file=sys.stderr)
     for name in answer.get("ignored", []):
         print(f"warning: archive member not read (only .jsonl files and results.json are): "
               f"{name}", file=sys.stderr)

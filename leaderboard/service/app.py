@@ -190,8 +190,10 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
         try:
             card_fields = card_object(json.loads(card))
             uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
-            return accept(database, settings, user, track_name=track, board=variant,
-                          model=model, card=card_fields, uploads=uploads)
+            answer = accept(database, settings, user, track_name=track, board=variant,
+                            model=model, card=card_fields, uploads=uploads)
+            # the same files sent again: nothing new accepted, the earlier submission's answer
+            return JSONResponse(answer, status_code=200) if answer.get("duplicate") else answer
         except QuotaExceeded as error:
             return rejection(429, error)
         except json.JSONDecodeError as error:

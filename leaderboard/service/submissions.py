@@ -3,6 +3,9 @@ and the public view of one submission.
 
 A rejected submission stores nothing but its audit row. An accepted one stores the checked
 minimal records (private), its model card (self-reported) and a "score" job for the workers.
+Sending the same files again under the same model name to the same board (a retry after a lost
+answer) stores nothing and counts no quota: the answer is the earlier submission's, with
+`"duplicate": true` (HTTP 200), and the audit log gets a "duplicate" row.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from leaderboard.service.publish import rebuild_board
 from leaderboard.service.db import Database, Job, Score, Submission, User, pack, utcnow
 from leaderboard.service.gold import gold_for, require_board
 from leaderboard.service.settings import InstanceSettings
-from leaderboard.service.validate import Limits, Upload, validate_submission
+from leaderboard.service.validate import Limits, Upload, uploads_sha256, validate_submission
 from tasks.errors import DataError, SumbenchError
 from tasks.validation import MAX_INDEX
 
@@ -66,8 +69,12 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
     try:
         track = settings.track(track_name)
         model = check_model_name(model)
-        if kind == "submission" and not user.is_admin:
-            with database.session() as session:
+        identical = Identical(user, kind, track.name, board, model, uploads_sha256(uploads))
+        with database.session() as session:
+            earlier = identical.earlier(session)
+            if earlier is not None:
+                return identical.answer(session, earlier, detail)
+            if kind == "submission" and not user.is_admin:
                 check_quota(session, settings, user)  # early: before the work of validating
         gold = gold_for(database, track.name)
         require_board(gold, track.name, board)
@@ -78,8 +85,7 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
         _audit_rejection(database, user, detail, error)
         raise
     try:
-        return _store(database, settings, user, kind, track.name, board, model, card, result,
-                      detail)
+        return _store(database, settings, user, kind, identical, card, result, detail)
     except QuotaExceeded as error:
         _audit_rejection(database, user, detail, error)
         raise
@@ -96,13 +102,46 @@ def check_quota(session, settings: InstanceSettings, user: User) -> None:
         raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions per 24 hours")
 
 
-def _store(database: Database, settings: InstanceSettings, user: User, kind: str, track: str,
-           board: str, model: str, card: dict, result, detail: dict) -> dict:
-    """Insert the submission and its score job; the quota is counted again in the same write
-    transaction (the user's row locked), so concurrent requests cannot pass it together."""
+class Identical:
+    """What makes a submission the same as an earlier one: owner, kind, track, board, model
+    name and the uploaded bytes (`upload_sha256`)."""
+
+    def __init__(self, user: User, kind: str, track: str, board: str, model: str,
+                 sha256: str):
+        self.user, self.kind, self.track, self.board = user, kind, track, board
+        self.model, self.sha256 = model, sha256
+
+    def earlier(self, session) -> Submission | None:
+        """The earlier identical submission that is not deleted, if any."""
+        owner_id = self.user.id if self.kind == "submission" else system_user(session).id
+        return session.scalars(select(Submission).where(
+            Submission.user_id == owner_id, Submission.kind == self.kind,
+            Submission.track == self.track, Submission.board == self.board,
+            Submission.model == self.model, Submission.upload_sha256 == self.sha256,
+            Submission.deleted.is_(False)).order_by(Submission.id)).first()
+
+    def answer(self, session, earlier: Submission, detail: dict) -> dict:
+        """The earlier submission's answer (audited as a duplicate; nothing stored)."""
+        audit(session, self.user.name, "submit", "duplicate", submission_id=earlier.id,
+              detail={**detail, "model": self.model, "sha256": self.sha256})
+        return {"id": earlier.id, "status": earlier.status, "duplicate": True,
+                "message": f"these files were already submitted as submission {earlier.id} "
+                           f"(model {self.model!r}); nothing new was stored"}
+
+
+def _store(database: Database, settings: InstanceSettings, user: User, kind: str,
+           identical: Identical, card: dict, result, detail: dict) -> dict:
+    """Insert the submission and its score job; the quota and identical submissions are
+    checked again in the same write transaction (the user's row locked), so concurrent
+    requests cannot pass the quota, or store the same submission twice, together."""
+    track, board, model = identical.track, identical.board, identical.model
     with database.write_session() as session:
         if kind == "submission" and not user.is_admin:
             session.execute(select(User.id).where(User.id == user.id).with_for_update())
+        earlier = identical.earlier(session)
+        if earlier is not None:
+            return identical.answer(session, earlier, detail)
+        if kind == "submission" and not user.is_admin:
             check_quota(session, settings, user)
         owner = user if kind == "submission" else system_user(session)
         submission = Submission(

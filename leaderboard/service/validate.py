@@ -278,12 +278,17 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
     if manifest is None:
         manifest = track.manifest_from_records(located, board)
     checked = track.check(located, manifest)
-    digest = hashlib.sha256()
-    for upload in uploads:
-        digest.update(hashlib.sha256(upload.data).digest())
-    return CheckedSubmission(checked, len(located), digest.hexdigest(),
+    return CheckedSubmission(checked, len(located), uploads_sha256(uploads),
                              results[0] if results else None, tuple(ignored))
 
 
+def uploads_sha256(uploads: Sequence[Upload]) -> str:
+    """sha256 over the uploads' own sha256 digests, in order (a submission's upload_sha256)."""
+    digest = hashlib.sha256()
+    for upload in uploads:
+        digest.update(hashlib.sha256(upload.data).digest())
+    return digest.hexdigest()
+
+
 __all__ = ["ARCHIVE_SUFFIXES", "CheckedSubmission", "Limits", "SubmissionErrors", "Upload",
-           "expand", "located_records", "validate_submission"]
+           "expand", "located_records", "uploads_sha256", "validate_submission"]

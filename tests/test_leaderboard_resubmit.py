@@ -1,0 +1,62 @@
+"""Sending the same submission again (a retry after a lost answer) stores nothing and counts
+no quota: the answer is the earlier submission's (real SQLite file, the app through ASGI)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from lb_helpers import make_database, minimal_lines
+from leaderboard.service.auth import audit_rows, create_token
+from leaderboard.service.boards import load_settings, save_settings
+from leaderboard.service.db import Database, Job, Submission
+
+
+def test_a_retried_submission_answers_the_earlier_one(tmp_path, data_dir, usb_fixture_dir):
+    from leaderboard.service.app import create_app
+
+    shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
+    url = make_database(tmp_path / "lb.sqlite", usb_data=tmp_path / "gold")
+    database = Database(url)
+    headers = {"Authorization": f"Bearer {create_token(database, 'dana')}"}
+    client = TestClient(create_app(url))
+    fix = minimal_lines(usb_fixture_dir / "predictions" / "fixing_factuality.jsonl")
+
+    def submit(model: str, data: bytes = fix):
+        return client.post("/api/v1/submissions", headers=headers,
+                           files=[("files", ("fix.jsonl", data))], data={"model": model})
+
+    def stored() -> tuple[int, int]:
+        with database.session() as session:
+            return (session.scalar(select(func.count(Submission.id))),
+                    session.scalar(select(func.count(Job.id))))
+
+    before = stored()  # the instance's own rows (system baselines)
+    first = submit("retry-me")
+    assert first.status_code == 202, first.text
+    number = first.json()["id"]
+    save_settings(database, load_settings(database).with_changes({"quota_per_day": "1"}))
+    again = submit("retry-me")  # at the quota limit: a retry is still answered
+    assert again.status_code == 200, again.text
+    assert again.json() == {
+        "id": number, "status": "queued", "duplicate": True,
+        "message": f"these files were already submitted as submission {number} "
+                   f"(model 'retry-me'); nothing new was stored"}
+    assert stored() == (before[0] + 1, before[1] + 1)
+    row = audit_rows(database, limit=1)[0]
+    assert (row["actor"], row["action"], row["outcome"], row["submission_id"]) == \
+        ("dana", "submit", "duplicate", number)
+    assert submit("another name").status_code == 429  # not identical: a new submission
+    save_settings(database, load_settings(database).with_changes({"quota_per_day": "10"}))
+    assert submit("another name").status_code == 202
+    edited = fix.replace(b'"prediction": "', b'"prediction": "Edited. ', 1)
+    assert submit("retry-me", edited).status_code == 202  # other files: a new submission
+    assert stored() == (before[0] + 3, before[1] + 3)
+    assert client.delete(f"/api/v1/submissions/{number}", headers=headers).status_code == 200
+    resent = submit("retry-me")  # the earlier one was deleted: stored anew
+    assert resent.status_code == 202 and resent.json()["id"] not in (number,)
+    assert "duplicate" not in resent.json()
+    assert json.loads(client.get(f"/api/v1/submissions/{resent.json()['id']}").text)[
+        "status"] == "queued"
