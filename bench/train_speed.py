@@ -80,7 +80,7 @@ def time_steps(model, examples, steps, pad_max: tuple[int, int] | None) -> tuple
     return time.perf_counter() - started, real_tokens
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=192)
     parser.add_argument("--batch-size", type=int, default=8)
@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     add_options(parser)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     import torch
 

@@ -12,9 +12,9 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
-from tasks.errors import DataError, json_type
+from tasks.errors import DataError, SumbenchError, json_type
 
 #: a JSON escape of a UTF-16 surrogate (\ud800-\udfff)
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -303,3 +303,20 @@ def _swap_in(staging: Path, path: Path) -> None:
         os.replace(backup, path)
         raise
     _remove(backup)
+
+
+def check_distinct_files(paths: Sequence[str | os.PathLike]) -> None:
+    """A file given twice (by any name) is an error naming both: its records would otherwise
+    be reported as duplicates of themselves. Paths that cannot be read are left to the
+    reader, which names them."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key in seen:
+            same = "" if os.fspath(path) == seen[key] else f" (as {seen[key]})"
+            raise SumbenchError(f"prediction file {os.fspath(path)} is given twice{same}")
+        seen[key] = os.fspath(path)

@@ -36,7 +36,7 @@ from tasks.chunk_workers import ChunkWorkers
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
 from tasks.gold import GoldCheck
 from tasks.identity import describe, in_identity_order, record_digest, record_key
-from tasks.io import iter_jsonl
+from tasks.io import check_distinct_files, iter_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
 from tasks.metrics.classification import (UNDEFINED_REASONS, UndefinedMetricError,
@@ -110,23 +110,6 @@ def collect_records(located: Iterable[tuple[str, int, dict]]) -> dict[str, list[
         seen[key] = (path, line)
         by_task.setdefault(task.name, []).append(record)
     return by_task
-
-
-def check_distinct_files(paths: Sequence[str | os.PathLike]) -> None:
-    """A file given twice (by any name) is an error naming both: its records would otherwise
-    be reported as duplicates of themselves. Paths that cannot be read are left to the
-    reader, which names them."""
-    seen: dict[tuple[int, int], str] = {}
-    for path in paths:
-        try:
-            status = os.stat(path)
-        except (OSError, ValueError):
-            continue
-        key = (status.st_dev, status.st_ino)
-        if key in seen:
-            same = "" if os.fspath(path) == seen[key] else f" (as {seen[key]})"
-            raise SumbenchError(f"prediction file {os.fspath(path)} is given twice{same}")
-        seen[key] = os.fspath(path)
 
 
 def read_prediction_files(paths: Sequence[str | os.PathLike]) -> dict[str, list[dict]]:

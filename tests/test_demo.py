@@ -77,7 +77,8 @@ def test_demo_scores_all_eight_tasks_and_records_how(demo):
     assert results["decoding"]["text_and_span_tasks"]["num_beams"] == 1  # greedy, explicit
     config = results["provenance"]["config"]
     assert config["demo"]["synthetic"]["generator_version"] == "3"
-    assert config["demo"]["model"]["tie_embeddings"] is config["demo"]["model"]["line_heads"] is True
+    model = config["demo"]["model"]
+    assert model["tie_embeddings"] is model["line_heads"] is True
     assert config["finetune_spec"]["lora"] is False
     untrained = json.loads((out / "untrained" / "results.json").read_text())
     assert untrained["spec"]["training"] == "none"

@@ -88,7 +88,8 @@ def test_unsupported_span_records_keep_the_official_key_order(usb_fixture_dir):
 # ---------------------------------------------------------------- unsupported spans
 
 def test_deleted_tokens_are_wrapped_and_spacing_follows_the_tokens():
-    before = "Ridgeview Academy was renamed in Tucson during 1991 after a long review of its finances."
+    before = ("Ridgeview Academy was renamed in Tucson during 1991 after a long review of its "
+              "finances.")
     after = "Ridgeview Academy was renamed in Tucson during 1991 after a long review."
     assert annotate_deleted_spans(before, after) == (
         "Ridgeview Academy was renamed in Tucson during 1991 after a long review"

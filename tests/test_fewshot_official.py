@@ -107,7 +107,8 @@ def test_fac_parser_follows_the_release_rules(answer, expected, parsed):
 
 
 def test_sentence_ids_are_exact_tokens_of_the_last_content():
-    prompt = "shot CONTENT: SENT0 a SENT1 b\nLABELS:SENT1\nCONTENT: SENT0 x SENT1 y SENT2 z\nLABELS:"
+    prompt = ("shot CONTENT: SENT0 a SENT1 b\nLABELS:SENT1\n"
+              "CONTENT: SENT0 x SENT1 y SENT2 z\nLABELS:")
     assert parse_sent_ids(prompt, "SENT0 SENT2,") == ([1.0, 0.0, 0.0], True)
     assert parse_sent_ids(prompt, "") == ([0.0, 0.0, 0.0], True)
     assert parse_sent_ids(prompt, "none of them") == ([0.0, 0.0, 0.0], False)

@@ -15,7 +15,8 @@ from leaderboard.evaluators.penalties import (calibrate_alpha, length_penalty, n
                                               sentence_words, with_alpha)
 from tasks.errors import SumbenchError
 
-# QAPyramid dataset (shiyue/QAPyramid, cnndm_test, example 000571afe702684d90c1d222ce70b1e1375c1016):
+# QAPyramid dataset (shiyue/QAPyramid, cnndm_test,
+# example 000571afe702684d90c1d222ce70b1e1375c1016):
 # reference, the ten system summaries, and the released QAPyramid, p_l and nQAPyramid (p_r = 1).
 REFERENCE = ("Juan Arango escaped punishment from the referee for biting Jesus Zavela . He could "
              "face a retrospective punishment for the incident . Arango had earlier scored a free "

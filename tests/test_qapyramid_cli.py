@@ -233,10 +233,12 @@ def test_semi_auto_nli_entailment_label(dataset, refuted_supported_nli, capsys, 
      "--presence seq2seq does not take --entailment-label"),
     (["--presence", "nli"], "--presence nli needs --model"),
     (["--presence", "chat"], "--presence chat needs --model (the model name served"),
-    (["--presence", "lexical", "--model", "x"], "--presence lexical does not take --model (it takes: --threshold)"),
+    (["--presence", "lexical", "--model", "x"],
+     "--presence lexical does not take --model (it takes: --threshold)"),
     (["--presence", "lexical", "--alpha", "2"], "--alpha needs --normalize"),
     (["--presence", "lexical", "--threshold", "1.5"], "--threshold must be in [0, 1]"),
-    (["--presence", "nli", "--model", "/nonexistent/nli"], "model path /nonexistent/nli does not exist"),
+    (["--presence", "nli", "--model", "/nonexistent/nli"],
+     "model path /nonexistent/nli does not exist"),
 ])
 def test_semi_auto_errors(dataset, tmp_path, capsys, extra, message):
     out = tmp_path / "never.json"

@@ -78,7 +78,8 @@ def test_six_domains_with_test_only_ones(tmp_path):
     plain = generate_corpus(tmp_path / "plain", dataclasses.replace(spec, test_only_domains=()))
     assert plain["documents"]["all"]["train"] == 5
     for doc in (tmp_path / "plain" / "annotations").rglob("*.json"):
-        twin = tmp_path / "raw" / "annotations" / doc.relative_to(tmp_path / "plain" / "annotations")
+        twin = tmp_path / "raw" / "annotations" / doc.relative_to(
+            tmp_path / "plain" / "annotations")
         assert twin.read_bytes() == doc.read_bytes()
     build_task_datasets(tmp_path / "raw", tmp_path / "data", progress=False)
     landmarks = tmp_path / "data" / "landmarks" / "abstractive_summarization"

@@ -13,7 +13,12 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("data", help="build or fetch the USB task datasets")
     commands = parser.add_subparsers(dest="data_command", metavar="ACTION")
     commands.required = True
+    _build_parser(commands)
+    _fetch_parser(commands)
+    _heuristic_parser(commands)
 
+
+def _build_parser(commands) -> None:
     build = commands.add_parser(
         "build", help="derive the eight task datasets from raw USB annotations",
         description="Derive OUT/<variant>/<task>/<split>.jsonl from RAW/annotations and "
@@ -31,6 +36,8 @@ def register(subparsers) -> None:
                             "splits (train/test leaks) an error instead of a warning")
     build.set_defaults(handler=run_build)
 
+
+def _fetch_parser(commands) -> None:
     fetch = commands.add_parser(
         "fetch", help="download and cache the processed USB release from the Hugging Face hub",
         description="Download processed_data.tar.gz of the dataset kundank/usb, extract it "
@@ -47,6 +54,8 @@ def register(subparsers) -> None:
                             "changed (says so on stderr)")
     fetch.set_defaults(handler=run_fetch)
 
+
+def _heuristic_parser(commands) -> None:
     heuristic = commands.add_parser(
         "heuristic", help="heuristic EVEXT, FAC and FIX training data, without human labels",
         description="Derive the training (and validation) data of evidence extraction, "

@@ -186,20 +186,7 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
                track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
                authorization: str | None = Header(None)):
         user = _user(database, authorization)
-        settings = load_settings(database)
-        try:
-            card_fields = card_object(json.loads(card))
-            uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
-            answer = accept(database, settings, user, track_name=track, board=variant,
-                            model=model, card=card_fields, uploads=uploads)
-            # the same files sent again: nothing new accepted, the earlier submission's answer
-            return JSONResponse(answer, status_code=200) if answer.get("duplicate") else answer
-        except QuotaExceeded as error:
-            return rejection(429, error)
-        except json.JSONDecodeError as error:
-            return rejection(422, DataError(f"card is not JSON ({error.msg})", field="card"))
-        except (SumbenchError, ValueError) as error:
-            return rejection(422, error)
+        return _accept_form(database, user, files, model, track, variant, card)
 
     @router.get("/submissions/{submission_id}")
     def submission(submission_id: int, authorization: str | None = Header(None)):
@@ -232,6 +219,24 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
     def remove(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: delete(database, submission_id, user))
+
+
+def _accept_form(database: Database, user, files: list[UploadFile], model: str, track: str,
+                 variant: str, card: str):
+    """A submission form's answer: 202 accepted, 200 for the same files sent again (nothing
+    new accepted: the earlier submission's answer), 429 over the quota, 422 rejected."""
+    try:
+        card_fields = card_object(json.loads(card))
+        uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
+        answer = accept(database, load_settings(database), user, track_name=track,
+                        board=variant, model=model, card=card_fields, uploads=uploads)
+        return JSONResponse(answer, status_code=200) if answer.get("duplicate") else answer
+    except QuotaExceeded as error:
+        return rejection(429, error)
+    except json.JSONDecodeError as error:
+        return rejection(422, DataError(f"card is not JSON ({error.msg})", field="card"))
+    except (SumbenchError, ValueError) as error:
+        return rejection(422, error)
 
 
 def _board_routes(router: APIRouter, database: Database) -> None:
