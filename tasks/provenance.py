@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: the top-level key under which a scores file ({task: scores}: `score --out`, the baseline's
+#: scores.json) keeps its provenance (no task name starts with "_")
+PROVENANCE_KEY = "_provenance"
+
 TRACKED_PACKAGES = ("sumbench", "torch", "transformers", "datasets", "peft", "accelerate",
                     "evaluate", "scikit-learn", "seqeval", "rouge-score", "nltk", "numpy",
                     "scipy", "tokenizers", "pysbd")
@@ -90,3 +94,8 @@ def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[st
         "threads": thread_settings(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def scores_only(document: dict) -> dict:
+    """A scores file's {task: scores}, without its provenance (PROVENANCE_KEY)."""
+    return {key: value for key, value in document.items() if key != PROVENANCE_KEY}

@@ -62,6 +62,7 @@ def test_baseline_command_writes_files_that_score(data_dir, tmp_path, capsys):
     paths = sorted((out / "predictions").glob("*.jsonl"))
     assert [p.stem for p in paths] == task_names("usb")
     scores = json.loads((out / "scores.json").read_text())
+    provenance = scores.pop("_provenance")  # as `sumbench score --out` writes it
     assert score_files(paths) == scores
     assert scores["factuality_classification"]["auc"] == 0.5
     assert scores["fixing_factuality"]["exactmatch"] == 0.0
@@ -69,6 +70,8 @@ def test_baseline_command_writes_files_that_score(data_dir, tmp_path, capsys):
     info = json.loads((out / "baseline.json").read_text())
     assert info["config"]["baselines"]["abstractive_summarization"]["baseline"] == "Lead-k"
     assert {"git", "packages", "config"} <= set(info["provenance"])
+    assert provenance == info["provenance"] and provenance["config"] == info["config"]
+    assert provenance["seeds"] == {} and provenance["config"]["tasks"] == task_names("usb")
     code, _, stderr = sumbench(capsys, "baseline", "--data", data_dir, "--tasks", "PRESENCE",
                                "--out", tmp_path / "other")
     assert code == 2 and "no baseline for presence_detection" in stderr

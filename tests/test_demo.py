@@ -55,6 +55,7 @@ def test_fine_tuning_beats_the_untrained_model(demo):
 def test_baseline_column_is_the_baseline_command_output(demo):
     out, results = demo
     scores = json.loads((out / "baseline" / "scores.json").read_text())
+    assert scores.pop("_provenance")["config"]["tasks"] == task_names("usb")
     assert {task: values["baseline"] for task, values in results["demo_comparison"].items()} \
         == {task: scores[task]["headline"] for task in task_names("usb")}
     # constant FAC probability: AUC exactly 0.5; copying FIX input: never the fix

@@ -183,6 +183,31 @@ def test_a_damaged_finished_run_file_is_a_data_error_naming_it(usb_fixture_dir, 
     assert records == reference and report["generated_this_run"] == len(backend.prompts) > 0
 
 
+def test_meta_json_records_provenance_that_never_decides_reuse(usb_fixture_dir, tmp_path):
+    """meta.json holds the run's config, its shot seed, versions and commit; a finished run
+    whose provenance differs (another time or commit) is still reused."""
+    import json
+
+    task = get_task("FAC")
+    test, train = split(usb_fixture_dir, task, "test")[:3], split(usb_fixture_dir, task, "train")
+    reference, _ = fewshot_predict(task, test, train, oracle(task, test, train, "llama", 2),
+                                   "llama", seed=2, out_dir=tmp_path)
+    meta_path = tmp_path / "outputs" / f"{task.name}.meta.json"
+    meta = json.loads(meta_path.read_text())
+    provenance = meta["provenance"]
+    assert provenance["seeds"] == {"shots": 2}
+    assert provenance["config"] == {**meta["fingerprint"], "backend_info": None}
+    assert provenance["config"]["style"] == "llama" and provenance["config"]["seed"] == 2
+    assert set(provenance["git"]) == {"commit", "dirty"} and provenance["packages"]
+    provenance.update(created="2000-01-01T00:00:00+00:00",
+                      git={"commit": "0" * 40, "dirty": True})
+    meta_path.write_text(json.dumps(meta))
+    backend = oracle(task, test, train, "llama", 2)
+    records, report = fewshot_predict(task, test, train, backend, "llama", seed=2,
+                                      out_dir=tmp_path)
+    assert records == reference and backend.prompts == [] and report["generated_this_run"] == 0
+
+
 def test_tiny_causal_model_gibberish_is_counted_not_fatal(usb_fixture_dir, tmp_path):
     from trainers.fewshot_backends import CausalLMBackend
     from trainers.tiny import build_tiny_causal_lm, build_tiny_tokenizer

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from helpers import files_under
 from tasks import get_task
 from tasks.io import read_jsonl
 from tasks.errors import SumbenchError
@@ -216,8 +217,8 @@ def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenize
     before = {path.name: path.read_bytes() for path in (out / "predictions").iterdir()}
     capsys.readouterr()
     assert predict("writer", "--tasks", "ABS") == 2
-    assert "holds predictions of another run (predict_config.json differs in: model)" in \
-        capsys.readouterr().err
+    assert "holds predictions of another run (predict_config.json differs in: " \
+           "model_fingerprint)" in capsys.readouterr().err
     assert predict("labeler", "--tasks", "FAC", "--num-beams", "2") == 2
     assert "differs in: spec.num_beams" in capsys.readouterr().err
     assert predict("labeler", "--tasks", "FAC", "--batch-size", "1") == 0  # changes nothing
@@ -231,6 +232,34 @@ def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenize
     config = json.loads((fresh / "predict_config.json").read_text())
     assert config["finished"] is False and config["counts"] == {}
     assert config["provenance"]["config"]["model"]["model"] == str(models["writer"].resolve())
+
+
+def test_a_predict_folder_moved_with_its_model_is_reused(labeler, tokenizer, data_dir,
+                                                        tmp_path):
+    """The folder identity and the runs' fingerprints name the model by content: after moving
+    model and predictions elsewhere, predicting again computes nothing and changes no file."""
+    import shutil
+    from pathlib import Path
+
+    from benchmark.cli import main
+
+    first = tmp_path / "first"
+    labeler.save_pretrained(first / "model")
+    tokenizer.save_pretrained(first / "model")
+
+    def predict(root: Path) -> dict:
+        assert main(["predict", "--model", str(root / "model"), "--data", str(data_dir),
+                     "--out", str(root / "out"), "--limit", "3", "--max-new-tokens", "3",
+                     "--device", "cpu", "--tasks", "FAC"]) == 0
+        return json.loads((root / "out" / "predict_config.json").read_text())
+
+    assert predict(first)["counts"]["factuality_classification"]["computed"] == 3
+    before = files_under(first / "out" / "predictions")
+    moved = Path(shutil.move(first, tmp_path / "moved"))
+    config = predict(moved)
+    assert config["counts"]["factuality_classification"]["computed"] == 0
+    assert config["config"]["model"]["model"] == str((moved / "model").resolve())
+    assert files_under(moved / "out" / "predictions") == before
 
 
 def test_load_model_merges_a_peft_adapter(tokenizer, tmp_path):

@@ -184,3 +184,31 @@ def test_damaged_run_files_are_data_errors_naming_the_file(tmp_path, task, insta
     path.write_text(damage)
     with pytest.raises(DataError, match=message):
         run_task(task, instances, model, tokenizer, SPEC, tmp_path)
+
+
+def test_meta_json_records_provenance_that_never_decides_reuse(tmp_path, task, instances, model,
+                                                               tokenizer, encoded_rows):
+    """meta.json holds the config (with where the model came from), seeds, versions and
+    commit; a finished run whose provenance differs (another time, commit or model path) is
+    still reused."""
+    import json
+
+    import torch
+
+    info = {"model": "/models/tiny", "revision": None, "commit": None, "adapter": None}
+    run_task(task, instances, model, tokenizer, SPEC, tmp_path, model_info=info)
+    meta_path = tmp_path / "outputs" / "factuality_classification.meta.json"
+    meta = json.loads(meta_path.read_text())
+    provenance = meta["provenance"]
+    assert provenance["config"] == {"task": task.name, "spec": SPEC.to_dict(), "model": info,
+                                    "instances": len(instances)}
+    assert provenance["seeds"] == {} and provenance["packages"]["torch"] == torch.__version__
+    assert set(provenance["git"]) == {"commit", "dirty"}
+    assert "/models/tiny" not in json.dumps(meta["fingerprint"])
+    provenance.update(created="2000-01-01T00:00:00+00:00",
+                      git={"commit": "0" * 40, "dirty": True})
+    meta_path.write_text(json.dumps(meta))
+    encoded_rows["rows"] = 0
+    again = run_task(task, instances, model, tokenizer, SPEC, tmp_path,
+                     model_info=dict(info, model="/elsewhere/tiny"))
+    assert encoded_rows["rows"] == 0 and again.counts["computed"] == 0

@@ -19,8 +19,10 @@ stitched with `task.combine`. The same shots serve every window of an item.
 
 Files under `out_dir` (trainers.prediction_io layout): `predictions/<task>.jsonl` (official
 records), `outputs/<task>.jsonl` (per prompt: prompt, raw output, parsed prediction, ok, shot
-ids), `outputs/<task>.meta.json` (the report). Finished prompts are appended to a partial file
-as they come, so an interrupted run resumes where it stopped.
+ids), `outputs/<task>.meta.json` (the report, the run's fingerprint and its provenance: config,
+shot seed, versions, commit). Finished prompts are appended to a partial file as they come, so
+an interrupted run resumes where it stopped; a finished run with the same fingerprint is reused
+(its provenance is never compared).
 """
 from __future__ import annotations
 
@@ -371,5 +373,6 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
     report = _report(task, style, backend, budget, seed, pool, test_instances, plans, counts)
     report["generated_this_run"] = generated
     if store is not None:
-        store.finish(outputs, records, {"report": report})
+        config = {**store.fingerprint, "backend_info": getattr(backend, "info", None)}
+        store.finish(outputs, records, {"report": report}, config=config, seeds={"shots": seed})
     return records, report

@@ -83,14 +83,15 @@ class HFBackend:
         self._fingerprint: dict | None = None
 
     def fingerprint(self) -> dict:
+        """The backend type and its model's content fingerprint (weights, config, tokenizer;
+        trainers.prediction_io.model_fingerprint), computed once: the response cache key and
+        the few-shot run fingerprint. Where the model came from (`info`) is not part of it,
+        so a model folder moved or copied keeps its cached responses and finished runs."""
         if self._fingerprint is None:
             from trainers.prediction_io import model_fingerprint
 
-            self._fingerprint = {
-                "type": self.model_type, "model": model_fingerprint(self.model, self.info),
-                "tokenizer": {"class": type(self.tokenizer).__name__,
-                              "vocab": len(self.tokenizer),
-                              "name": getattr(self.tokenizer, "name_or_path", "")}}
+            self._fingerprint = {"type": self.model_type,
+                                 "model": model_fingerprint(self.model, self.tokenizer)}
         return self._fingerprint
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

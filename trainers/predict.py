@@ -67,12 +67,13 @@ def format_windows(task: Task, instances: Sequence[dict], tokenizer,
     return windows
 
 
-def run_fingerprint(task: Task, windows: Sequence[Window], model, spec: PredictSpec,
-                    model_info: dict | None) -> dict:
+def run_fingerprint(task: Task, windows: Sequence[Window], model, tokenizer,
+                    spec: PredictSpec) -> dict:
+    """What decides a run's outputs (by content, not by where the model was loaded from)."""
     inputs = [[w.instance, w.model_input.window, w.model_input.source,
                list(w.model_input.lines) if w.model_input.lines else None] for w in windows]
     return {"task": task.name, "task_version": task.version, "output_kind": task.output_kind,
-            "model": model_fingerprint(model, model_info), "spec": spec.result_fields(),
+            "model": model_fingerprint(model, tokenizer), "spec": spec.result_fields(),
             "inputs": digest(inputs), "windows": len(windows)}
 
 
@@ -145,13 +146,14 @@ def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: Pred
              on_batch: Callable[[int], None] | None = None) -> TaskRun:
     """Predict every instance; with `out_dir`, resumable and written to files (see
     trainers.prediction_io). `on_batch(n)` is called after the n-th finished batch. A
-    finished run's outputs are reused, but its records are rebuilt from `instances`."""
+    finished run's outputs are reused, but its records are rebuilt from `instances`.
+    `model_info` (where the model was loaded from) goes to meta.json's provenance only."""
     prepare_model(model, spec)
     windows = format_windows(task, instances, tokenizer, spec)
     store = None
     if out_dir is not None:
         store = OutputStore(out_dir, task.name,
-                            run_fingerprint(task, windows, model, spec, model_info))
+                            run_fingerprint(task, windows, model, tokenizer, spec))
     if store and resume:
         finished = reuse_finished_run(task, instances, windows, store)
         if finished is not None:
@@ -172,7 +174,9 @@ def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: Pred
         logger.warning("%s: %s", task.name, counts)
     if store:
         store.finish(outputs, records, {"task": task.name, "spec": spec.to_dict(),
-                                        "counts": counts})
+                                        "counts": counts},
+                     config={"task": task.name, "spec": spec.to_dict(), "model": model_info,
+                             "instances": len(instances)})
     return TaskRun(records, outputs, counts)
 
 

@@ -3,8 +3,10 @@
     sumbench baseline --data DIR --tasks all --out DIR [--variant all] [--split test]
 
 Writes OUT/predictions/<task>.jsonl (official prediction records, read by `sumbench score` and
-accepted by a leaderboard like a model's), OUT/scores.json (the official scores) and
-OUT/baseline.json (what ran: baselines, their settings fitted on the train split, provenance).
+accepted by a leaderboard like a model's), OUT/scores.json (the official scores, shaped as
+`sumbench score --out` writes them: {task: scores} plus the run's provenance under
+"_provenance"; `tasks.provenance.scores_only` drops it) and OUT/baseline.json (what ran:
+baselines, their settings fitted on the train split, the same provenance).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 
 BASELINE_FILE = "baseline.json"
+SCORES_FILE = "scores.json"
 
 
 def register(subparsers) -> None:
@@ -53,7 +56,7 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
     from tasks.io import atomic_directory, write_json, write_jsonl
-    from tasks.provenance import provenance
+    from tasks.provenance import PROVENANCE_KEY, provenance
     from tasks.scoring import score_records
 
     records, locations, settings = {}, {}, {}
@@ -64,12 +67,12 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
     config = {"data": data_dir, "tasks": names, "variant": variant, "split": split,
               "baselines": settings}
     out.parent.mkdir(parents=True, exist_ok=True)
+    run = provenance(config)  # baselines draw no random numbers: no seeds
     with atomic_directory(out) as staging:
         for name, task_records in records.items():
             write_jsonl(staging / "predictions" / f"{name}.jsonl", task_records)
-        write_json(staging / "scores.json", scores)
-        write_json(staging / BASELINE_FILE, {"config": config,
-                                              "provenance": provenance(config)})
+        write_json(staging / SCORES_FILE, {**scores, PROVENANCE_KEY: run})
+        write_json(staging / BASELINE_FILE, {"config": config, "provenance": run})
     return {"scores": scores, "settings": settings,
             "predictions": {name: out / "predictions" / f"{name}.jsonl" for name in names}}
 

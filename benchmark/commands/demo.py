@@ -183,15 +183,16 @@ def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = 
 
 def baseline_scores(out: Path, data_dir: Path, log) -> dict:
     """The non-neural baselines' scores on the test split (baseline/, written once)."""
-    from benchmark.commands.baseline import write_baselines
+    from benchmark.commands.baseline import SCORES_FILE, write_baselines
     from tasks import task_names
     from tasks.io import read_json
+    from tasks.provenance import scores_only
 
     folder = out / "baseline"
-    if not (folder / "scores.json").is_file():
+    if not (folder / SCORES_FILE).is_file():
         log("scoring the non-neural baselines")
         write_baselines(str(data_dir), list(task_names("usb")), folder)
-    return read_json(folder / "scores.json")
+    return scores_only(read_json(folder / SCORES_FILE))
 
 
 def demo_comparison(*columns: dict) -> dict:

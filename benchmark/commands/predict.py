@@ -7,8 +7,9 @@ OUT/outputs/<task>.jsonl (per-window raw outputs and label probabilities) and
 OUT/predict_config.json (spec, model, per-task counts, provenance; written before the first
 prediction, `"finished": true` at the end). An interrupted run resumes where it stopped unless
 --no-resume is given (see trainers.prediction_io). A folder holds one model's predictions:
-predicting other tasks into it adds them, but another model, variant, split, --limit or an
-output-changing spec is refused.
+predicting other tasks into it adds them, but another model (by content: weights, config and
+tokenizer, wherever it was loaded from), variant, split, --limit or an output-changing spec is
+refused. A folder copied or moved along with its model is reused, not recomputed.
 """
 from __future__ import annotations
 
@@ -95,6 +96,7 @@ def spec_file_fields(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
+    from trainers.prediction_io import model_fingerprint
     from trainers.predict import load_model, run_task
 
     spec = build_spec(args)
@@ -106,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         inputs[name] = (task, task.instances(records)[:args.limit])
     model, tokenizer, info = load_model(args.model, revision=args.revision)
     out = Path(args.out)
-    config = {"model": info, "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
+    config = {"model": info, "model_fingerprint": model_fingerprint(model, tokenizer),
+              "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
               "split": args.split, "data": args.data, "limit": args.limit}
     record = folder_record(out, config, spec.result_fields())
     for name, (task, instances) in inputs.items():
@@ -122,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 CONFIG_FILE = "predict_config.json"
-#: what every prediction file of one folder shares (a folder holds one model's predictions)
-FOLDER_IDENTITY = ("model", "variant", "split", "limit")
+#: what every prediction file of one folder shares (a folder holds one model's predictions):
+#: the model by content, not by the path it was loaded from (a moved folder still matches)
+FOLDER_IDENTITY = ("model_fingerprint", "variant", "split", "limit")
 
 
 def folder_record(out: Path, config: dict, result_fields: dict) -> dict:

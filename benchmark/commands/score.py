@@ -16,8 +16,7 @@ from pathlib import Path
 
 from benchmark.commands import non_negative_int, positive_int, resample_count
 from tasks.io import file_sha256, json_text
-
-PROVENANCE_KEY = "_provenance"
+from tasks.provenance import PROVENANCE_KEY
 
 
 def register(subparsers) -> None:
