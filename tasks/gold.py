@@ -66,7 +66,7 @@ class GoldCheck:
         try:
             return gold_templates(task, self.data_dir, self.variant, self.split)
         except DataError as error:
-            raise DataError(f"--data: no gold {self.split} split of {task.name} "
+            raise DataError(f"--data: cannot read the gold {self.split} split of {task.name} "
                             f"(variant {self.variant!r}): {error.reason}", path=error.path,
                             line=error.line, field=error.field) from None
 

@@ -116,5 +116,6 @@ def test_missing_folder_and_missing_task_split(capsys, tmp_path, predictions, da
     shutil.rmtree(partial / "all" / "abstractive_summarization")
     code, _, err = score(capsys, abs_file, "--data", partial)
     assert code == 2
-    assert "--data: no gold test split of abstractive_summarization (variant 'all')" in err
+    assert ("--data: cannot read the gold test split of abstractive_summarization "
+            "(variant 'all')") in err
     assert "task data file not found" in err
