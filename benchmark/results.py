@@ -14,7 +14,8 @@ batch size), which a resumed run may change.
   models       per task, the checkpoint that produced its predictions (name, revision, the
                hub commit it resolved to when known, adapter; few-shot: the backend too)
   training     per training folder: tasks, the fine-tuning spec (FinetuneSpec.to_dict()),
-               result, model, total_steps, git (finetune mode)
+               result (train_result.json), model, total_steps, git (of the first run) and
+               resumes ([{"step" resumed from, "git"}]) (finetune mode)
   fewshot      per task: the few-shot runner's report (fewshot mode)
   provenance   tasks.provenance.provenance(config, seeds): command, resolved configs,
                seeds, git commit, package versions, platform, time

@@ -239,9 +239,12 @@ def training_record(folder: Path, task_names: Sequence[str]) -> dict:
 
     config = read("train_config.json") or {}
     settings = config.get("config", {})
+    resumes = [{"step": resumed.get("step"), "git": resumed.get("provenance", {}).get("git")}
+               for resumed in config.get("resumes", [])]
     return {"tasks": list(task_names), "spec": settings.get("spec"),
             "result": read("train_result.json"), "model": settings.get("model"),
-            "total_steps": settings.get("total_steps"), "git": config.get("git")}
+            "total_steps": settings.get("total_steps"), "git": config.get("git"),
+            "resumes": resumes}
 
 
 def predict_spec(spec: RunSpec, fspec):

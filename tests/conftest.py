@@ -82,6 +82,20 @@ def usb_tokenizer(data_dir):
     return build_tiny_tokenizer(texts)
 
 
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory, usb_tokenizer) -> Path:
+    """A saved tiny T5 (with dropout 0.1, so resuming must replay dropout masks) and its
+    tokenizer, for fine-tuning tests."""
+    from trainers.tiny import build_tiny_t5
+
+    model = build_tiny_t5(usb_tokenizer)
+    model.config.dropout_rate = 0.1
+    path = tmp_path_factory.mktemp("tiny-base").resolve()
+    model.save_pretrained(str(path))
+    usb_tokenizer.save_pretrained(str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def fac_test_records(data_dir) -> list[dict]:
     """The records of the USB fixture's FAC test split (`all` variant)."""

@@ -18,3 +18,19 @@ def sumbench(capsys, *args) -> tuple[int, str, str]:
     code = main([str(arg) for arg in args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def model_weights(folder: Path) -> dict:
+    """{name: tensor} of a saved model folder (model.safetensors)."""
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def assert_same_weights(first: dict, second: dict) -> None:
+    """The same tensor names, and every tensor equal bit for bit."""
+    import torch
+
+    assert first.keys() == second.keys()
+    different = [name for name in first if not torch.equal(first[name], second[name])]
+    assert not different, f"weights differ: {different[:5]}"

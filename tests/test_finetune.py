@@ -9,40 +9,13 @@ import re
 
 import pytest
 
+from helpers import assert_same_weights, model_weights
 from tasks.errors import SumbenchError, UnknownNameError
 from tasks.io import read_jsonl
 from trainers.profiles import FinetuneSpec, SpecError, get_profile
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def _weights(path):
-    from safetensors.torch import load_file
-
-    return load_file(str(path / "model.safetensors"))
-
-
-def _assert_same_weights(first, second):
-    import torch
-
-    assert first.keys() == second.keys()
-    different = [name for name in first if not torch.equal(first[name], second[name])]
-    assert not different, f"weights differ: {different[:5]}"
-
-
-@pytest.fixture(scope="module")
-def tiny_base(tmp_path_factory, usb_tokenizer):
-    """A tiny T5 (with dropout 0.1, so resuming must replay dropout masks) and its tokenizer."""
-    from trainers.tiny import build_tiny_t5
-
-    tokenizer = usb_tokenizer
-    model = build_tiny_t5(tokenizer)
-    model.config.dropout_rate = 0.1
-    path = tmp_path_factory.mktemp("tiny-base").resolve()
-    model.save_pretrained(str(path))
-    tokenizer.save_pretrained(str(path))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +91,7 @@ def test_full_finetune_writes_model_config_and_log(spec, data_dir, tmp_path):
     assert metrics[1]["metric"] > metrics[0]["metric"]          # -loss improves
     result = json.loads((tmp_path / "train_result.json").read_text())
     assert (result["global_step"], result["best_step"]) == (4, 4)
-    trained, base = _weights(final), _weights(spec_model_path(spec))
+    trained, base = model_weights(final), model_weights(spec_model_path(spec))
     assert any(not trained[name].equal(base[name]) for name in base)
     with pytest.raises(SumbenchError, match="already holds a training run"):
         finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path)
@@ -145,13 +118,36 @@ def test_resume_reproduces_an_uninterrupted_run(spec, data_dir, tmp_path):
                  out_dir=tmp_path / "parts", resume=True)
     resumed = finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "parts",
                        resume=True)
-    _assert_same_weights(_weights(whole), _weights(resumed))
+    assert_same_weights(model_weights(whole), model_weights(resumed))
     assert finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "parts",
                     resume=True) == resumed                      # finished: nothing to redo
+    _assert_one_resume_and_the_same_result(run_spec, tmp_path / "whole", tmp_path / "parts")
     def losses(folder):
         return [(e["step"], e["loss"]) for e in read_jsonl(folder / "train_log.jsonl")]
     assert losses(tmp_path / "whole") == losses(tmp_path / "parts")
     assert len(losses(tmp_path / "whole")) == 6
+
+
+def _assert_one_resume_and_the_same_result(run_spec, whole, parts):
+    """parts/train_config.json keeps the first run's provenance and lists the resume from
+    step 3 (the no-op call on the finished run adds none); train_result.json records the
+    provenance of the run that finished, and matches the uninterrupted run's but its time."""
+    from trainers.checkpoints import RESUME_KEYS
+
+    first, resumed = (json.loads((folder / "train_config.json").read_text())
+                      for folder in (whole, parts))
+    assert "resumes" not in first and first["config"] == resumed["config"]
+    assert [entry["step"] for entry in resumed["resumes"]] == [3]
+    assert resumed["resumes"][0]["provenance"]["config"] == resumed["config"]
+    assert resumed["resumes"][0]["provenance"]["created"] >= resumed["created"]
+    results = [json.loads((folder / "train_result.json").read_text()) for folder in (whole, parts)]
+    assert results[1]["provenance"]["config"] == {key: resumed["config"][key]
+                                                  for key in RESUME_KEYS}
+    assert results[1]["provenance"]["seeds"] == {"seed": run_spec.seed}
+    assert results[1]["provenance"]["git"] == resumed["git"]
+    for result in results:
+        del result["provenance"]["created"]
+    assert results[0] == results[1]
 
 
 def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
@@ -171,7 +167,7 @@ def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
     assert calls == [False, False, False]
     one_step = finetune(dataclasses.replace(run_spec, max_steps=1), ["FAC"], data_dir=data_dir,
                         out_dir=tmp_path / "one")
-    _assert_same_weights(_weights(final), _weights(one_step))
+    assert_same_weights(model_weights(final), model_weights(one_step))
 
 
 def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data_dir,
@@ -207,6 +203,8 @@ def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data
 
 
 def test_resume_before_any_checkpoint_still_checks_the_settings(spec, data_dir, tmp_path):
+    import shutil
+
     from trainers.finetune import finetune
 
     def interrupting(model, tokenizer):
@@ -214,7 +212,8 @@ def test_resume_before_any_checkpoint_still_checks_the_settings(spec, data_dir, 
     run_spec = dataclasses.replace(spec, max_steps=4, eval_every_steps=1, save_every_steps=None)
     with pytest.raises(KeyboardInterrupt):
         finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, evaluate_fn=interrupting)
-    assert (tmp_path / "train_config.json").is_file() and not (tmp_path / "checkpoints").exists()
+    shutil.rmtree(tmp_path / "checkpoints")       # as if killed (SIGKILL) before it was saved
+    assert (tmp_path / "train_config.json").is_file()
     changed = dataclasses.replace(run_spec, learning_rate=run_spec.learning_rate / 3)
     with pytest.raises(SumbenchError, match=re.escape(
             f"learning_rate ({run_spec.learning_rate!r}; now {changed.learning_rate!r})")):

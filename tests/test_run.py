@@ -56,6 +56,8 @@ def test_finetune_run_scores_rescores_and_resumes(tmp_path, capsys, tiny_models,
     assert training["spec"] == results["provenance"]["config"]["finetune_spec"]
     assert training["spec"]["max_steps"] == 3 and training["spec"]["lora"] is True
     assert training["tasks"] == results["spec"]["tasks"]
+    assert training["resumes"] == [] and training["result"]["provenance"]["seeds"] == {"seed": 1}
+    assert training["result"]["provenance"]["config"]["spec"] == training["spec"]
     for info in results["models"].values():
         assert info["adapter"] == str(out / "train" / "adapter")
         assert info["model"] == str(tiny_models["t5"])

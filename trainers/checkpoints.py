@@ -2,15 +2,17 @@
 
 Layout (under the run's output folder): `checkpoints/step-NNNNNNNN/` (trainable weights,
 optimizer, scheduler, loop state), `best/` (weights of the best evaluation), `train_config.json`
-(spec + provenance), `train_log.jsonl`, `train_result.json` and the final `model/` or `adapter/`.
+(spec + provenance of the first run and of each resume), `train_log.jsonl`, `train_result.json`
+(loop state + provenance) and the final `model/` or `adapter/`.
 Only the trainable weights are saved in checkpoints (all of them in full fine-tuning, the LoRA
 matrices with LoRA). The `save_*` functions write on process 0 and end with a barrier (call
 them on every process); the config and log writers are called by process 0 only. Folders are
-written atomically.
+written atomically, and old checkpoints leave the `step-*` names before they are deleted.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -68,8 +70,9 @@ def check_best_step(best_dir: Path, best_step: int) -> None:
 
 # ---- checkpoints -------------------------------------------------------------------------
 
-def save_checkpoint(run: TrainingRun) -> Path:
-    """Weights, optimizer, scheduler and loop state; keeps the newest `keep_checkpoints`."""
+def save_checkpoint(run: TrainingRun, barrier: bool = True) -> Path:
+    """Weights, optimizer, scheduler and loop state; keeps the newest `keep_checkpoints`.
+    `barrier=False`: process 0 writes without waiting for the others (when stopping)."""
     import torch
 
     path = run.out_dir / CHECKPOINTS / f"step-{run.state.global_step:08d}"
@@ -79,10 +82,23 @@ def save_checkpoint(run: TrainingRun) -> Path:
             torch.save(run.optimizer.state_dict(), staging / "optimizer.pt")
             torch.save(run.scheduler.state_dict(), staging / "scheduler.pt")
             write_json(staging / "state.json", asdict(run.state))
-        for old in checkpoint_folders(run.out_dir)[:-run.spec.keep_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
-    run.dist.barrier()
+        remove_checkpoints(run.out_dir,
+                           checkpoint_folders(run.out_dir)[:-run.spec.keep_checkpoints])
+    if barrier:
+        run.dist.barrier()
     return path
+
+
+def remove_checkpoints(out_dir: Path, folders: Sequence[Path]) -> None:
+    """Delete checkpoint folders, each first renamed out of the `step-*` names (a deletion
+    stopped half-way never leaves a partial checkpoint to resume from), and the leftovers of
+    deletions stopped before."""
+    for folder in folders:
+        doomed = folder.with_name(f".{folder.name}.removing")
+        shutil.rmtree(doomed, ignore_errors=True)
+        os.replace(folder, doomed)
+    for doomed in sorted((Path(out_dir) / CHECKPOINTS).glob(".step-*.removing")):
+        shutil.rmtree(doomed, ignore_errors=True)
 
 
 def checkpoint_folders(out_dir: Path) -> list[Path]:
@@ -228,6 +244,9 @@ def finished_data_digest(final: Path, spec: FinetuneSpec, tasks: Sequence[Any],
 # ---- config, log and final weights -------------------------------------------------------
 
 def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bool) -> None:
+    """train_config.json: the run's config and provenance. A resumed run keeps the first
+    run's and adds its own, with the step it resumed from, to "resumes" (so the file tells
+    which code trained which steps)."""
     from tasks.provenance import provenance
 
     config = {"spec": run.spec.to_dict(), "tasks": list(run.examples.task_names),
@@ -236,10 +255,17 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
               "gradient_accumulation_steps": run.accumulation,
               "precision": "bf16" if run.bf16 else "fp32",
               "steps_per_epoch": run.steps_per_epoch, "total_steps": run.total_steps,
-              "data": run.examples.summary(), "evaluation": evaluation_name(run.evaluate_fn),
-              "resumed_at_step": run.state.global_step if resumed else None}
-    write_json(run.out_dir / "train_config.json",
-               provenance(config, seeds={"seed": run.spec.seed}))
+              "data": run.examples.summary(), "evaluation": evaluation_name(run.evaluate_fn)}
+    path = run.out_dir / "train_config.json"
+    record = provenance(config, seeds={"seed": run.spec.seed})
+    if resumed:
+        first = read_json(path)
+        resumes = first.get("resumes", [])
+        if not isinstance(resumes, list):
+            raise DataError("expected a list", path=str(path), field="resumes")
+        record = {**first, "resumes": [*resumes, {"step": run.state.global_step,
+                                                   "provenance": record}]}
+    write_json(path, record)
 
 
 def append_log(out_dir: Path, entry: dict) -> None:
@@ -251,10 +277,16 @@ def append_log(out_dir: Path, entry: dict) -> None:
         handle.write(json.dumps(entry, allow_nan=False) + "\n")
 
 
-def truncate_log(path: Path, step: int) -> None:
-    """On resume, drop log lines written after the checkpoint being resumed."""
+def truncate_log(path: Path, state: TrainState) -> None:
+    """On resume, drop log lines written after the checkpoint being resumed (and its step's
+    evaluation when the checkpoint has it still to do)."""
+    def kept(entry: dict) -> bool:
+        step = entry.get("step", 0)
+        return step < state.global_step or step == state.global_step and not (
+            state.evaluation_due and "metric" in entry)
+
     if path.exists():
-        write_jsonl(path, [entry for entry in read_jsonl(path) if entry.get("step", 0) <= step])
+        write_jsonl(path, [entry for entry in read_jsonl(path) if kept(entry)])
 
 
 def save_final(run: TrainingRun) -> Path:
@@ -275,8 +307,19 @@ def save_final(run: TrainingRun) -> Path:
             with atomic_directory(final) as staging:
                 run.model.save_pretrained(str(staging))
                 run.tokenizer.save_pretrained(str(staging))
-        write_json(run.out_dir / "train_result.json",
-                   {"final": final.name, **asdict(state),
-                    "weights_from_step": state.best_step or state.global_step})
+        write_json(run.out_dir / "train_result.json", result_record(run, final))
     run.dist.barrier()
     return final
+
+
+def result_record(run: TrainingRun, final: Path) -> dict:
+    """train_result.json: the final folder, the loop's counters, and the provenance of the
+    process that finished the run (its config: what every resume had to share)."""
+    from tasks.provenance import provenance
+
+    config = read_train_config(run.out_dir)
+    state = run.state
+    return {"final": final.name, **asdict(state),
+            "weights_from_step": state.best_step or state.global_step,
+            "provenance": provenance({key: config[key] for key in RESUME_KEYS},
+                                     seeds={"seed": run.spec.seed})}

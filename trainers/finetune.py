@@ -13,7 +13,8 @@ Output folder: `train_config.json` (spec + provenance), `train_log.jsonl`, `chec
 `best/` (weights of the best evaluation), `train_result.json`, and the final `model/` (full
 fine-tuning) or `adapter/` (LoRA). When `evaluate_fn` is given, the final weights are those of
 the best evaluation (higher is better). Process groups live in `trainers.distributed`, the
-folder's files (checkpoints, config, log, final weights) in `trainers.checkpoints`.
+folder's files (checkpoints, config, log, final weights) in `trainers.checkpoints`, and the
+checkpoint of the last completed step that Ctrl-C or SIGTERM saves in `trainers.interrupts`.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from trainers.checkpoints import (CHECKPOINTS, append_log, check_resumable,
                                   write_train_config)
 from trainers.disk_cache import hub_commit as model_commit
 from trainers.distributed import Distributed, init_distributed
+from trainers.interrupts import InterruptCheckpoint
 from trainers.profiles import FinetuneSpec, SpecError, resolve_model_path
 from trainers.training_run import EvaluateFn, TrainingRun, TrainState
 
@@ -95,7 +97,8 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist) -> Traini
     optimizer, scheduler = build_optimizer(model, spec, total_steps)
     state = TrainState()
     checkpoint = latest_checkpoint(out_dir) if resume else None
-    if resume and (out_dir / "train_config.json").is_file():  # with or without a checkpoint
+    continuing = resume and (out_dir / "train_config.json").is_file()
+    if continuing:                  # with or without a checkpoint
         check_resumable(out_dir, spec, examples.task_names, data_dir, examples.digest,
                         evaluate_fn)
     if checkpoint is not None:
@@ -104,8 +107,8 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist) -> Traini
                       scheduler, examples, accumulation, bf16, steps_per_epoch, total_steps,
                       evaluate_fn, state)
     if dist.is_main:
-        write_train_config(run, model_info, data_dir, resumed=checkpoint is not None)
-        truncate_log(out_dir / "train_log.jsonl", state.global_step)
+        write_train_config(run, model_info, data_dir, resumed=continuing)
+        truncate_log(out_dir / "train_log.jsonl", state)
     dist.barrier()
     return run
 
@@ -187,40 +190,51 @@ def build_optimizer(model, spec: FinetuneSpec, total_steps: int):
 def _train(run: TrainingRun, stop_after_steps: int | None) -> Path:
     from tqdm.auto import tqdm
 
+    guard = InterruptCheckpoint(run)
+    with guard, tqdm(total=run.total_steps, initial=run.state.global_step, desc="fine-tuning",
+                     unit="step", disable=None if run.dist.is_main else True) as bar:
+        stopped = _steps(run, guard, bar, stop_after_steps)
+    return stopped or save_final(run)
+
+
+def _steps(run: TrainingRun, guard: InterruptCheckpoint, bar,
+           stop_after_steps: int | None) -> Path | None:
+    """Optimizer steps until the run is finished (None) or `stop_after_steps` were taken
+    (the checkpoint then saved)."""
     state, spec = run.state, run.spec
     start_step = state.global_step
-    epoch = start_step // run.steps_per_epoch
-    bar = tqdm(total=run.total_steps, initial=start_step, desc="fine-tuning", unit="step",
-               disable=None if run.dist.is_main else True)
     step_log = _StepLogger(run)
-    finished = state.global_step >= run.total_steps or state.stopped_early
-    while not finished:
+    if state.evaluation_due:               # interrupted while this step was being evaluated
+        _evaluate(run, guard)
+    epoch = state.global_step // run.steps_per_epoch
+    while not _finished(run):
         plan = run.epoch_plan(epoch)
         for position in range(state.global_step - epoch * run.steps_per_epoch, len(plan)):
             started = time.perf_counter()
-            loss_sum, tokens = _train_step(run, plan[position])
-            state.global_step += 1
+            loss_sum, tokens = _gradients(run, plan[position])
+            with guard.committing():
+                _apply_step(run)
+                state.evaluation_due = run.evaluate_fn is not None and _eval_due(
+                    spec, state.global_step, position == len(plan) - 1,
+                    state.global_step >= run.total_steps)
+                step_log.add(loss_sum, tokens, time.perf_counter() - started,
+                             epoch + (position + 1) / len(plan))
             bar.update(1)
-            step_log.add(loss_sum, tokens, time.perf_counter() - started,
-                         epoch + (position + 1) / len(plan))
-            final = state.global_step >= run.total_steps
-            if run.evaluate_fn is not None and _eval_due(spec, state.global_step,
-                                                         position == len(plan) - 1, final):
-                state.stopped_early = _evaluate(run)
-            finished = final or state.stopped_early
-            interrupted = (stop_after_steps is not None and not finished
-                           and state.global_step - start_step >= stop_after_steps)
-            if interrupted or (spec.save_every_steps and not finished
-                               and state.global_step % spec.save_every_steps == 0):
-                checkpoint = save_checkpoint(run)
-            if interrupted:
-                bar.close()
-                return checkpoint
-            if finished:
-                break
+            if state.evaluation_due:
+                _evaluate(run, guard)
+            if _finished(run):
+                return None
+            if stop_after_steps is not None and state.global_step - start_step >= \
+                    stop_after_steps:
+                return guard.save()
+            if spec.save_every_steps and state.global_step % spec.save_every_steps == 0:
+                guard.save()
         epoch += 1
-    bar.close()
-    return save_final(run)
+    return None
+
+
+def _finished(run: TrainingRun) -> bool:
+    return run.state.global_step >= run.total_steps or run.state.stopped_early
 
 
 def _eval_due(spec: FinetuneSpec, step: int, end_of_epoch: bool, final: bool) -> bool:
@@ -231,8 +245,9 @@ def _eval_due(spec: FinetuneSpec, step: int, end_of_epoch: bool, final: bool) ->
     return step % spec.eval_every_steps == 0
 
 
-def _train_step(run: TrainingRun, step: list[np.ndarray]) -> tuple[float, int]:
-    """One optimizer step; returns (summed target-token loss over all processes, tokens)."""
+def _gradients(run: TrainingRun, step: list[np.ndarray]) -> tuple[float, int]:
+    """The gradients of one optimizer step (nothing is applied yet); returns (summed
+    target-token loss over all processes, target tokens)."""
     import torch
 
     dist, examples = run.dist, run.examples
@@ -250,12 +265,19 @@ def _train_step(run: TrainingRun, step: list[np.ndarray]) -> tuple[float, int]:
                                          zero_weight=not len(piece))
                 (loss * scale).backward()
             local_loss += loss.detach()
+    return dist.sum(float(local_loss)), step_tokens
+
+
+def _apply_step(run: TrainingRun) -> None:
+    """Clip and apply the gradients, advance the schedule and the step count."""
+    import torch
+
     torch.nn.utils.clip_grad_norm_([p for p in run.model.parameters() if p.requires_grad],
                                    run.spec.max_grad_norm)
     run.optimizer.step()
     run.scheduler.step()
     run.optimizer.zero_grad(set_to_none=True)
-    return dist.sum(float(local_loss)), step_tokens
+    run.state.global_step += 1
 
 
 def _micro_batch_loss(run: TrainingRun, indices: np.ndarray, zero_weight: bool):
@@ -277,28 +299,36 @@ def _step_seed(seed: int, step: int, rank: int) -> int:
     return int(np.random.SeedSequence([seed, step, rank]).generate_state(1)[0])
 
 
-def _evaluate(run: TrainingRun) -> bool:
-    """Run evaluate_fn (on every process; process 0's value counts); True = stop early."""
+def _evaluate(run: TrainingRun, guard: InterruptCheckpoint) -> None:
+    """Run evaluate_fn (on every process; process 0's value counts), then record it: best/,
+    the log line and the early-stopping counters."""
     import torch
 
     state, spec = run.state, run.spec
     run.model.eval()
-    with torch.no_grad():
-        raw = run.evaluate_fn(run.model, run.tokenizer)
-    run.model.train()
+    try:
+        with torch.no_grad():
+            raw = run.evaluate_fn(run.model, run.tokenizer)
+    finally:
+        run.model.train()
     value = math.nan if raw is None else float(raw)     # undefined: counts as not improved
     value = run.dist.broadcast(value)
     improved = not math.isnan(value) and (state.best_metric is None or value > state.best_metric)
-    if improved:
-        state.best_metric, state.best_step, state.bad_evaluations = value, state.global_step, 0
-        save_weights(run, run.out_dir / "best")
-    else:
-        state.bad_evaluations += 1
-    if run.dist.is_main:
-        append_log(run.out_dir, {"step": state.global_step, "metric": value,
-                                  "best_metric": state.best_metric, "best_step": state.best_step})
-    patience = spec.early_stopping_patience
-    return patience is not None and state.bad_evaluations >= patience
+    with guard.committing():
+        if improved:
+            state.best_metric, state.best_step, state.bad_evaluations = \
+                value, state.global_step, 0
+        else:
+            state.bad_evaluations += 1
+        patience = spec.early_stopping_patience
+        state.stopped_early = patience is not None and state.bad_evaluations >= patience
+        state.evaluation_due = False
+        if improved:
+            save_weights(run, run.out_dir / "best")
+        if run.dist.is_main:
+            append_log(run.out_dir, {"step": state.global_step, "metric": value,
+                                      "best_metric": state.best_metric,
+                                      "best_step": state.best_step})
 
 
 class _StepLogger:

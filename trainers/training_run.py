@@ -15,11 +15,17 @@ from trainers.profiles import FinetuneSpec
 
 @dataclass
 class TrainState:
+    """The loop's counters after `global_step` completed optimizer steps (saved in every
+    checkpoint; train_result.json holds the final one)."""
+
     global_step: int = 0
     best_metric: float | None = None
     best_step: int | None = None
     bad_evaluations: int = 0
     stopped_early: bool = False
+    #: step global_step is to be evaluated and has not been yet (a checkpoint saved when an
+    #: interrupt stopped its evaluation: resuming evaluates it first)
+    evaluation_due: bool = False
 
 
 #: evaluate_fn(model, tokenizer) -> the task's main validation metric, higher is better;

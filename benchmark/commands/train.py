@@ -130,17 +130,22 @@ def _is_main_process() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point for `python -m benchmark.commands.train` (torchrun, accelerate launch)."""
+    """Entry point for `python -m benchmark.commands.train` (torchrun, accelerate launch):
+    SIGTERM (which the launchers pass on) stops as Ctrl-C does, exiting 143 and 130."""
+    from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, sigterm_as_interrupt
     from tasks.errors import SumbenchError
 
     parser = argparse.ArgumentParser(prog="sumbench train")
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run_train(args)
+        with sigterm_as_interrupt():
+            return run_train(args)
     except SumbenchError as error:
         print(f"sumbench train: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
 
 
 if __name__ == "__main__":
