@@ -93,6 +93,12 @@ def stderr_lines(capsys) -> list[str]:
             if line.startswith("training ")]
 
 
+def saved_line(step: int, saved) -> str:
+    """The stderr line of an interrupt that saved step `step` in `saved`."""
+    return (f"training interrupted after step {step}: checkpoint saved in {saved}; run the "
+            f"same command with --resume to continue from it")
+
+
 # ---- holding signals ---------------------------------------------------------------------
 
 def test_signals_are_held_while_a_step_is_applied_and_a_second_one_goes_through():
@@ -131,9 +137,7 @@ def test_interrupts_mid_step_and_mid_evaluation_resume_to_the_uninterrupted_run(
     with pytest.raises(KeyboardInterrupt):
         train(run_spec, data_dir, out, interrupt=("step", 3))     # stopped inside step 4
     saved = out / "checkpoints" / "step-00000003"
-    assert stderr_lines(capsys) == [f"training interrupted after step 3: checkpoint saved in "
-                                    f"{saved}; run the same command with --resume to "
-                                    f"continue from it"]
+    assert stderr_lines(capsys) == [saved_line(3, saved)]
     assert [path.name for path in checkpoint_folders(out)] == ["step-00000002", "step-00000003"]
     state = read_json(saved / "state.json")
     assert (state["global_step"], state["best_step"], state["evaluation_due"]) == (3, 3, False)
@@ -142,9 +146,7 @@ def test_interrupts_mid_step_and_mid_evaluation_resume_to_the_uninterrupted_run(
     with pytest.raises(KeyboardInterrupt):   # resumed at 3, stopped evaluating step 5
         train(run_spec, data_dir, out, interrupt=("evaluation", 2), resume=True)
     saved = out / "checkpoints" / "step-00000005"
-    assert stderr_lines(capsys) == [f"training interrupted after step 5: checkpoint saved in "
-                                    f"{saved}; run the same command with --resume to "
-                                    f"continue from it"]
+    assert stderr_lines(capsys) == [saved_line(5, saved)]
     state = read_json(saved / "state.json")
     assert (state["global_step"], state["best_step"], state["evaluation_due"]) == (5, 4, True)
 
@@ -178,9 +180,7 @@ def test_a_ctrl_c_while_an_evaluation_is_recorded_waits_until_it_is_whole(
         train(run_spec, data_dir, out)
     monkeypatch.undo()
     saved = out / "checkpoints" / "step-00000003"
-    assert stderr_lines(capsys) == [f"training interrupted after step 3: checkpoint saved in "
-                                    f"{saved}; run the same command with --resume to "
-                                    f"continue from it"]
+    assert stderr_lines(capsys) == [saved_line(3, saved)]
     state = read_json(saved / "state.json")
     assert (state["global_step"], state["best_step"], state["evaluation_due"]) == (3, 3, False)
     assert read_json(out / "best" / "state.json")["best_step"] == 3
@@ -311,8 +311,7 @@ def test_sigterm_to_sumbench_train_saves_the_last_step_and_resume_finishes_it(
             child.wait()
     saved = out / "checkpoints" / "step-00000003"
     assert child.returncode == 143, stderr[-3000:]
-    assert (f"training interrupted after step 3: checkpoint saved in {saved}; run the same "
-            f"command with --resume to continue from it") in stderr.splitlines()
+    assert saved_line(3, saved) in stderr.splitlines()
     assert "sumbench train: terminated (SIGTERM); finished work is kept" in stderr
     assert read_json(saved / "state.json")["global_step"] == 3
 
