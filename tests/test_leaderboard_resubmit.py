@@ -60,3 +60,40 @@ def test_a_retried_submission_answers_the_earlier_one(tmp_path, data_dir, usb_fi
     assert "duplicate" not in resent.json()
     assert json.loads(client.get(f"/api/v1/submissions/{resent.json()['id']}").text)[
         "status"] == "queued"
+
+
+def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir,
+                                                               usb_fixture_dir, monkeypatch):
+    """The duplicate's audit row is written in a write transaction: a read transaction that
+    then writes fails on SQLite ("database is locked") when another request wrote meanwhile."""
+    from leaderboard.service import submissions
+    from leaderboard.service.auth import audit, authenticate
+    from leaderboard.service.validate import Upload
+
+    shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
+    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=tmp_path / "gold",
+                                      computed_rows=False))
+    user = authenticate(database, create_token(database, "dana"))
+    uploads = [Upload("fix.jsonl", minimal_lines(
+        usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"))]
+
+    def send() -> dict:
+        return submissions.accept(database, load_settings(database), user, track_name="usb",
+                                  board="all", model="retry-me", card={}, uploads=uploads)
+
+    number = send()["id"]
+    earlier, writes = submissions.Identical.earlier, []
+
+    def earlier_then_another_write(self, session):
+        found = earlier(self, session)
+        if not writes:  # another request's write, committed after this read
+            with database.session() as other:
+                audit(other, "eve", "login", "accepted")
+            writes.append(1)
+        return found
+
+    monkeypatch.setattr(submissions.Identical, "earlier", earlier_then_another_write)
+    assert send() == {"id": number, "status": "queued", "duplicate": True, "message": (
+        f"these files were already submitted as submission {number} (model 'retry-me'); "
+        f"nothing new was stored")}
+    assert audit_rows(database, limit=1)[0]["outcome"] == "duplicate"

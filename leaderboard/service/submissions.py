@@ -70,11 +70,11 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
         track = settings.track(track_name)
         model = check_model_name(model)
         identical = Identical(user, kind, track.name, board, model, uploads_sha256(uploads))
-        with database.session() as session:
-            earlier = identical.earlier(session)
-            if earlier is not None:
-                return identical.answer(session, earlier, detail)
-            if kind == "submission" and not user.is_admin:
+        answer = identical.earlier_answer(database, detail)
+        if answer is not None:
+            return answer
+        if kind == "submission" and not user.is_admin:
+            with database.session() as session:
                 check_quota(session, settings, user)  # early: before the work of validating
         gold = gold_for(database, track.name)
         require_board(gold, track.name, board)
@@ -119,6 +119,17 @@ class Identical:
             Submission.track == self.track, Submission.board == self.board,
             Submission.model == self.model, Submission.upload_sha256 == self.sha256,
             Submission.deleted.is_(False)).order_by(Submission.id)).first()
+
+    def earlier_answer(self, database: Database, detail: dict) -> dict | None:
+        """The earlier identical submission's answer, or None. Its audit row is written in a
+        write transaction: on SQLite a read transaction that then writes fails ("database is
+        locked") when another request wrote in between."""
+        with database.session() as session:
+            if self.earlier(session) is None:
+                return None
+        with database.write_session() as session:
+            earlier = self.earlier(session)  # deleted meanwhile: None, a new submission
+            return self.answer(session, earlier, detail) if earlier is not None else None
 
     def answer(self, session, earlier: Submission, detail: dict) -> dict:
         """The earlier submission's answer (audited as a duplicate; nothing stored)."""
