@@ -63,6 +63,8 @@ class Task(abc.ABC):
     option_names: ClassVar[tuple[str, ...]] = ()
     #: record fields that tell apart records sharing `id` and `summ_idx` (FAC: `label`)
     identity_extra: ClassVar[tuple[str, ...]] = ()
+    #: reference fields the scoring reads as sets, whatever their order (EVEXT `labels`)
+    set_fields: ClassVar[tuple[str, ...]] = ()
     #: what the official scorer does with a prediction of the wrong length
     length_mismatch_effect: ClassVar[str] = "truncated or zero-padded as officially"
 

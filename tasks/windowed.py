@@ -22,6 +22,9 @@ from tasks.validation import require_index, require_str, require_str_list
 
 WINDOWED_TASKS = ("extractive_summarization", "evidence_extraction")
 Located = tuple[str, int, dict]
+#: fields of an item that its official windows do not carry (EVEXT's claim is only inside
+#: their input_string), so a record stitched from them lacks
+NOT_IN_WINDOWS = ("claim",)
 
 
 def _canonical(name) -> str | None:

@@ -119,3 +119,32 @@ def test_missing_folder_and_missing_task_split(capsys, tmp_path, predictions, da
     assert ("--data: cannot read the gold test split of abstractive_summarization "
             "(variant 'all')") in err
     assert "task data file not found" in err
+
+
+@pytest.mark.parametrize("task", ["extractive_summarization", "evidence_extraction"])
+def test_complete_official_windowed_files_pass_the_check(capsys, tmp_path, predictions,
+                                                         data_dir, task):
+    """The official windows list EVEXT's evidence lines in line order (the dataset in its own)
+    and carry no `claim` (it is only inside their input_string)."""
+    windows = [window for record in read_jsonl(predictions / f"{task}.jsonl")
+               for window in official_windows(record, task)]
+    path = write_records(tmp_path / f"{task}.jsonl", windows)
+    code, unchecked, _ = score(capsys, path)
+    assert code == 0
+    code, checked, err = score(capsys, path, "--data", data_dir)
+    assert (code, err) == (0, "")
+    assert checked == unchecked
+
+
+def test_evidence_lines_in_another_order_are_the_same_reference(capsys, tmp_path,
+                                                                predictions, data_dir):
+    records = read_jsonl(predictions / "evidence_extraction.jsonl")
+    assert any(record["labels"] != sorted(record["labels"]) for record in records)
+    for record in records:
+        record["labels"] = sorted(record["labels"], reverse=True)
+    path = write_records(tmp_path / "evext.jsonl", records)
+    assert score(capsys, path, "--data", data_dir)[0] == 0
+    records[0]["labels"] = records[0]["labels"][1:]
+    path = write_records(tmp_path / "evext.jsonl", records)
+    code, _, err = score(capsys, path, "--data", data_dir)
+    assert code == 2 and "evext.jsonl:1, field 'labels': differs from the gold item's" in err

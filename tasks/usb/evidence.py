@@ -16,6 +16,9 @@ class EvidenceExtraction(LineLabelTask):
     #: instances (and prediction records) are per (article, summary sentence)
     record_fields = ("task", "id", "summ_idx", "input_lines", "labels", "claim")
     main_metric = "f1"
+    #: evidence line indices: the dataset lists them in its order, the official windows in
+    #: line order; the scoring marks each line
+    set_fields = ("labels",)
     #: as the release: a line's count is capped so that it fits an empty window
     cap_line_tokens = True
 
