@@ -215,6 +215,30 @@ def test_a_second_interrupt_while_saving_keeps_the_earlier_checkpoints(
     assert_same_run(out, whole)
 
 
+def test_an_interrupt_while_the_final_model_is_saved_keeps_the_last_step(
+        run_spec, data_dir, whole, tmp_path, capsys, monkeypatch):
+    """Every step is done when save_final runs: a Ctrl-C there saves the last step, so a
+    resume only saves the final model again (the periodic checkpoint is at step 6)."""
+    from trainers import checkpoints
+
+    out, result_record = tmp_path / "run", checkpoints.result_record
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt        # model/ written, train_result.json not yet
+
+    monkeypatch.setattr(checkpoints, "result_record", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        train(run_spec, data_dir, out)
+    monkeypatch.setattr(checkpoints, "result_record", result_record)
+    saved = out / "checkpoints" / "step-00000007"
+    assert stderr_lines(capsys) == [f"training interrupted after step 7: checkpoint saved in "
+                                    f"{saved}; run the same command with --resume to "
+                                    f"continue from it"]
+    assert not (out / "train_result.json").exists()
+    assert train(run_spec, data_dir, out, resume=True) == out / "model"
+    assert_same_run(out, whole)
+
+
 def test_a_deletion_stopped_half_way_leaves_no_partial_checkpoint(tmp_path, monkeypatch):
     import shutil
 

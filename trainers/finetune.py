@@ -191,10 +191,11 @@ def _train(run: TrainingRun, stop_after_steps: int | None) -> Path:
     from tqdm.auto import tqdm
 
     guard = InterruptCheckpoint(run)
-    with guard, tqdm(total=run.total_steps, initial=run.state.global_step, desc="fine-tuning",
-                     unit="step", disable=None if run.dist.is_main else True) as bar:
-        stopped = _steps(run, guard, bar, stop_after_steps)
-    return stopped or save_final(run)
+    with guard:  # saving the final model too: its checkpoint spares the steps on resume
+        with tqdm(total=run.total_steps, initial=run.state.global_step, desc="fine-tuning",
+                  unit="step", disable=None if run.dist.is_main else True) as bar:
+            stopped = _steps(run, guard, bar, stop_after_steps)
+        return stopped or save_final(run)  # (weights maybe best/'s: it loads them again)
 
 
 def _steps(run: TrainingRun, guard: InterruptCheckpoint, bar,
