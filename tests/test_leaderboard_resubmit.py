@@ -97,3 +97,57 @@ def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir
         f"these files were already submitted as submission {number} (model 'retry-me'); "
         f"nothing new was stored")}
     assert audit_rows(database, limit=1)[0]["outcome"] == "duplicate"
+
+
+def test_concurrent_identical_submissions_store_one_on_postgres(tmp_path, data_dir,
+                                                                usb_fixture_dir, monkeypatch):
+    """On PostgreSQL the owner's row is locked before the identical check in the write
+    transaction, for an admin (no quota) too: two requests that both validated store one."""
+    import threading
+
+    from leaderboard.service import submissions
+    from leaderboard.service.auth import authenticate, ensure_user
+    from leaderboard.service.init import initialise
+    from leaderboard.service.validate import Upload
+    from servers import postgres_cluster
+
+    shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
+    uploads = [Upload("fix.jsonl", minimal_lines(
+        usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"))]
+    earlier, calls = submissions.Identical.earlier, threading.local()
+    both_checked = threading.Barrier(2, timeout=3)
+
+    def earlier_then_wait(self, session):  # the second call: the check before storing
+        found = earlier(self, session)
+        calls.n = getattr(calls, "n", 0) + 1
+        if calls.n == 2:
+            try:
+                both_checked.wait()  # unlocked, both would find nothing and store
+            except threading.BrokenBarrierError:  # the other request waits for the lock
+                pass
+        return found
+
+    monkeypatch.setattr(submissions.Identical, "earlier", earlier_then_wait)
+    with postgres_cluster() as url:
+        initialise(url, gold=str(tmp_path / "gold"), computed_rows=False)
+        database = Database(url)
+        with database.session() as session:
+            ensure_user(session, "root", admin=True)
+        admin = authenticate(database, create_token(database, "root"))
+        answers = []
+
+        def send():
+            answers.append(submissions.accept(
+                database, load_settings(database), admin, track_name="usb", board="all",
+                model="same", card={}, uploads=uploads))
+
+        threads = [threading.Thread(target=send) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with database.session() as session:
+            stored = session.scalar(select(func.count(Submission.id)))
+        database.dispose()
+    assert stored == 1
+    assert sorted(answer.get("duplicate", False) for answer in answers) == [False, True]

@@ -143,18 +143,17 @@ class Identical:
 def _store(database: Database, settings: InstanceSettings, user: User, kind: str,
            identical: Identical, card: dict, result, detail: dict) -> dict:
     """Insert the submission and its score job; the quota and identical submissions are
-    checked again in the same write transaction (the user's row locked), so concurrent
-    requests cannot pass the quota, or store the same submission twice, together."""
+    checked again in the same write transaction (the owner's row locked, an admin's too), so
+    concurrent requests cannot pass the quota, or store the same submission twice, together."""
     track, board, model = identical.track, identical.board, identical.model
     with database.write_session() as session:
-        if kind == "submission" and not user.is_admin:
-            session.execute(select(User.id).where(User.id == user.id).with_for_update())
+        owner = user if kind == "submission" else system_user(session)
+        session.execute(select(User.id).where(User.id == owner.id).with_for_update())
         earlier = identical.earlier(session)
         if earlier is not None:
             return identical.answer(session, earlier, detail)
         if kind == "submission" and not user.is_admin:
             check_quota(session, settings, user)
-        owner = user if kind == "submission" else system_user(session)
         submission = Submission(
             user_id=owner.id, kind=kind, track=track, board=board, model=model,
             card=json.dumps(card, sort_keys=True), status="queued",
