@@ -60,6 +60,10 @@ def test_a_retried_submission_answers_the_earlier_one(tmp_path, data_dir, usb_fi
     assert "duplicate" not in resent.json()
     assert json.loads(client.get(f"/api/v1/submissions/{resent.json()['id']}").text)[
         "status"] == "queued"
+    with database.session() as session:  # as if its scoring failed: a retry is stored anew
+        session.get(Submission, resent.json()["id"]).status = "failed"
+    again = submit("retry-me")
+    assert again.status_code == 202 and again.json()["id"] != resent.json()["id"]
 
 
 def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir,

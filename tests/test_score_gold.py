@@ -109,6 +109,8 @@ def test_items_of_another_variant_and_a_flipped_fac_label(capsys, tmp_path, pred
 
 def test_missing_folder_and_missing_task_split(capsys, tmp_path, predictions, data_dir):
     abs_file = predictions / "abstractive_summarization.jsonl"
+    code, _, err = score(capsys, abs_file, "--split", "validation")
+    assert code == 2 and "--split name what --data is checked against; give --data DIR" in err
     code, _, err = score(capsys, abs_file, "--data", tmp_path / "nowhere")
     assert code == 2
     assert f"{tmp_path / 'nowhere'}: --data: no such task-datasets folder" in err

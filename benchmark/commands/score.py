@@ -42,9 +42,8 @@ def register(subparsers) -> None:
                         help="task-datasets folder (sumbench data build): refuse records that "
                              "are not gold items or whose references differ, and tasks with "
                              "gold items left out")
-    parser.add_argument("--variant", default="all", metavar="V",
-                        help="variant of --data (default all)")
-    parser.add_argument("--split", default="test", choices=("train", "validation", "test"),
+    parser.add_argument("--variant", metavar="V", help="variant of --data (default all)")
+    parser.add_argument("--split", choices=("train", "validation", "test"),
                         help="split of --data (default test)")
     parser.set_defaults(handler=run)
 
@@ -52,7 +51,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from tasks.chunk_workers import default_workers
     from tasks.errors import SumbenchError
-    from tasks.gold import GoldCheck
     from tasks.io import atomic_path
     from tasks.provenance import provenance
     from tasks.scoring import score_files
@@ -61,7 +59,7 @@ def run(args) -> int:
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     if args.workers is None:
         args.workers = default_workers()
-    gold = GoldCheck(args.data, args.variant, args.split) if args.data is not None else None
+    gold = gold_check(args)
     results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,
                           workers=args.workers, options=options, gold=gold)
     if PROVENANCE_KEY in results:
@@ -81,6 +79,21 @@ def run(args) -> int:
             Path(tmp).write_text(json_text(written) + "\n", encoding="utf-8",
                                  errors="backslashreplace")
     return 0
+
+
+def gold_check(args):
+    """The --data check of the arguments, or None; --variant or --split alone is refused."""
+    from tasks.errors import SumbenchError
+    from tasks.gold import GoldCheck
+
+    if args.data is None:
+        given = [option for option, value in (("--variant", args.variant),
+                                              ("--split", args.split)) if value is not None]
+        if given:
+            raise SumbenchError(f"{' and '.join(given)} name what --data is checked against; "
+                                f"give --data DIR")
+        return None
+    return GoldCheck(args.data, args.variant or "all", args.split or "test")
 
 
 def check_out_path(out: str | None, inputs: list[str]) -> None:

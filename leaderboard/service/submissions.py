@@ -4,8 +4,9 @@ and the public view of one submission.
 A rejected submission stores nothing but its audit row. An accepted one stores the checked
 minimal records (private), its model card (self-reported) and a "score" job for the workers.
 Sending the same files again under the same model name to the same board (a retry after a lost
-answer) stores nothing and counts no quota: the answer is the earlier submission's, with
-`"duplicate": true` (HTTP 200), and the audit log gets a "duplicate" row.
+answer) stores nothing and counts no quota while the earlier submission is queued, scoring or
+scored: the answer is the earlier submission's, with `"duplicate": true` (HTTP 200), and the
+audit log gets a "duplicate" row.
 """
 from __future__ import annotations
 
@@ -102,9 +103,14 @@ def check_quota(session, settings: InstanceSettings, user: User) -> None:
         raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions per 24 hours")
 
 
+#: statuses of an earlier identical submission that a retry is answered with (one that was
+#: rejected or failed in scoring is submitted anew)
+ANSWERED_AGAIN = ("queued", "scoring", "scored")
+
+
 class Identical:
     """What makes a submission the same as an earlier one: owner, kind, track, board, model
-    name and the uploaded bytes (`upload_sha256`)."""
+    name and the uploaded bytes (`upload_sha256`, files in order)."""
 
     def __init__(self, user: User, kind: str, track: str, board: str, model: str,
                  sha256: str):
@@ -118,6 +124,7 @@ class Identical:
             Submission.user_id == owner_id, Submission.kind == self.kind,
             Submission.track == self.track, Submission.board == self.board,
             Submission.model == self.model, Submission.upload_sha256 == self.sha256,
+            Submission.status.in_(ANSWERED_AGAIN),
             Submission.deleted.is_(False)).order_by(Submission.id)).first()
 
     def earlier_answer(self, database: Database, detail: dict) -> dict | None:
