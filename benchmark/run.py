@@ -267,7 +267,7 @@ def predict_stage(state: RunState, tasks: Sequence[Any], test: dict[str, list[di
                   checkpoint_of: dict[str, Path | None], pspec) -> dict[str, Path]:
     """Predict each task (one model load per distinct checkpoint); resumable per task."""
     from tqdm.auto import tqdm
-    from trainers.predict import load_model, run_task
+    from trainers.predict import load_model, prepared_fingerprint, run_task
 
     paths, loaded = {}, {}
     spec = state.spec
@@ -276,11 +276,12 @@ def predict_stage(state: RunState, tasks: Sequence[Any], test: dict[str, list[di
         source = str(checkpoint) if checkpoint is not None else spec.model
         if source not in loaded:
             loaded.clear()  # one model in memory at a time
-            loaded[source] = load_model(source, None if checkpoint else spec.revision)
-        model, tokenizer, info = loaded[source]
+            model, tokenizer, info = load_model(source, None if checkpoint else spec.revision)
+            loaded[source] = model, tokenizer, info, prepared_fingerprint(model, tokenizer, pspec)
+        model, tokenizer, info, model_print = loaded[source]
         state.models[task.name] = info
         result = run_task(task, test[task.name], model, tokenizer, pspec, state.out_dir,
-                          resume=True, model_info=info)
+                          resume=True, model_info=info, model_print=model_print)
         counts = result.counts
         state.log(f"predict {task.name}: {len(result.records)} records "
                   f"({counts.get('computed', 0)} windows computed, "

@@ -158,9 +158,15 @@ def test_span_task_keeps_the_generated_text(writer, tokenizer, data_dir, usb_fix
     assert [without_prediction(r) for r in predicted] == [without_prediction(r) for r in official]
 
 
-def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer, data_dir, tmp_path):
+def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer, data_dir,
+                                                              tmp_path, monkeypatch):
     from benchmark.commands import predict as command
     from tasks.scoring import score_files
+    from trainers import disk_cache
+
+    hashed, weights_digest = [], disk_cache.weights_digest
+    monkeypatch.setattr(disk_cache, "weights_digest",
+                        lambda model: hashed.append(1) or weights_digest(model))
 
     model_dir = tmp_path / "model"
     labeler.save_pretrained(model_dir)
@@ -174,6 +180,7 @@ def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer
                               "--max-new-tokens", "3", "--device", "cpu", "--window-tokens",
                               "200"])
     assert args.handler(args) == 0
+    assert len(hashed) == 1  # the weights are hashed once for the four tasks
     files = sorted((out / "predictions").glob("*.jsonl"))
     assert [f.stem for f in files] == sorted(get_task(n).name for n in
                                              ("ABS", "EVEXT", "FAC", "UNSUP"))

@@ -68,13 +68,21 @@ def format_windows(task: Task, instances: Sequence[dict], tokenizer,
 
 
 def run_fingerprint(task: Task, windows: Sequence[Window], model, tokenizer,
-                    spec: PredictSpec) -> dict:
-    """What decides a run's outputs (by content, not by where the model was loaded from)."""
+                    spec: PredictSpec, model_print: dict | None = None) -> dict:
+    """What decides a run's outputs (by content, not by where the model was loaded from);
+    `model_print`: the prepared model's `model_fingerprint`, when the caller has it."""
     inputs = [[w.instance, w.model_input.window, w.model_input.source,
                list(w.model_input.lines) if w.model_input.lines else None] for w in windows]
     return {"task": task.name, "task_version": task.version, "output_kind": task.output_kind,
-            "model": model_fingerprint(model, tokenizer), "spec": spec.result_fields(),
-            "inputs": digest(inputs), "windows": len(windows)}
+            "model": model_print or model_fingerprint(model, tokenizer),
+            "spec": spec.result_fields(), "inputs": digest(inputs), "windows": len(windows)}
+
+
+def prepared_fingerprint(model, tokenizer, spec: PredictSpec) -> dict:
+    """The model prepared for `spec` (evaluation mode, device, dtype) and fingerprinted: what
+    `run_task` takes as `model_print` for every task predicted with this model."""
+    prepare_model(model, spec)
+    return model_fingerprint(model, tokenizer)
 
 
 def window_output(window: Window, encoded: EncodedSource, row: GeneratedRow, task: Task,
@@ -142,18 +150,20 @@ def run_counts(outputs: Sequence[dict], computed: int) -> dict:
 
 def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: PredictSpec,
              out_dir: str | Path | None = None, resume: bool = True, *,
-             model_info: dict | None = None,
+             model_info: dict | None = None, model_print: dict | None = None,
              on_batch: Callable[[int], None] | None = None) -> TaskRun:
     """Predict every instance; with `out_dir`, resumable and written to files (see
     trainers.prediction_io). `on_batch(n)` is called after the n-th finished batch. A
     finished run's outputs are reused, but its records are rebuilt from `instances`.
-    `model_info` (where the model was loaded from) goes to meta.json's provenance only."""
+    `model_info` (where the model was loaded from) goes to meta.json's provenance only;
+    `model_print` is `model_fingerprint` of the model prepared for `spec`, when the caller
+    predicts several tasks with it (`prepared_fingerprint`: hashed once, not per task)."""
     prepare_model(model, spec)
     windows = format_windows(task, instances, tokenizer, spec)
     store = None
     if out_dir is not None:
-        store = OutputStore(out_dir, task.name,
-                            run_fingerprint(task, windows, model, tokenizer, spec))
+        store = OutputStore(out_dir, task.name, run_fingerprint(
+            task, windows, model, tokenizer, spec, model_print))
     if store and resume:
         finished = reuse_finished_run(task, instances, windows, store)
         if finished is not None:

@@ -96,8 +96,7 @@ def spec_file_fields(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
-    from trainers.prediction_io import model_fingerprint
-    from trainers.predict import load_model, run_task
+    from trainers.predict import load_model, prepared_fingerprint, run_task
 
     spec = build_spec(args)
     names = list(parse_task_list(args.tasks))
@@ -108,14 +107,15 @@ def run(args: argparse.Namespace) -> int:
         inputs[name] = (task, task.instances(records)[:args.limit])
     model, tokenizer, info = load_model(args.model, revision=args.revision)
     out = Path(args.out)
-    config = {"model": info, "model_fingerprint": model_fingerprint(model, tokenizer),
+    model_print = prepared_fingerprint(model, tokenizer, spec)  # hashed once for all tasks
+    config = {"model": info, "model_fingerprint": model_print,
               "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
               "split": args.split, "data": args.data, "limit": args.limit}
     record = folder_record(out, config, spec.result_fields())
     for name, (task, instances) in inputs.items():
         write_json(out / CONFIG_FILE, record)  # provenance before any prediction is written
         result = run_task(task, instances, model, tokenizer, spec, out,
-                          resume=not args.no_resume, model_info=info)
+                          resume=not args.no_resume, model_info=info, model_print=model_print)
         record["counts"][name] = {"instances": len(instances), **result.counts}
         print(f"{name}: {len(result.records)} records, {json.dumps(result.counts)}",
               file=sys.stderr)
