@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError
+from tasks.errors import DataError, UnknownNameError
 from tasks.identity import describe, record_digest
 from tasks.windowed import NOT_IN_WINDOWS
 
@@ -82,6 +82,9 @@ class GoldCheck:
             raise DataError(f"--data: cannot read the gold {self.split} split of {task.name} "
                             f"(variant {self.variant!r}): {error.reason}", path=error.path,
                             line=error.line, field=error.field) from None
+        except UnknownNameError as error:  # e.g. a variant the task does not have
+            raise DataError(f"--data: cannot read the gold {self.split} split of {task.name}: "
+                            f"{error}", path=self.data_dir) from None
 
     def check(self, task, record: dict, digest: int, path: str, line: int) -> None:
         """Refuse a record whose item is not gold or whose references differ from gold."""

@@ -150,3 +150,14 @@ def test_evidence_lines_in_another_order_are_the_same_reference(capsys, tmp_path
     path = write_records(tmp_path / "evext.jsonl", records)
     code, _, err = score(capsys, path, "--data", data_dir)
     assert code == 2 and "evext.jsonl:1, field 'labels': differs from the gold item's" in err
+
+
+def test_a_task_without_the_variant_names_the_folder(capsys, tmp_path, data_dir):
+    record = {"task": "qa_generation", "id": "e1-0", "example_id": "e1", "predicate_index": 0,
+              "predicate": "won", "qas": [["Who won something?", "the team"]],
+              "prediction": [["Who won something?", "the team"]]}
+    path = write_records(tmp_path / "qa.jsonl", [record])
+    code, _, err = score(capsys, path, "--data", data_dir)
+    assert code == 2
+    assert (f"{data_dir}: --data: cannot read the gold test split of qa_generation: unknown "
+            f"variant 'all' of qa_generation") in err
