@@ -230,6 +230,12 @@ def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenize
     assert "differs in: spec.num_beams" in capsys.readouterr().err
     assert predict("labeler", "--tasks", "FAC", "--batch-size", "1") == 0  # changes nothing
     assert {path.name: path.read_bytes() for path in (out / "predictions").iterdir()} == before
+    older = json.loads((out / "predict_config.json").read_text())
+    del older["config"]["model_fingerprint"]  # as an earlier sumbench wrote it
+    (out / "predict_config.json").write_text(json.dumps(older))
+    assert predict("labeler", "--tasks", "FAC") == 2
+    assert "differs in: model_fingerprint) (it was written by an earlier sumbench, which did " \
+           "not record the model by content)" in capsys.readouterr().err
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

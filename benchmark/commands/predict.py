@@ -153,9 +153,11 @@ def folder_record(out: Path, config: dict, result_fields: dict) -> dict:
     changed = [key for key, value in result_fields.items() if before_spec.get(key) != value]
     differing += [f"spec.{key}" for key in changed]
     if differing:
+        older = "" if "model_fingerprint" in before else \
+            " (it was written by an earlier sumbench, which did not record the model by content)"
         raise SumbenchError(
             f"{out} holds predictions of another run (predict_config.json differs in: "
-            f"{', '.join(differing)}); predict into another folder, or delete this one")
+            f"{', '.join(differing)}){older}; predict into another folder, or delete this one")
     config["tasks"] = list(dict.fromkeys([*before.get("tasks", []), *config["tasks"]]))
     record["counts"] = dict(earlier.get("counts") or {})
     record["earlier_runs"] = [*earlier.get("earlier_runs", []), earlier.get("provenance")]
