@@ -70,15 +70,16 @@ def cpus() -> int:
 
 
 def machine() -> dict:
-    """What a timing depends on: CPU, CPUs available, torch threads (when torch is loaded),
-    tokenizer parallelism, and the run's provenance (commit, package versions, platform)."""
+    """What a timing depends on: CPU, CPUs available, torch threads, build and GPUs used (when
+    torch is loaded), tokenizer parallelism, and the run's provenance (commit, package
+    versions, platform)."""
     from tasks.provenance import provenance
 
     record = provenance()
     return {"cpu": record["cpu"], "cpus": record["threads"]["cpus"],
             "torch_threads": record["threads"]["torch_threads"],
             "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
-            **{key: record[key] for key in ("git", "python", "platform")},
+            **{key: record[key] for key in ("git", "python", "platform", "torch_runtime")},
             "packages": {name: version for name, version in record["packages"].items()
                          if version is not None}}
 
@@ -99,7 +100,9 @@ def report(name: str, result: dict, *, as_json: bool, extra: dict | None = None,
     for key, value in (extra or {}).items():
         print(f"{key}: {value}")
     host = summary["machine"]
+    gpus = (host["torch_runtime"] or {}).get("gpus")
     print(f"machine: {host['cpu']}, {host['cpus']} CPUs, torch threads {host['torch_threads']}, "
+          f"{'GPU ' + ', '.join(gpus) + ', ' if gpus else ''}"
           f"commit {(host['git']['commit'] or 'unknown')[:12]}"
           f"{' (dirty)' if host['git']['dirty'] else ''}")
     print(f"ratio of medians: {result['ratio']:.2f}x")

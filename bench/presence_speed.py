@@ -21,7 +21,7 @@ probabilities exactly, since the token ids are the same).
 `--threads`: torch intra-op threads for every arm, by default the CPUs this process may use.
 
     python bench/presence_speed.py [--subset 800] [--sample pairs|examples] [--repeat 5]
-                                   [--json] [--full]
+                                   [--json] [--full] [--device cuda]
 """
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ def full_pair_encoding(model, tokenizer, dataset, args) -> dict:
 
     def arm(pair_encoding: bool):
         backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                             chunk_size=args.chunk_size, pair_encoding=pair_encoding)
+                             chunk_size=args.chunk_size, pair_encoding=pair_encoding,
+                             device=args.device)
         return lambda: [r.details["p3"] for r in backend.score_iter(iter_pairs(dataset))]
 
     result = compare_arms(arm(True), arm(False), repeat=args.repeat)
@@ -134,13 +135,14 @@ def naive_scores(model, tokenizer, pairs) -> list[float]:
     import torch
 
     from leaderboard.evaluators.presence_models import entailment_index
+    from trainers.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
     values = []
     with torch.inference_mode():
         for summary, unit in pairs:
             encoded = tokenizer(summary, unit, truncation=True, max_length=512,
-                                return_tensors="pt")
+                                return_tensors="pt").to(model_device(model))
             values.append(torch.softmax(model(**encoded).logits[0], -1)[entail].item())
     return values
 
@@ -152,6 +154,7 @@ def lite2pyramid_loop(model, tokenizer, pairs, batch_size: int = 32,
     import torch
 
     from leaderboard.evaluators.presence_models import entailment_index
+    from trainers.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
     values = []
@@ -160,7 +163,7 @@ def lite2pyramid_loop(model, tokenizer, pairs, batch_size: int = 32,
             batch = pairs[start:start + batch_size]
             encoded = tokenizer([s for s, _ in batch], [u for _, u in batch], truncation=True,
                                 max_length=max_length, padding="max_length",
-                                return_tensors="pt")
+                                return_tensors="pt").to(model_device(model))
             probabilities = torch.softmax(model(**encoded).logits, -1)[:, entail]
             values.extend(probabilities.tolist())
     return values
@@ -178,7 +181,7 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
 
     pairs, described = sample_pairs(dataset, total, args.subset, args.sample)
     backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                         chunk_size=args.chunk_size)
+                         chunk_size=args.chunk_size, device=args.device)
 
     def ours():
         return [r.details["p3"] for r in backend.score(pairs)]
@@ -212,6 +215,7 @@ def main(argv=None) -> int:
                              "with and without the pair encoder")
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
     add_options(parser)
     args = parser.parse_args(argv)
 
@@ -224,11 +228,14 @@ def main(argv=None) -> int:
     dataset = load_pyramid_dataset(args.data, labels=False)
     total = sum(len(dataset.units["scus"][i]) for i in range(len(dataset))) * len(dataset.systems)
     model, tokenizer = build_model(dataset, args.seed)
+    model.to(args.device)
     versus_loop, _, extra = compare(model, tokenizer, dataset, total, args)
-    extra.update(batch_size=args.batch_size, threads=args.threads, torch=torch.__version__)
+    extra.update(batch_size=args.batch_size, threads=args.threads, device=args.device,
+                 torch=torch.__version__)
     if args.full:
         extra["full_run"] = run_full(NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                                                chunk_size=args.chunk_size),
+                                                chunk_size=args.chunk_size,
+                                                device=args.device),
                                      dataset, total, not args.no_trim)
         extra["full_pair_encoding"] = full_pair_encoding(model, tokenizer, dataset, args)
     report("presence_speed", versus_loop, as_json=args.json, extra=extra,

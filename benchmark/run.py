@@ -197,7 +197,7 @@ def run_finetune_mode(state: RunState, fspec, tasks: Sequence[Any],
     state.training = {}
     for folder, names in groups:
         final = train_stage(fspec, names, state.data_dir, folder, spec.early_stopping,
-                            resume, state.log)
+                            resume, state.log, spec.device)
         state.training[folder.relative_to(out).as_posix()] = training_record(folder, names)
         trained.update({name: final for name in names})
     state.config["finetune_spec"] = fspec.to_dict()
@@ -211,10 +211,10 @@ def run_finetune_mode(state: RunState, fspec, tasks: Sequence[Any],
 
 
 def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: Path,
-                early_stopping: str, resume: bool, log: Log) -> Path:
-    """Fine-tune (or continue, or skip a finished run of the same spec, tasks and training
-    data: one with other settings or changed data is refused); returns the model/adapter
-    folder."""
+                early_stopping: str, resume: bool, log: Log, device: str = "auto") -> Path:
+    """Fine-tune on `device` (or continue, or skip a finished run of the same spec, tasks and
+    training data: one with other settings or changed data is refused); returns the
+    model/adapter folder."""
     from trainers.checkpoints import finished_output
     from trainers.evaluation import early_stopping_fn
     from trainers.finetune import finetune
@@ -228,7 +228,7 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     log(f"training: {'resuming' if continuing else 'fine-tuning'} {fspec.model} on "
         f"{', '.join(task_names)} in {folder}")
     return Path(finetune(fspec, list(task_names), data_dir=data_dir, out_dir=folder,
-                         evaluate_fn=evaluate_fn, resume=continuing))
+                         evaluate_fn=evaluate_fn, resume=continuing, device=device))
 
 
 def training_record(folder: Path, task_names: Sequence[str]) -> dict:

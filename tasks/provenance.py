@@ -1,5 +1,5 @@
 """Provenance recorded in every result file: command, config, seeds, versions, git commit,
-platform and CPU."""
+platform, CPU and, when torch ran, its build and the GPUs it used."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -81,6 +81,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def torch_runtime() -> dict[str, Any] | None:
+    """The torch build (its local version: `+cu130` or `+cpu`, which package metadata may
+    lack), the CUDA it was built for, the GPUs this process initialised (a command's: those it
+    used) and whether deterministic kernels were on; None when torch was never imported
+    (scoring runs never import it). GPU kernels differ between GPU models and CUDA versions as
+    CPU kernels do between CPUs. GPUs are named only once this process has initialised CUDA:
+    asking earlier would initialise it (a forked child could then no longer use CUDA) and name
+    a GPU the run never used. Where a run trained is train_config.json's `device`."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "cuda"):
+        return None
+    used = torch.cuda.is_initialized()
+    return {"build": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if used else None,
+            "gpus": [torch.cuda.get_device_name(index)
+                     for index in range(torch.cuda.device_count())] if used else [],
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
+
+
 def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[str, Any]:
     return {
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
@@ -92,6 +111,7 @@ def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[st
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "threads": thread_settings(),
+        "torch_runtime": torch_runtime(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -47,8 +47,10 @@ def test_fine_tuning_beats_the_untrained_model(demo):
     assert comparison["fixing_factuality"]["untrained"] == 0.0
     assert comparison["unsupported_span_prediction"]["finetuned"] > 20
     assert comparison["fixing_factuality"]["finetuned"] > 10  # exact copies with the fix
-    # the line tasks: the marked lines (EXT) and, partly, a claim's own line (EVEXT)
-    assert comparison["extractive_summarization"]["finetuned"] > 85
+    # the line tasks: the marked lines (EXT; position prior 62.6) and, partly, a claim's own
+    # line (EVEXT). CPUs train to different numbers: EXT 88.6 (AMD EPYC), 94.3 (machine B),
+    # 83.0 (Intel Xeon); EVEXT 12.1, 16.5, 12.6
+    assert comparison["extractive_summarization"]["finetuned"] > 75
     assert comparison["evidence_extraction"]["finetuned"] > 5
 
 
@@ -76,6 +78,9 @@ def test_demo_scores_all_eight_tasks_and_records_how(demo):
     training = results["training"]["train"]
     assert training["tasks"] == task_names("usb") and training["result"]["final"] == "model"
     assert results["decoding"]["text_and_span_tasks"]["num_beams"] == 1  # greedy, explicit
+    assert results["spec"]["device"] == "cpu"              # also where there is a GPU
+    train_config = json.loads((out / "train" / "train_config.json").read_text())
+    assert train_config["config"]["device"] == "cpu"
     config = results["provenance"]["config"]
     assert config["demo"]["synthetic"]["generator_version"] == "3"
     model = config["demo"]["model"]

@@ -59,21 +59,25 @@ def test_two_processes_train_like_one(setting, tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    from trainers.finetune import finetune
-
     spec, data_dir = setting
-    single = finetune(spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "one")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node", "2", "-m", "benchmark.commands.train",
-               "--profile", "tiny", "--model", spec.model, "--tasks", "FAC",
-               "--data", str(data_dir), "--out", str(tmp_path / "two"), "--max-steps", "4",
-               "--set", "per_device_batch_size=1", "--set", "max_input_tokens=128",
-               "--set", "max_output_tokens=48", "--early-stopping", "none"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": REPO_ROOT}
-    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines() == [str(tmp_path / "two" / "model")]   # rank 0 only
+    train = ["-m", "benchmark.commands.train", "--profile", "tiny", "--model", spec.model,
+             "--tasks", "FAC", "--data", str(data_dir), "--max-steps", "4",
+             "--set", "per_device_batch_size=1", "--set", "max_input_tokens=128",
+             "--set", "max_output_tokens=48", "--early-stopping", "none"]
+    # gloo on CPUs, also on a machine with GPUs (where one process would otherwise train on
+    # the GPU and two processes would need two GPUs)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    for name, command in (("one", train), ("two", [*launcher, *train])):
+        done = subprocess.run([sys.executable, *command, "--out", str(tmp_path / name)],
+                              cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, done.stderr[-3000:]
+        # one line, from rank 0 only
+        assert done.stdout.strip().splitlines() == [str(tmp_path / name / "model")]
+    single = tmp_path / "one" / "model"
 
     one_config = json.loads((tmp_path / "one" / "train_config.json").read_text())["config"]
     two_config = json.loads((tmp_path / "two" / "train_config.json").read_text())["config"]
@@ -94,3 +98,62 @@ def test_two_processes_train_like_one(setting, tmp_path):
     assert len(predicted_one) == 18                       # the FAC validation split
     assert [p[:2] for p in predicted_two] == [p[:2] for p in predicted_one]
     assert predicted_two == predicted_one
+
+
+def test_a_process_without_a_gpu_of_its_own_is_told_how_to_launch(monkeypatch):
+    """torchrun with more processes per node than GPUs: a clear error, not CUDA's 'invalid
+    device ordinal' from deep inside torch."""
+    import torch
+
+    from tasks.errors import SumbenchError
+    from trainers.distributed import init_distributed
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SumbenchError, match=r"process 1 of this node has no GPU \(1 visible\).*"
+                                            r"--nproc_per_node 1.*\(device cpu\)"):
+        init_distributed()
+
+
+def test_the_training_device_is_the_one_asked_for(monkeypatch):
+    import torch
+
+    from tasks.errors import SumbenchError
+    from trainers.distributed import training_device
+
+    assert training_device("cpu") == torch.device("cpu")
+    with pytest.raises(SumbenchError, match=r"auto, cpu, cuda or \(one process\) cuda:N; "
+                                            r"got 'gpu'"):
+        training_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert training_device("auto") == torch.device("cpu")
+    with pytest.raises(SumbenchError, match="'cuda' was asked for but torch sees no CUDA GPU"):
+        training_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert training_device("auto", local_rank=1, world_size=2) == torch.device("cuda", 1)
+    assert training_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(SumbenchError, match=r"'cuda:2': torch sees 2 GPU\(s\)"):
+        training_device("cuda:2")
+    with pytest.raises(SumbenchError, match="got 'cuda:1'"):   # one GPU per process of a job
+        training_device("cuda:1", local_rank=0, world_size=2)
+
+
+def test_an_operation_without_a_deterministic_kernel_names_the_way_out():
+    import torch
+
+    from tasks.errors import SumbenchError
+    from trainers.distributed import deterministic_algorithms
+
+    message = "kthvalue CUDA does not have a deterministic implementation"
+    with pytest.raises(SumbenchError, match=r"(?s)kthvalue.*--set deterministic=false"):
+        with deterministic_algorithms(True, torch.device("cpu")):
+            assert torch.are_deterministic_algorithms_enabled()
+            assert not torch.is_deterministic_algorithms_warn_only_enabled()
+            raise RuntimeError(message)
+    assert not torch.are_deterministic_algorithms_enabled()
+    with pytest.raises(RuntimeError, match=message):  # off: the error is torch's own
+        with deterministic_algorithms(False, torch.device("cpu")):
+            raise RuntimeError(message)

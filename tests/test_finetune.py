@@ -11,7 +11,7 @@ import pytest
 
 from helpers import assert_same_weights, model_weights
 from tasks.errors import SumbenchError, UnknownNameError
-from tasks.io import read_jsonl
+from tasks.io import read_json, read_jsonl
 from trainers.profiles import FinetuneSpec, SpecError, get_profile
 
 
@@ -403,3 +403,69 @@ def test_model_commit_reads_the_hub_cache(tmp_path, monkeypatch):
     assert model_commit("someone/tiny", None) == main
     assert model_commit("someone/tiny", "v1") == tagged
     assert model_commit("someone/unknown", None) is None
+
+
+def test_training_runs_with_deterministic_kernels_and_restores_the_setting(spec, data_dir,
+                                                                          tmp_path):
+    """deterministic (default true) is on during training, recorded in train_config.json (spec
+    and provenance), and the caller's setting is back afterwards; off is recorded as off."""
+    import torch
+
+    from trainers.finetune import finetune
+
+    assert spec.deterministic and not torch.are_deterministic_algorithms_enabled()
+    run_spec = dataclasses.replace(spec, max_steps=1, save_every_steps=None)
+    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "on")
+    config = read_json(tmp_path / "on" / "train_config.json")
+    assert config["config"]["spec"]["deterministic"] is True
+    assert config["torch_runtime"]["deterministic_algorithms"] is True
+    assert not torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        finetune(run_spec.override({"deterministic": "false"}), ["FAC"], data_dir=data_dir,
+                 out_dir=tmp_path / "off")
+        assert torch.are_deterministic_algorithms_enabled()          # the caller's, restored
+    finally:
+        torch.use_deterministic_algorithms(False)
+    config = read_json(tmp_path / "off" / "train_config.json")
+    assert config["config"]["spec"]["deterministic"] is False
+    assert config["torch_runtime"]["deterministic_algorithms"] is False
+
+
+def test_a_run_recorded_before_the_deterministic_field_resumes_as_nondeterministic(
+        spec, data_dir, tmp_path):
+    """A train_config.json without `deterministic` (earlier sumbench) ran without
+    deterministic kernels: resuming it with the new default is refused, naming the field;
+    with deterministic=false it resumes."""
+    from trainers.finetune import finetune
+
+    run_spec = dataclasses.replace(spec, max_steps=4, save_every_steps=None)
+    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, stop_after_steps=2)
+    config_path = tmp_path / "train_config.json"
+    config = read_json(config_path)
+    del config["config"]["spec"]["deterministic"]
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(SumbenchError, match=re.escape("deterministic (False; now True)")):
+        finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, resume=True)
+    final = finetune(dataclasses.replace(run_spec, deterministic=False), ["FAC"],
+                     data_dir=data_dir, out_dir=tmp_path, resume=True)
+    assert read_json(tmp_path / "train_result.json")["final"] == final.name
+
+
+def test_train_command_trains_where_it_is_told(spec, data_dir, tmp_path, capsys):
+    """--device cpu trains on the CPU also where there is a GPU; a device torch does not have
+    is an error before anything is written."""
+    import torch
+
+    from benchmark.commands.train import main
+
+    args = ["--profile", "tiny", "--model", spec.model, "--tasks", "FAC", "--data",
+            str(data_dir), "--set", "max_input_tokens=128", "--max-steps", "1",
+            "--early-stopping", "none"]
+    assert main([*args, "--out", str(tmp_path / "cpu"), "--device", "cpu"]) == 0
+    assert read_json(tmp_path / "cpu" / "train_config.json")["config"]["device"] == "cpu"
+    capsys.readouterr()
+    if not torch.cuda.is_available():
+        assert main([*args, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 2
+        assert "torch sees no CUDA GPU" in capsys.readouterr().err
+        assert not (tmp_path / "gpu").exists()

@@ -245,7 +245,8 @@ def test_evaluators_track_reproduces_realsumm_rouge2_meta_evaluation(pyramid_dat
     assert result["summary_kendall"] == pytest.approx(0.358, abs=5e-4)
     assert result["headline"] == pytest.approx(100 * result["system_kendall"])
     human = make_track("summaries").reference_systems(gold, "realsumm")
-    assert human["abs_bart_out"]["human"] == 0.48349483849483854
+    # the mean of the system's human scores (summation order may differ in the last bit)
+    assert human["abs_bart_out"]["human"] == pytest.approx(0.48349483849483854, rel=1e-14)
 
 
 def test_builtin_evaluators_rank_the_copying_system_first(tiny_pyramid):

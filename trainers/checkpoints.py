@@ -26,6 +26,9 @@ from trainers.training_run import TrainingRun, TrainState
 
 
 CHECKPOINTS = "checkpoints"
+#: spec fields added after runs were first recorded, with the value those earlier runs used:
+#: a train_config.json written before a field existed is compared as if it held that value
+FIELDS_BEFORE_THEY_WERE_RECORDED = {"deterministic": False}
 
 
 # ---- weights -----------------------------------------------------------------------------
@@ -183,8 +186,9 @@ def check_resumable(out_dir: Path, spec: FinetuneSpec, task_names: Sequence[str]
 
 def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: Sequence[str],
                    data_dir: str | Path | None, evaluate_fn) -> None:
-    changed = [f"{key} ({config['spec'].get(key)!r}; now {value!r})"
-               for key, value in spec.to_dict().items() if config["spec"].get(key) != value]
+    recorded = {**FIELDS_BEFORE_THEY_WERE_RECORDED, **config["spec"]}
+    changed = [f"{key} ({recorded.get(key)!r}; now {value!r})"
+               for key, value in spec.to_dict().items() if recorded.get(key) != value]
     if changed:
         raise SumbenchError(f"cannot resume {out_dir}: the run used a different "
                             f"{', '.join(changed)}")
@@ -251,7 +255,8 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
 
     config = {"spec": run.spec.to_dict(), "tasks": list(run.examples.task_names),
               "data_dir": resolved_data_dir(data_dir), "data_digest": run.examples.digest,
-              "model": model_info, "world_size": run.dist.world_size,
+              "model": model_info, "device": str(run.dist.device),
+              "world_size": run.dist.world_size,
               "gradient_accumulation_steps": run.accumulation,
               "precision": "bf16" if run.bf16 else "fp32",
               "steps_per_epoch": run.steps_per_epoch, "total_steps": run.total_steps,

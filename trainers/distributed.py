@@ -10,6 +10,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.errors import SumbenchError
+
 
 @dataclass
 class Distributed:
@@ -68,8 +70,40 @@ class Distributed:
             torch.distributed.destroy_process_group()
 
 
-def init_distributed() -> Distributed:
-    """Join the process group that torchrun / accelerate launch describe in the environment."""
+@contextlib.contextmanager
+def deterministic_algorithms(enabled: bool, device):
+    """Within the block, torch uses deterministic kernels when `enabled`, and an operation that
+    has none is an error naming the way out (deterministic=false); the setting before the block
+    is restored after it. Warnings alone would not do: on GPUs the attention backward passes
+    (memory-efficient, cuDNN) stay non-deterministic unless torch is told to fail otherwise.
+    cuBLAS also needs a fixed workspace (CUBLAS_WORKSPACE_CONFIG), set here unless the
+    environment already chose one."""
+    import os
+
+    import torch
+
+    before = (torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled())
+    if enabled and getattr(device, "type", device) == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(enabled)
+    try:
+        yield
+    except RuntimeError as error:
+        if enabled and "deterministic" in str(error):
+            raise SumbenchError(
+                f"{error}\nThis training needs an operation that has no deterministic kernel "
+                f"on {device}: train with deterministic=false (--set deterministic=false); a "
+                f"resumed run may then differ from an uninterrupted one in the last bits"
+            ) from error
+        raise
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+def init_distributed(device: str = "auto") -> Distributed:
+    """Join the process group that torchrun / accelerate launch describe in the environment;
+    `device` as `training_device` takes it."""
     import os
 
     import torch
@@ -77,13 +111,38 @@ def init_distributed() -> Distributed:
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cpu")
-    if torch.cuda.is_available():
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
+    placed = training_device(device, local_rank, world_size)
+    if placed.type == "cuda":
+        torch.cuda.set_device(placed)
     owns = False
     if world_size > 1 and not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        torch.distributed.init_process_group("nccl" if placed.type == "cuda" else "gloo")
         owns = True
     rank = torch.distributed.get_rank() if world_size > 1 else 0
-    return Distributed(rank, world_size, device, owns)
+    return Distributed(rank, world_size, placed, owns)
+
+
+def training_device(name: str, local_rank: int = 0, world_size: int = 1):
+    """"auto": this process's GPU (the one of its LOCAL_RANK) when torch sees GPUs, else the
+    CPU; "cpu"; "cuda" (that GPU, an error without one); "cuda:N" (one process only)."""
+    import torch
+
+    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    index = local_rank
+    if name.startswith("cuda:") and name[5:].isdigit() and world_size == 1:
+        index = int(name[5:])
+    elif name not in ("auto", "cuda"):
+        raise SumbenchError(f"training device must be auto, cpu, cuda or (one process) cuda:N; "
+                            f"got {name!r}")
+    if not torch.cuda.is_available():
+        raise SumbenchError(f"training device {name!r} was asked for but torch sees no CUDA GPU")
+    count = torch.cuda.device_count()
+    if index >= count and index == local_rank:
+        raise SumbenchError(
+            f"process {local_rank} of this node has no GPU ({count} visible): start at most "
+            f"{count} processes per node (torchrun --nproc_per_node {count}), or train on "
+            f"CPUs (device cpu)")
+    if index >= count:
+        raise SumbenchError(f"training device {name!r}: torch sees {count} GPU(s)")
+    return torch.device("cuda", index)

@@ -35,7 +35,7 @@ from trainers.checkpoints import (CHECKPOINTS, append_log, check_resumable,
                                   save_weights, trainable_state, truncate_log,
                                   write_train_config)
 from trainers.disk_cache import hub_commit as model_commit
-from trainers.distributed import Distributed, init_distributed
+from trainers.distributed import Distributed, deterministic_algorithms, init_distributed
 from trainers.interrupts import InterruptCheckpoint
 from trainers.profiles import FinetuneSpec, SpecError, resolve_model_path
 from trainers.training_run import EvaluateFn, TrainingRun, TrainState
@@ -52,21 +52,23 @@ logger = logging.getLogger(__name__)
 
 def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path | None,
              out_dir: str | Path, evaluate_fn: EvaluateFn | None = None, resume: bool = False,
-             stop_after_steps: int | None = None) -> Path:
+             stop_after_steps: int | None = None, device: str = "auto") -> Path:
     """Fine-tune `spec.model` on the train split of `tasks` (names or Task objects).
 
     Returns the final `model/` or `adapter/` folder. `stop_after_steps` ends this call early
     after that many optimizer steps, with a checkpoint (for time-limited jobs), and returns the
     checkpoint folder; run again with `resume=True` to continue exactly where it stopped.
+    `device`: "auto" (the GPU when torch sees one), "cpu", "cuda" or "cuda:N".
     """
     out_dir = Path(out_dir).resolve()
     finished = finished_output(out_dir, spec, tasks, data_dir, evaluate_fn) if resume else None
     if finished is not None:
         return finished
-    dist = init_distributed()
+    dist = init_distributed(device)
     try:
-        run = _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist)
-        return _train(run, stop_after_steps)
+        with deterministic_algorithms(spec.deterministic, dist.device):
+            run = _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist)
+            return _train(run, stop_after_steps)
     finally:
         dist.close()
 

@@ -55,6 +55,11 @@ class FinetuneSpec:
     # --- numerics and memory ----------------------------------------------------------------
     precision: str = "auto"               # auto = bf16 where supported, else fp32; never fp16
     gradient_checkpointing: bool = False
+    # deterministic kernels (torch.use_deterministic_algorithms during training): a resumed or
+    # repeated GPU run ends with the same weights bit for bit. Off trades that for speed (GPU
+    # attention and embedding gradients then add up in varying order); CPU kernels used here
+    # are deterministic either way.
+    deterministic: bool = True
     # --- LoRA (off = full fine-tuning) ------------------------------------------------------
     lora: bool = False
     lora_r: int = 16

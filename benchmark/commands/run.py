@@ -94,7 +94,9 @@ def _add_prediction_arguments(predict) -> None:
     predict.add_argument("--label-rule", choices=("official", "positional"), default="official",
                          help="which generated steps give Yes/No probabilities (default: the "
                               "release's rule, every generated Yes/No token)")
-    predict.add_argument("--device", default="auto")
+    predict.add_argument("--device", default="auto",
+                         help="where to train and predict: auto (default: the GPU when torch "
+                              "sees one), cpu, cuda or cuda:N")
 
 
 def _add_fewshot_arguments(shots) -> None:

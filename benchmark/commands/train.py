@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric",
                         help="validation signal for early stopping and best-model selection: "
                              "the tasks' headline metric (default), minus the loss, or none")
+    parser.add_argument("--device", default="auto",
+                        help="auto (default: this process's GPU when torch sees GPUs), cpu, "
+                             "cuda or, for one process, cuda:N")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the last checkpoint in --out")
     parser.add_argument("--print-spec", action="store_true",
@@ -117,7 +120,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     evaluate_fn = early_stopping_fn(args.early_stopping, spec, args.tasks, args.data)
     final = finetune(spec, args.tasks, data_dir=args.data, out_dir=args.out,
-                     evaluate_fn=evaluate_fn, resume=args.resume)
+                     evaluate_fn=evaluate_fn, resume=args.resume, device=args.device)
     if _is_main_process():
         print(final)
     return 0
