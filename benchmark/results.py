@@ -148,9 +148,16 @@ class RunSpec:
         return cls.from_dict(json.loads(text))
 
     def result_fields(self) -> dict[str, Any]:
-        """The fields a resumed run must share with the run it continues."""
-        return {key: value for key, value in self.to_dict().items()
-                if key not in NON_RESULT_FIELDS}
+        """The fields a resumed run must share with the run it continues (train_overrides
+        without the fine-tuning fields a resumed training may change)."""
+        from trainers.profiles import RESUMABLE_SPEC_FIELDS
+
+        fields = {key: value for key, value in self.to_dict().items()
+                  if key not in NON_RESULT_FIELDS}
+        overrides = fields["train_overrides"]
+        fields["train_overrides"] = {key: overrides[key] for key in overrides
+                                     if key not in RESUMABLE_SPEC_FIELDS}
+        return fields
 
     def differences(self, other: "RunSpec") -> list[str]:
         """Result fields whose values differ between the two specs."""

@@ -83,12 +83,11 @@ def cpu_model() -> str:
 
 def torch_runtime() -> dict[str, Any] | None:
     """The torch build (its local version: `+cu130` or `+cpu`, which package metadata may
-    lack), the CUDA it was built for, the GPUs this process initialised (a command's: those it
-    used) and whether deterministic kernels were on; None when torch was never imported
-    (scoring runs never import it). GPU kernels differ between GPU models and CUDA versions as
-    CPU kernels do between CPUs. GPUs are named only once this process has initialised CUDA:
-    asking earlier would initialise it (a forked child could then no longer use CUDA) and name
-    a GPU the run never used. Where a run trained is train_config.json's `device`."""
+    lack), the CUDA it was built for and the GPUs this process has put memory on (cuDNN's
+    version beside them); None when torch was never imported (scoring runs never import it).
+    GPU kernels differ between GPU models and CUDA versions as CPU kernels do between CPUs.
+    Nothing here initialises CUDA (a forked child could then no longer use it). Where a run
+    trained, and whether with deterministic kernels, is in train_config.json."""
     torch = sys.modules.get("torch")
     if torch is None or not hasattr(torch, "cuda"):
         return None
@@ -96,8 +95,8 @@ def torch_runtime() -> dict[str, Any] | None:
     return {"build": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if used else None,
             "gpus": [torch.cuda.get_device_name(index)
-                     for index in range(torch.cuda.device_count())] if used else [],
-            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled()}
+                     for index in range(torch.cuda.device_count())
+                     if torch.cuda.max_memory_reserved(index) > 0] if used else []}
 
 
 def provenance(config: dict | None = None, seeds: dict | None = None) -> dict[str, Any]:

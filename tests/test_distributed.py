@@ -157,3 +157,25 @@ def test_an_operation_without_a_deterministic_kernel_names_the_way_out():
     with pytest.raises(RuntimeError, match=message):  # off: the error is torch's own
         with deterministic_algorithms(False, torch.device("cpu")):
             raise RuntimeError(message)
+
+
+def test_the_cublas_workspace_is_set_for_training_only_and_a_bad_one_is_named(monkeypatch):
+    from tasks.errors import SumbenchError
+    from trainers.distributed import deterministic_algorithms
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    with deterministic_algorithms(True, "cuda"):
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    with deterministic_algorithms(True, "cpu"):
+        assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":0:0")            # the user's own choice
+    torch_message = ("Deterministic behavior was enabled with torch.use_deterministic_"
+                     "algorithms(True), but this operation is not deterministic because it "
+                     "uses CuBLAS; set CUBLAS_WORKSPACE_CONFIG=:4096:8 or :16:8")
+    with pytest.raises(SumbenchError, match=r"(?s)sets CUBLAS_WORKSPACE_CONFIG to a value that "
+                                            r"is not deterministic; unset it"):
+        with deterministic_algorithms(True, "cuda"):
+            assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":0:0"
+            raise RuntimeError(torch_message)
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":0:0"

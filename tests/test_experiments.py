@@ -132,6 +132,17 @@ def test_resume_recomputes_nothing_and_gives_identical_numbers(transfer, corpus,
     again = json.loads((out / "transfer.json").read_text())
     assert {job["status"] for job in again["jobs"].values()} == {"reused"}
     assert again["matrix"] == result["matrix"]
+    # so is another device (each job records where it ran), and an experiment.json written
+    # before the setting existed (its jobs ran on auto)
+    del spec["settings"]["device"]
+    (out / "experiment.json").write_text(json.dumps(spec))
+    assert main(_transfer_args(corpus, out, "--resume", "--device", "cpu")) == 0
+    assert json.loads((out / "experiment.json").read_text())["settings"]["device"] == "cpu"
+    plan = [json.loads(line) for line in (out / "plan.jsonl").read_text().splitlines()]
+    assert all(job["argv"][job["argv"].index("--device") + 1] == "cpu"
+               for job in plan if job["kind"] in ("train", "cell"))
+    again = json.loads((out / "transfer.json").read_text())
+    assert {job["status"] for job in again["jobs"].values()} == {"reused"}
 
 
 def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):

@@ -407,49 +407,58 @@ def test_model_commit_reads_the_hub_cache(tmp_path, monkeypatch):
 
 def test_training_runs_with_deterministic_kernels_and_restores_the_setting(spec, data_dir,
                                                                           tmp_path):
-    """deterministic (default true) is on during training, recorded in train_config.json (spec
-    and provenance), and the caller's setting is back afterwards; off is recorded as off."""
+    """deterministic (default true) is on while training (an evaluation sees it), recorded
+    in train_config.json, and the caller's setting is back afterwards; off is off."""
     import torch
 
     from trainers.finetune import finetune
 
+    seen = []
+
+    def record_setting(model, tokenizer) -> float:
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        return 0.0
     assert spec.deterministic and not torch.are_deterministic_algorithms_enabled()
-    run_spec = dataclasses.replace(spec, max_steps=1, save_every_steps=None)
-    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "on")
+    run_spec = dataclasses.replace(spec, max_steps=1, save_every_steps=None, eval_every_steps=1)
+    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "on",
+             evaluate_fn=record_setting)
+    assert seen == [True] and not torch.are_deterministic_algorithms_enabled()
     config = read_json(tmp_path / "on" / "train_config.json")
     assert config["config"]["spec"]["deterministic"] is True
-    assert config["torch_runtime"]["deterministic_algorithms"] is True
-    assert not torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
         finetune(run_spec.override({"deterministic": "false"}), ["FAC"], data_dir=data_dir,
-                 out_dir=tmp_path / "off")
+                 out_dir=tmp_path / "off", evaluate_fn=record_setting)
+        assert seen == [True, False]
         assert torch.are_deterministic_algorithms_enabled()          # the caller's, restored
     finally:
         torch.use_deterministic_algorithms(False)
     config = read_json(tmp_path / "off" / "train_config.json")
     assert config["config"]["spec"]["deterministic"] is False
-    assert config["torch_runtime"]["deterministic_algorithms"] is False
 
 
-def test_a_run_recorded_before_the_deterministic_field_resumes_as_nondeterministic(
-        spec, data_dir, tmp_path):
-    """A train_config.json without `deterministic` (earlier sumbench) ran without
-    deterministic kernels: resuming it with the new default is refused, naming the field;
-    with deterministic=false it resumes."""
+def test_deterministic_may_change_on_resume_and_each_part_records_its_own(spec, data_dir,
+                                                                          tmp_path):
+    """`deterministic` decides only whether a GPU adds up in a fixed order: a run resumes with
+    it changed (or recorded before the field existed), and `resumes` keeps each part's value;
+    a finished run is reused whatever it says."""
     from trainers.finetune import finetune
 
     run_spec = dataclasses.replace(spec, max_steps=4, save_every_steps=None)
     finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, stop_after_steps=2)
     config_path = tmp_path / "train_config.json"
     config = read_json(config_path)
-    del config["config"]["spec"]["deterministic"]
+    del config["config"]["spec"]["deterministic"]                # as an earlier sumbench wrote
     config_path.write_text(json.dumps(config))
-    with pytest.raises(SumbenchError, match=re.escape("deterministic (False; now True)")):
-        finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, resume=True)
+    finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, stop_after_steps=1,
+             resume=True)                                        # steps 3, then 4 below
     final = finetune(dataclasses.replace(run_spec, deterministic=False), ["FAC"],
                      data_dir=data_dir, out_dir=tmp_path, resume=True)
+    resumes = read_json(config_path)["resumes"]
+    assert [(r["step"], r["provenance"]["config"]["spec"]["deterministic"])
+            for r in resumes] == [(2, True), (3, False)]
     assert read_json(tmp_path / "train_result.json")["final"] == final.name
+    assert finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, resume=True) == final
 
 
 def test_train_command_trains_where_it_is_told(spec, data_dir, tmp_path, capsys):

@@ -42,6 +42,12 @@ def test_resume_comparison_ignores_batch_size_and_device_only():
     other = dataclasses.replace(spec, seed=8, num_beams=2)
     assert spec.differences(other) == ["num_beams", "seed"]
     assert "batch_size" not in spec.result_fields()
+    # a fine-tuning field a resumed training may change (deterministic) may change here too
+    overridden = dataclasses.replace(spec, train_overrides={**dict(spec.train_overrides),
+                                                            "deterministic": "false"})
+    assert spec.differences(overridden) == []
+    relearnt = dataclasses.replace(spec, train_overrides={"learning_rate": "0.1"})
+    assert spec.differences(relearnt) == ["train_overrides"]
 
 
 def test_zero_shots_is_a_valid_spec():

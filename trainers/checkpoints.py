@@ -21,14 +21,11 @@ from typing import Any, Sequence
 from tasks.errors import DataError, SumbenchError
 from tasks.io import atomic_directory, read_json, read_jsonl, write_json, write_jsonl
 from trainers import data as train_data
-from trainers.profiles import FinetuneSpec
+from trainers.profiles import RESUMABLE_SPEC_FIELDS, FinetuneSpec
 from trainers.training_run import TrainingRun, TrainState
 
 
 CHECKPOINTS = "checkpoints"
-#: spec fields added after runs were first recorded, with the value those earlier runs used:
-#: a train_config.json written before a field existed is compared as if it held that value
-FIELDS_BEFORE_THEY_WERE_RECORDED = {"deterministic": False}
 
 
 # ---- weights -----------------------------------------------------------------------------
@@ -186,9 +183,9 @@ def check_resumable(out_dir: Path, spec: FinetuneSpec, task_names: Sequence[str]
 
 def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: Sequence[str],
                    data_dir: str | Path | None, evaluate_fn) -> None:
-    recorded = {**FIELDS_BEFORE_THEY_WERE_RECORDED, **config["spec"]}
-    changed = [f"{key} ({recorded.get(key)!r}; now {value!r})"
-               for key, value in spec.to_dict().items() if recorded.get(key) != value]
+    changed = [f"{key} ({config['spec'].get(key)!r}; now {value!r})"
+               for key, value in spec.to_dict().items()
+               if key not in RESUMABLE_SPEC_FIELDS and config["spec"].get(key) != value]
     if changed:
         raise SumbenchError(f"cannot resume {out_dir}: the run used a different "
                             f"{', '.join(changed)}")

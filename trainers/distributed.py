@@ -76,29 +76,42 @@ def deterministic_algorithms(enabled: bool, device):
     has none is an error naming the way out (deterministic=false); the setting before the block
     is restored after it. Warnings alone would not do: on GPUs the attention backward passes
     (memory-efficient, cuDNN) stay non-deterministic unless torch is told to fail otherwise.
-    cuBLAS also needs a fixed workspace (CUBLAS_WORKSPACE_CONFIG), set here unless the
-    environment already chose one."""
+    cuBLAS also needs a fixed workspace: CUBLAS_WORKSPACE_CONFIG is set for the block unless
+    the environment already chose one."""
     import os
 
     import torch
 
     before = (torch.are_deterministic_algorithms_enabled(),
               torch.is_deterministic_algorithms_warn_only_enabled())
-    if enabled and getattr(device, "type", device) == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    workspace = os.environ.get(CUBLAS_WORKSPACE)
+    if enabled and getattr(device, "type", device) == "cuda" and workspace is None:
+        os.environ[CUBLAS_WORKSPACE] = ":4096:8"
     torch.use_deterministic_algorithms(enabled)
     try:
         yield
     except RuntimeError as error:
         if enabled and "deterministic" in str(error):
-            raise SumbenchError(
-                f"{error}\nThis training needs an operation that has no deterministic kernel "
-                f"on {device}: train with deterministic=false (--set deterministic=false); a "
-                f"resumed run may then differ from an uninterrupted one in the last bits"
-            ) from error
+            raise SumbenchError(f"{error}\n{_deterministic_advice(str(error), device)}") \
+                from error
         raise
     finally:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        if workspace is None:
+            os.environ.pop(CUBLAS_WORKSPACE, None)
+
+
+CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
+
+
+def _deterministic_advice(message: str, device) -> str:
+    if CUBLAS_WORKSPACE in message:
+        return (f"The environment sets {CUBLAS_WORKSPACE} to a value that is not "
+                f"deterministic; unset it (sumbench then uses :4096:8), or train with "
+                f"deterministic=false (--set deterministic=false)")
+    return (f"This training needs an operation that has no deterministic kernel on {device}: "
+            f"train with deterministic=false (--set deterministic=false); a resumed run may "
+            f"then differ from an uninterrupted one in the last bits")
 
 
 def init_distributed(device: str = "auto") -> Distributed:

@@ -17,6 +17,10 @@ from typing import Any
 from tasks.errors import SumbenchError, UnknownNameError
 
 PRECISIONS = ("auto", "bf16", "fp32")
+#: spec fields a resumed run may change: they decide only whether a GPU adds up in a fixed
+#: order, never what is computed (each resume's own value is kept in train_config.json's
+#: `resumes`); a run recorded before a field existed resumes as well
+RESUMABLE_SPEC_FIELDS = ("deterministic",)
 MIXINGS = ("proportional", "temperature")
 SCHEDULERS = ("linear", "constant", "cosine")
 #: T5 defaults from the LoRA paper's attention-only recipe (query and value projections)

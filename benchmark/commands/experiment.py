@@ -85,6 +85,9 @@ def _common(parser, default_tasks: str = "all") -> None:
                         help="prediction batch size (never changes results)")
     parser.add_argument("--max-new-tokens", type=positive_int,
                         help="prediction output budget (default: the profile's)")
+    parser.add_argument("--device", default="auto",
+                        help="where jobs train and predict: auto (default: the GPU when torch "
+                             "sees one), cpu, cuda or cuda:N")
     parser.add_argument("--out", required=True, metavar="OUT")
     parser.add_argument("--plan", action="store_true",
                         help="write OUT/plan.jsonl and the data, run nothing")
@@ -107,7 +110,7 @@ def _settings(args):
     return ModelSettings(local_or_id(args.model), task_list(args.tasks), args.profile,
                          args.lora, args.seed, args.max_steps, tuple(overrides),
                          args.early_stopping, args.bootstrap, args.batch_size,
-                         args.max_new_tokens)
+                         args.max_new_tokens, args.device)
 
 
 def _source(args):

@@ -29,6 +29,7 @@ class ModelSettings:
     bootstrap: int = 0
     batch_size: int = 8
     max_new_tokens: int | None = None               # prediction output budget (run's)
+    device: str = "auto"                            # train and run --device
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
@@ -44,7 +45,10 @@ class ModelSettings:
         return train_out / ("adapter" if self.lora else "model")
 
     def _sets(self) -> list[str]:
-        return [item for key, value in self.overrides for item in ("--set", f"{key}={value}")]
+        """--set of every override, and --device unless it is the default (auto)."""
+        device = [] if self.device == "auto" else ["--device", self.device]
+        return device + [item for key, value in self.overrides
+                         for item in ("--set", f"{key}={value}")]
 
     def train_argv(self, data: Path, variant: str, out: Path, *, seed: int | None = None,
                    train_fraction: float | None = None, tasks: Sequence[str] | None = None
@@ -97,8 +101,9 @@ def mean_or_none(values: Sequence[float | None]) -> float | None:
 
 
 #: settings that may change when an experiment resumes: they never change a number
-#: (`sumbench run` predicts the same outputs at any batch size)
-RESUMABLE_CHANGES = ("settings.batch_size",)
+#: (`sumbench run` predicts the same outputs at any batch size; each job records the device
+#: it ran on, and an experiment recorded before the setting existed used auto)
+RESUMABLE_CHANGES = ("settings.batch_size", "settings.device")
 
 
 def claim_folder(out: Path, spec: Mapping[str, Any], resume: bool) -> None:
