@@ -89,7 +89,7 @@ def torch_runtime() -> dict[str, Any] | None:
     Nothing here initialises CUDA (a forked child could then no longer use it). Where a run
     trained, and whether with deterministic kernels, is in train_config.json."""
     torch = sys.modules.get("torch")
-    if torch is None or not hasattr(torch, "cuda"):
+    if torch is None:
         return None
     used = torch.cuda.is_initialized()
     return {"build": torch.__version__, "cuda": torch.version.cuda,

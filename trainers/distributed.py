@@ -70,6 +70,9 @@ class Distributed:
             torch.distributed.destroy_process_group()
 
 
+CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
+
+
 @contextlib.contextmanager
 def deterministic_algorithms(enabled: bool, device):
     """Within the block, torch uses deterministic kernels when `enabled`, and an operation that
@@ -99,9 +102,6 @@ def deterministic_algorithms(enabled: bool, device):
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
         if workspace is None:
             os.environ.pop(CUBLAS_WORKSPACE, None)
-
-
-CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
 
 
 def _deterministic_advice(message: str, device) -> str:
@@ -142,20 +142,19 @@ def training_device(name: str, local_rank: int = 0, world_size: int = 1):
 
     if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
-    index = local_rank
-    if name.startswith("cuda:") and name[5:].isdigit() and world_size == 1:
-        index = int(name[5:])
-    elif name not in ("auto", "cuda"):
+    chosen = name.startswith("cuda:") and name[5:].isdigit() and world_size == 1
+    if not chosen and name not in ("auto", "cuda"):
         raise SumbenchError(f"training device must be auto, cpu, cuda or (one process) cuda:N; "
                             f"got {name!r}")
     if not torch.cuda.is_available():
         raise SumbenchError(f"training device {name!r} was asked for but torch sees no CUDA GPU")
     count = torch.cuda.device_count()
-    if index >= count and index == local_rank:
-        raise SumbenchError(
-            f"process {local_rank} of this node has no GPU ({count} visible): start at most "
-            f"{count} processes per node (torchrun --nproc_per_node {count}), or train on "
-            f"CPUs (device cpu)")
-    if index >= count:
+    index = int(name[5:]) if chosen else local_rank
+    if index < count:
+        return torch.device("cuda", index)
+    if chosen:
         raise SumbenchError(f"training device {name!r}: torch sees {count} GPU(s)")
-    return torch.device("cuda", index)
+    raise SumbenchError(
+        f"process {local_rank} of this node has no GPU ({count} visible): start at most "
+        f"{count} processes per node (torchrun --nproc_per_node {count}), or train on CPUs "
+        f"(device cpu)")
