@@ -10,7 +10,7 @@ import pytest
 
 from helpers import files_under
 from tasks import get_task
-from tasks.io import read_jsonl
+from tasks.io import read_json, read_jsonl
 from tasks.errors import SumbenchError
 from trainers.generation import clean_up_spaces, cut_generated
 from trainers.label_probs import build_tiny_labeler, fit_to_lines, official_label_probabilities
@@ -124,6 +124,8 @@ def test_fac_records_have_the_official_shape_and_score(labeler, tokenizer, fac_t
     outputs = read_jsonl(tmp_path / "outputs" / "factuality_classification.jsonl")
     assert [o["instance"] for o in outputs] == list(range(len(records)))
     assert all(o["text"] in (" Yes", " No") and o["label_steps"] == [0] for o in outputs)
+    meta = read_json(tmp_path / "outputs" / "factuality_classification.meta.json")
+    assert meta["label_decoder"] == "lean T5 (checked against generate)"
 
 
 def test_ext_windows_are_stitched_per_article(labeler, tokenizer, data_dir):

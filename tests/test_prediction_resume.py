@@ -42,13 +42,17 @@ def model(tokenizer, task, instances):
 
 @pytest.fixture()
 def encoded_rows(model):
-    """Counts the inputs the model encodes (one encoder call per generate batch)."""
+    """Counts the inputs the model encodes: the rows through the first encoder layer's query
+    map, which `generate` and the lean decoder (trainers.lean_t5) both call once per batch.
+    (The lean decoder's one-time check against `generate` encodes its batch twice; it runs
+    in `uninterrupted`, before any test resets the count.)"""
     counter = {"rows": 0}
 
-    def count(module, args, kwargs):
-        counter["rows"] += kwargs["input_ids"].shape[0]
+    def count(module, args):
+        counter["rows"] += args[0].shape[0]
 
-    handle = model.get_encoder().register_forward_pre_hook(count, with_kwargs=True)
+    query = model.get_encoder().block[0].layer[0].SelfAttention.q
+    handle = query.register_forward_pre_hook(count)
     yield counter
     handle.remove()
 

@@ -10,10 +10,15 @@ ratio of the two vocabulary-softmax probabilities. Which steps are label positio
 - rule "positional": inputs without lines: the first generated step; inputs with `n_lines`
   lines: the step right after each generated `SENT{k}` marker, for k in 0..n_lines-1; a line
   whose marker was never generated gets 0.0.
+
+Greedy decoding (the release's setting for labels) goes through `trainers.lean_t5` when the
+model allows it; each model's first batch is also decoded by `generate` and compared.
 """
 from __future__ import annotations
 
+import logging
 import re
+import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -21,7 +26,11 @@ from tasks.errors import SumbenchError
 from trainers.generation import (EncodedSource, GeneratedRow, cut_generated, decode_texts,
                                  encode_sources, eos_token_ids, in_input_order, iter_batches,
                                  model_device, pad_batch, prepare_model, run_generate)
+from trainers.lean_t5 import LeanT5
+from trainers.lean_t5 import unsupported_reason as lean_unsupported_reason
 from trainers.predict_spec import LABEL_RULES, PredictSpec
+
+logger = logging.getLogger(__name__)
 
 
 MARKER_AT_END = re.compile(r"SENT(\d+)\s*$")
@@ -152,22 +161,98 @@ def needs_full_generation(n_lines: Sequence[int | None], rule: str) -> bool:
 
 
 def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec: "PredictSpec",
-                          labels: LabelTokens, max_new_tokens: int) -> list[GeneratedRow]:
-    """Generate one batch recording the Yes-vs-No probability at every step of each row."""
-    from transformers import LogitsProcessorList
-
+                          labels: LabelTokens, max_new_tokens: int,
+                          lean: bool = True) -> list[GeneratedRow]:
+    """Generate one batch recording the Yes-vs-No probability at every step of each row;
+    greedy batches go through `trainers.lean_t5` when `lean` and the model allows it."""
     input_ids, mask = pad_batch(batch, tokenizer.pad_token_id, model_device(model))
-    beams = spec.label_num_beams
-    recorder = YesNoRecorder(labels)
-    output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens, num_beams=beams,
-                          logits_processor=LogitsProcessorList([recorder]) if beams == 1 else None,
-                          output_scores=beams > 1)
-    step_p = recorder.per_row() if beams == 1 else beam_step_probabilities(output, labels)
+    if spec.label_num_beams == 1:
+        sequences, step_p = greedy_label_steps(model, input_ids, mask, max_new_tokens, labels,
+                                               lean)
+    else:
+        output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens,
+                              num_beams=spec.label_num_beams, output_scores=True)
+        sequences, step_p = output.sequences, beam_step_probabilities(output, labels)
     eos_ids = eos_token_ids(model, tokenizer)
-    generated = [cut_generated(row.tolist(), eos_ids) for row in output.sequences]
+    generated = [cut_generated(row.tolist(), eos_ids) for row in sequences]
     texts = decode_texts(tokenizer, generated, spec.clean_up_tokenization_spaces)
     return [GeneratedRow(row.index, ids, text, tuple(step_p[position][:len(ids) + 1]))
             for position, (row, ids, text) in enumerate(zip(batch, generated, texts))]
+
+
+# ---- greedy steps: generate, or the lean decoder checked against it ------------------------
+#: model -> "on" (the lean decoder agreed with generate) or "off: ..." (it did not)
+_LEAN_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: largest difference of a step probability still counted as agreement (float rounding)
+LEAN_TOLERANCE = 1e-5
+
+
+def lean_status(model) -> str:
+    """"on", "unchecked" (no batch decoded yet) or "off: <why>" for `model` now."""
+    reason = lean_unsupported_reason(model)
+    return f"off: {reason}" if reason else _LEAN_CHECKED.get(model, "unchecked")
+
+
+def label_decoder(model, spec: "PredictSpec") -> str:
+    """How label batches are decoded, for provenance: "lean T5 (checked against generate)",
+    "lean T5 (not yet checked)" or "generate: <why not the lean decoder>"."""
+    if spec.label_num_beams != 1:
+        return "generate: beam search"
+    status = lean_status(model)
+    if status == "on":
+        return "lean T5 (checked against generate)"
+    return "lean T5 (not yet checked)" if status == "unchecked" else f"generate: {status[5:]}"
+
+
+def generate_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):
+    """Greedy `generate` with a recorder: (sequences, Yes-probabilities per row and step)."""
+    from transformers import LogitsProcessorList
+
+    recorder = YesNoRecorder(labels)
+    output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens, num_beams=1,
+                          logits_processor=LogitsProcessorList([recorder]))
+    return output.sequences, recorder.per_row()
+
+
+def lean_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):
+    """The same as `generate_label_steps` through `trainers.lean_t5.LeanT5`."""
+    import torch
+
+    recorder = YesNoRecorder(labels)
+    with torch.inference_mode():
+        sequences = LeanT5(model).greedy(input_ids, mask, max_new_tokens,
+                                         on_step=lambda logits: recorder(None, logits))
+    return sequences, recorder.per_row()
+
+
+def steps_agree(first, second) -> bool:
+    """Same sequences and step probabilities within `LEAN_TOLERANCE`."""
+    import torch
+
+    if first[0].shape != second[0].shape or not torch.equal(first[0].cpu(), second[0].cpu()):
+        return False
+    return all(abs(a - b) <= LEAN_TOLERANCE
+               for row, other in zip(first[1], second[1]) for a, b in zip(row, other))
+
+
+def greedy_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens,
+                       lean: bool = True):
+    """(sequences, step probabilities) of greedy decoding. The first lean batch of a model
+    is also decoded by `generate` and compared; a difference turns the lean decoder off for
+    that model, with a warning, and `generate`'s results are used."""
+    if not lean or lean_status(model) not in ("unchecked", "on"):
+        return generate_label_steps(model, input_ids, mask, max_new_tokens, labels)
+    steps = lean_label_steps(model, input_ids, mask, max_new_tokens, labels)
+    if model in _LEAN_CHECKED:
+        return steps
+    reference = generate_label_steps(model, input_ids, mask, max_new_tokens, labels)
+    if steps_agree(steps, reference):
+        _LEAN_CHECKED[model] = "on"
+        return steps
+    _LEAN_CHECKED[model] = "off: differs from generate on the first batch"
+    logger.warning("label probabilities: the lean T5 decoder differs from generate on the "
+                   "first batch; generate is used for this model")
+    return reference
 
 
 def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:
@@ -181,10 +266,12 @@ def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:
 
 
 def label_probabilities(model, tokenizer, sources: Sequence[str], spec: "PredictSpec",
-                        n_lines: Sequence[int | None] | None = None) -> list[list[float]]:
+                        n_lines: Sequence[int | None] | None = None,
+                        lean: bool = True) -> list[list[float]]:
     """Yes-probabilities per source under `spec.label_rule`, in input order.
 
-    `n_lines[i]` is the number of labelled lines of source i (None: one label per input).
+    `n_lines[i]` is the number of labelled lines of source i (None: one label per input);
+    `lean`: greedy batches may use `trainers.lean_t5` (False: always `generate`).
     """
     prepare_model(model, spec)
     n_lines = list(n_lines) if n_lines is not None else [None] * len(sources)
@@ -193,7 +280,8 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: "Predict
     rows: list[GeneratedRow] = []
     for batch_rows in iter_batches(encoded, spec.batch_size,
                                    lambda batch: label_batch(model, tokenizer, batch, spec, labels,
-                                                             [n_lines[r.index] for r in batch]),
+                                                             [n_lines[r.index] for r in batch],
+                                                             lean),
                                    description="label probabilities"):
         rows.extend(batch_rows)
     return [list(label_values(row, n_lines[row.index], spec.label_rule, labels, tokenizer).values)
@@ -201,10 +289,11 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: "Predict
 
 
 def label_batch(model, tokenizer, batch: Sequence[EncodedSource], spec: "PredictSpec",
-                labels: LabelTokens, n_lines: Sequence[int | None]) -> list[GeneratedRow]:
+                labels: LabelTokens, n_lines: Sequence[int | None],
+                lean: bool = True) -> list[GeneratedRow]:
     """One batch, generating only one step when the rule needs no more."""
     max_new = spec.max_new_tokens if needs_full_generation(n_lines, spec.label_rule) else 1
-    return generate_batch_labels(model, tokenizer, batch, spec, labels, max_new)
+    return generate_batch_labels(model, tokenizer, batch, spec, labels, max_new, lean)
 
 
 # ---- the official one-example-at-a-time way (reference for tests and benchmarks) ----------

@@ -19,8 +19,8 @@ from trainers.disk_cache import hub_commit
 from trainers.generation import (EncodedSource, GeneratedRow, encode_sources,
                                  generate_batch_texts, generate_texts, iter_batches,
                                  prepare_model)
-from trainers.label_probs import (label_batch, label_probabilities, label_token_ids,
-                                  label_values)
+from trainers.label_probs import (label_batch, label_decoder, label_probabilities,
+                                  label_token_ids, label_values)
 from trainers.prediction_io import OutputStore, digest, model_fingerprint
 from trainers.predict_spec import PredictSpec
 
@@ -183,8 +183,10 @@ def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: Pred
     if counts.get("missing_labels") or counts.get("label_count_mismatches"):
         logger.warning("%s: %s", task.name, counts)
     if store:
-        store.finish(outputs, records, {"task": task.name, "spec": spec.to_dict(),
-                                        "counts": counts},
+        meta = {"task": task.name, "spec": spec.to_dict(), "counts": counts}
+        if task.output_kind == "probabilities" and pending:
+            meta["label_decoder"] = label_decoder(model, spec)  # of the windows computed now
+        store.finish(outputs, records, meta,
                      config={"task": task.name, "spec": spec.to_dict(), "model": model_info,
                              "instances": len(instances)})
     return TaskRun(records, outputs, counts)
