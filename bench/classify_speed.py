@@ -7,7 +7,7 @@ tiny T5 edited to answer "Yes"/"No" then stop (trainers.label_probs.build_tiny_l
 both paths see real label tokens. Prints the time of each path, the speed-up, and the largest
 absolute difference of the probabilities ("identical": <= 1e-5, batching changes float
 rounding). The batched path decodes greedily with trainers.lean_t5 (checked against
-`generate` on its first batch); "generate_batched_ratio" times the same batches through
+`generate` during the warm-up); "generate_batched_ratio" times the same batches through
 `generate` instead. Also times the "positional" rule, which reads FAC's label off the first
 decoder step alone. Arms alternate `--repeat` times (bench/harness.py); `--json` prints one
 line whose "ratio" is per-example generate / batched official rule.

@@ -12,13 +12,11 @@ ratio of the two vocabulary-softmax probabilities. Which steps are label positio
   whose marker was never generated gets 0.0.
 
 Greedy decoding (the release's setting for labels) goes through `trainers.lean_t5` when the
-model allows it; each model's first batch is also decoded by `generate` and compared.
+model allows it, after a batch decoded both ways agreed (trainers.greedy_labels).
 """
 from __future__ import annotations
 
-import logging
 import re
-import weakref
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -26,21 +24,16 @@ from tasks.errors import SumbenchError
 from trainers.generation import (EncodedSource, GeneratedRow, cut_generated, decode_texts,
                                  encode_sources, eos_token_ids, in_input_order, iter_batches,
                                  model_device, pad_batch, prepare_model, run_generate)
-from trainers.lean_t5 import LeanT5
-from trainers.lean_t5 import unsupported_reason as lean_unsupported_reason
+from trainers.greedy_labels import greedy_label_steps, label_decoder, lean_status
+from trainers.label_tokens import LabelTokens, YesNoRecorder, label_token_ids, renormalised_yes
 from trainers.predict_spec import LABEL_RULES, PredictSpec
 
-logger = logging.getLogger(__name__)
+__all__ = ["LabelTokens", "LabelValues", "YesNoRecorder", "label_token_ids", "renormalised_yes",
+           "label_decoder", "lean_status", "label_probabilities", "label_batch",
+           "label_values", "official_label_probabilities", "build_tiny_labeler"]
 
 
 MARKER_AT_END = re.compile(r"SENT(\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class LabelTokens:
-    """The token ids of the label words as they appear in targets ("Yes" / "SENT0 Yes")."""
-    yes_id: int
-    no_id: int
 
 
 @dataclass(frozen=True)
@@ -50,52 +43,6 @@ class LabelValues:
     steps: tuple[int | None, ...]
     missing: int = 0
     extra: int = 0
-
-
-def label_token_ids(tokenizer) -> LabelTokens:
-    """Find the single tokens "Yes" and "No" as the targets tokenize them."""
-    found = {}
-    for word in ("Yes", "No"):
-        alone = tokenizer(word, add_special_tokens=False)["input_ids"]
-        after_marker = tokenizer(f"SENT0 {word}", add_special_tokens=False)["input_ids"]
-        if (len(alone) != 1 or alone[0] == tokenizer.unk_token_id or not after_marker
-                or after_marker[-1] != alone[0]):
-            pieces = tokenizer.convert_ids_to_tokens(alone), \
-                tokenizer.convert_ids_to_tokens(after_marker)
-            raise SumbenchError(
-                f"the tokenizer does not encode the label word {word!r} as one token that is "
-                f"the same alone and after a SENT marker (got {pieces[0]} and {pieces[1]}); "
-                f"Yes/No probabilities cannot be read off this model")
-        found[word] = alone[0]
-    return LabelTokens(found["Yes"], found["No"])
-
-
-def renormalised_yes(scores, labels: LabelTokens):
-    """p(Yes) / (p(Yes) + p(No)) for each row of a [rows, vocab] score tensor (float32)."""
-    import torch
-
-    pair = scores[..., [labels.yes_id, labels.no_id]].float()
-    return torch.softmax(pair, dim=-1)[..., 0]
-
-
-class YesNoRecorder:
-    """A logits processor that changes nothing and records the Yes-vs-No probability of every
-    row at every step (placed last, it sees the scores that choose the token)."""
-
-    def __init__(self, labels: LabelTokens):
-        self.labels = labels
-        self.steps: list = []
-
-    def __call__(self, input_ids, scores):
-        self.steps.append(renormalised_yes(scores, self.labels))
-        return scores
-
-    def per_row(self) -> list[list[float]]:
-        import torch
-
-        if not self.steps:
-            return []
-        return torch.stack(self.steps, dim=1).cpu().tolist()
 
 
 # ---- label positions (pure functions) ---------------------------------------------------
@@ -178,81 +125,6 @@ def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec
     texts = decode_texts(tokenizer, generated, spec.clean_up_tokenization_spaces)
     return [GeneratedRow(row.index, ids, text, tuple(step_p[position][:len(ids) + 1]))
             for position, (row, ids, text) in enumerate(zip(batch, generated, texts))]
-
-
-# ---- greedy steps: generate, or the lean decoder checked against it ------------------------
-#: model -> "on" (the lean decoder agreed with generate) or "off: ..." (it did not)
-_LEAN_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-#: largest difference of a step probability still counted as agreement (float rounding)
-LEAN_TOLERANCE = 1e-5
-
-
-def lean_status(model) -> str:
-    """"on", "unchecked" (no batch decoded yet) or "off: <why>" for `model` now."""
-    reason = lean_unsupported_reason(model)
-    return f"off: {reason}" if reason else _LEAN_CHECKED.get(model, "unchecked")
-
-
-def label_decoder(model, spec: "PredictSpec") -> str:
-    """How label batches are decoded, for provenance: "lean T5 (checked against generate)",
-    "lean T5 (not yet checked)" or "generate: <why not the lean decoder>"."""
-    if spec.label_num_beams != 1:
-        return "generate: beam search"
-    status = lean_status(model)
-    if status == "on":
-        return "lean T5 (checked against generate)"
-    return "lean T5 (not yet checked)" if status == "unchecked" else f"generate: {status[5:]}"
-
-
-def generate_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):
-    """Greedy `generate` with a recorder: (sequences, Yes-probabilities per row and step)."""
-    from transformers import LogitsProcessorList
-
-    recorder = YesNoRecorder(labels)
-    output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens, num_beams=1,
-                          logits_processor=LogitsProcessorList([recorder]))
-    return output.sequences, recorder.per_row()
-
-
-def lean_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):
-    """The same as `generate_label_steps` through `trainers.lean_t5.LeanT5`."""
-    import torch
-
-    recorder = YesNoRecorder(labels)
-    with torch.inference_mode():
-        sequences = LeanT5(model).greedy(input_ids, mask, max_new_tokens,
-                                         on_step=lambda logits: recorder(None, logits))
-    return sequences, recorder.per_row()
-
-
-def steps_agree(first, second) -> bool:
-    """Same sequences and step probabilities within `LEAN_TOLERANCE`."""
-    import torch
-
-    if first[0].shape != second[0].shape or not torch.equal(first[0].cpu(), second[0].cpu()):
-        return False
-    return all(abs(a - b) <= LEAN_TOLERANCE
-               for row, other in zip(first[1], second[1]) for a, b in zip(row, other))
-
-
-def greedy_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens,
-                       lean: bool = True):
-    """(sequences, step probabilities) of greedy decoding. The first lean batch of a model
-    is also decoded by `generate` and compared; a difference turns the lean decoder off for
-    that model, with a warning, and `generate`'s results are used."""
-    if not lean or lean_status(model) not in ("unchecked", "on"):
-        return generate_label_steps(model, input_ids, mask, max_new_tokens, labels)
-    steps = lean_label_steps(model, input_ids, mask, max_new_tokens, labels)
-    if model in _LEAN_CHECKED:
-        return steps
-    reference = generate_label_steps(model, input_ids, mask, max_new_tokens, labels)
-    if steps_agree(steps, reference):
-        _LEAN_CHECKED[model] = "on"
-        return steps
-    _LEAN_CHECKED[model] = "off: differs from generate on the first batch"
-    logger.warning("label probabilities: the lean T5 decoder differs from generate on the "
-                   "first batch; generate is used for this model")
-    return reference
 
 
 def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:

@@ -11,24 +11,32 @@ argmax of the raw logits, finished rows continue with the pad token, stop when e
 met an end token or after `max_new_tokens`.
 
 Results equal `generate`'s up to float rounding (other kernels, same formulas); callers check
-that on their first batch (`trainers.label_probs`) before trusting it. Models outside the
-supported shape, and generation configs that would add logits processors, get `None` and the
-reason, never an approximation.
+that on a batch (`trainers.label_probs`) before trusting it, and again whenever `check_key`
+changes. Models outside the supported shape, and generation configs that would add logits
+processors, get `None` and the reason, never an approximation.
 """
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable
 
-#: model classes with the T5 layout (relative position bias in the first block only)
-SUPPORTED = ("T5ForConditionalGeneration", "MT5ForConditionalGeneration")
+#: model classes with the T5 layout (relative position bias in the first block only). mT5 has
+#: the layout too but its own rule for scaling the decoder output, so it is left to generate.
+SUPPORTED = ("T5ForConditionalGeneration",)
 #: generation settings that do not change greedy decoding (everything else may add a logits
 #: processor or a stopping rule that this decoder does not have)
 NEUTRAL_GENERATION_KEYS = frozenset({
     "use_cache", "output_attentions", "output_hidden_states", "output_scores", "output_logits",
     "return_dict_in_generate", "pad_token_id", "bos_token_id", "eos_token_id",
-    "decoder_start_token_id", "_from_model_config", "transformers_version", "max_length",
-    "max_new_tokens", "temperature", "top_k", "top_p"})
+    "decoder_start_token_id", "transformers_version", "max_length", "max_new_tokens",
+    "temperature", "top_k", "top_p", "length_penalty", "early_stopping"})
+#: settings that are neutral at these values (older configs write them out)
+NEUTRAL_VALUES = {"do_sample": False, "num_beams": 1, "num_beam_groups": 1,
+                  "num_return_sequences": 1, "repetition_penalty": 1.0, "min_length": 0,
+                  "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
+                  "diversity_penalty": 0.0, "renormalize_logits": False,
+                  "remove_invalid_values": False, "typical_p": 1.0, "epsilon_cutoff": 0.0,
+                  "eta_cutoff": 0.0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,19 +48,41 @@ def _default_generation_settings() -> dict:
 
 def _generation_reason(model: Any) -> str | None:
     config, defaults = model.generation_config, _default_generation_settings()
-    changed = sorted(key for key, value in vars(config).items()
-                     if not key.startswith("_") and key not in NEUTRAL_GENERATION_KEYS
-                     and value != defaults.get(key))
     if (getattr(config, "num_beams", None) or 1) != 1 or getattr(config, "do_sample", None):
         return "the generation config asks for beam search or sampling"
+    changed = sorted(key for key, value in vars(config).items()
+                     if not key.startswith("_") and key not in NEUTRAL_GENERATION_KEYS
+                     and value != defaults.get(key)
+                     and not (key in NEUTRAL_VALUES and value == NEUTRAL_VALUES[key]))
     if changed:
         return f"the generation config sets {', '.join(changed)}"
-    start = config.decoder_start_token_id
-    if start is None:
-        start = getattr(model.config, "decoder_start_token_id", None)
+    start = decoder_start_id(config)
     if not isinstance(start, int):
-        return f"decoder_start_token_id is {start!r}, not one token id"
+        return f"the decoder start token (or bos_token_id) is {start!r}, not one token id"
     return None
+
+
+def decoder_start_id(generation_config: Any) -> Any:
+    """The decoder's first token as `generate` picks it: decoder_start_token_id, else bos."""
+    start = generation_config.decoder_start_token_id
+    return start if start is not None else generation_config.bos_token_id
+
+
+def _scales_output(config: Any) -> bool:
+    """Whether the decoder output is scaled by d_model ** -0.5 before the LM head
+    (`scale_decoder_outputs`; transformers 4 scaled exactly when embeddings were tied)."""
+    scale = getattr(config, "scale_decoder_outputs", None)
+    return bool(getattr(config, "tie_word_embeddings", False) if scale is None else scale)
+
+
+def check_key(model: Any, device: Any) -> tuple:
+    """What a check of the decoder against `generate` holds for: the device, the decoding
+    token ids and output scaling, and which module objects make up the model."""
+    generation = model.generation_config
+    eos = generation.eos_token_id
+    return (str(device), decoder_start_id(generation), tuple(eos) if isinstance(eos, list)
+            else eos, generation.pad_token_id, _scales_output(model.config),
+            tuple(id(module) for module in model.modules()))
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -99,12 +129,10 @@ class LeanT5:
     def __init__(self, model: Any):
         self.model, config = model, model.config
         self.heads = int(config.num_heads)
-        self.scale_output = bool(getattr(config, "scale_decoder_outputs",
-                                         getattr(config, "tie_word_embeddings", False)))
+        self.scale_output = _scales_output(config)
         self.d_model = int(config.d_model)
         generation = model.generation_config
-        start = generation.decoder_start_token_id
-        self.start_id = start if start is not None else config.decoder_start_token_id
+        self.start_id = decoder_start_id(generation)
         eos = generation.eos_token_id
         self.eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
         pad = generation.pad_token_id
@@ -180,7 +208,8 @@ class LeanT5:
                                                     device=device)
         eos = torch.tensor(self.eos_ids, dtype=torch.long, device=device)
         for step in range(max_new_tokens):
-            bias = relative.compute_bias(1, step + 1, device=device, past_seen_tokens=step)
+            bias = relative.compute_bias(1, step + 1, device=device,
+                                         past_seen_tokens=step).contiguous()
             states = decoder.embed_tokens(token)
             for number, block in enumerate(decoder.block):
                 states = self._decoder_block(block, states, bias, cached, number,
