@@ -29,8 +29,10 @@ from trainers.label_tokens import LabelTokens, YesNoRecorder, label_token_ids, r
 from trainers.predict_spec import LABEL_RULES, PredictSpec
 
 __all__ = ["LabelTokens", "LabelValues", "YesNoRecorder", "label_token_ids", "renormalised_yes",
-           "label_decoder", "lean_status", "label_probabilities", "label_batch",
-           "label_values", "official_label_probabilities", "build_tiny_labeler"]
+           "label_decoder", "lean_status", "official_label_steps", "marker_label_steps",
+           "fit_to_lines", "label_values", "needs_full_generation", "generate_batch_labels",
+           "beam_step_probabilities", "label_probabilities", "label_batch",
+           "official_label_probabilities", "build_tiny_labeler"]
 
 
 MARKER_AT_END = re.compile(r"SENT(\d+)\s*$")

@@ -11,7 +11,7 @@ argmax of the raw logits, finished rows continue with the pad token, stop when e
 met an end token or after `max_new_tokens`.
 
 Results equal `generate`'s up to float rounding (other kernels, same formulas); callers check
-that on a batch (`trainers.label_probs`) before trusting it, and again whenever `check_key`
+that on a batch (`trainers.greedy_labels`) before trusting it, and again whenever `check_key`
 changes. Models outside the supported shape, and generation configs that would add logits
 processors, get `None` and the reason, never an approximation.
 """
@@ -249,8 +249,3 @@ class LeanT5:
             states = states * (self.d_model ** -0.5)
         return self.model.lm_head(states)[:, -1].to(torch.float32)
 
-
-def lean_t5(model: Any) -> tuple[LeanT5 | None, str | None]:
-    """(decoder, None) for a supported model; (None, reason) otherwise."""
-    reason = unsupported_reason(model)
-    return (None, reason) if reason else (LeanT5(model), None)
