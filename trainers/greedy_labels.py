@@ -62,7 +62,9 @@ def label_decoder(model, spec: "PredictSpec") -> str:
     status = lean_status(model)
     if status == "on":
         return "lean T5 (checked against generate)"
-    return "lean T5 (not yet checked)" if status == "unchecked" else f"generate: {status[5:]}"
+    if status == "unchecked":
+        return "lean T5 (not yet checked)"
+    return f"generate: {status.removeprefix('off: ')}"
 
 
 def generate_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):

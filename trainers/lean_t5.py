@@ -151,7 +151,7 @@ class LeanT5:
         batch, _, length, _ = context.shape
         return attention.o(context.transpose(1, 2).reshape(batch, length, -1))
 
-    def _self_keys(self, attention: Any, normed: Any) -> tuple[Any, Any]:
+    def _keys_values(self, attention: Any, normed: Any) -> tuple[Any, Any]:
         return self._split(attention.k(normed)), self._split(attention.v(normed))
 
     @staticmethod
@@ -183,7 +183,7 @@ class LeanT5:
         for block in encoder.block:
             layer = block.layer[0]
             normed = _rms_norm(layer.layer_norm, states)
-            keys, values = self._self_keys(layer.SelfAttention, normed)
+            keys, values = self._keys_values(layer.SelfAttention, normed)
             states = states + self._attend(layer.SelfAttention, normed, keys, values, mask)
             states = self._feed_forward(block.layer[-1], states)
         return _rms_norm(encoder.final_layer_norm, states)
@@ -198,7 +198,7 @@ class LeanT5:
         decoder, device = self.model.decoder, input_ids.device
         encoded = self.encode(input_ids, attention_mask)
         cross_mask = self._padding_bias(attention_mask, encoded.dtype)
-        cross = [self._self_keys(block.layer[1].EncDecAttention, encoded)
+        cross = [self._keys_values(block.layer[1].EncDecAttention, encoded)
                  for block in decoder.block]
         cached: list[tuple[Any, Any] | None] = [None] * len(decoder.block)
         relative = decoder.block[0].layer[0].SelfAttention
@@ -231,7 +231,7 @@ class LeanT5:
 
         layer = block.layer[0]
         normed = _rms_norm(layer.layer_norm, states)
-        keys, values = self._self_keys(layer.SelfAttention, normed)
+        keys, values = self._keys_values(layer.SelfAttention, normed)
         if cached[number] is not None:
             keys = torch.cat([cached[number][0], keys], dim=2)
             values = torch.cat([cached[number][1], values], dim=2)
