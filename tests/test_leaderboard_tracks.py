@@ -272,7 +272,28 @@ def test_evaluators_validation_needs_finite_scores_for_every_pair(tiny_pyramid):
         track.check(lines, manifest)
     errors = caught.value.to_list()
     assert errors[0]["field"] == "score" and "finite" in errors[0]["message"]
-    assert "36 of 36 test items missing" in errors[1]["message"]
+    assert errors[1]["message"] == (
+        "tinyset: 36 of 36 test items missing (first: system='alpha', id='ex00'); 1 rejected "
+        "record of this part above may be among them")
+
+
+def test_a_record_with_a_bad_summ_idx_is_named_as_a_possible_missing_item(usb, usb_fixture_dir):
+    track, gold = usb
+    path = usb_fixture_dir / "predictions" / "factuality_classification.jsonl"
+    records = [json.loads(line) for line in minimal_lines(path).decode().splitlines()]
+    data = "".join(json.dumps(r) + "\n" for r in [{**records[0], "summ_idx": -1},
+                                                   *records[1:]]).encode()
+    with pytest.raises(SubmissionErrors) as caught:
+        _check(track, gold, [Upload("fac.jsonl", data)])
+    bad_id, missing = caught.value.to_list()
+    assert (bad_id["file"], bad_id["line"], bad_id["field"]) == ("fac.jsonl", 1, "summ_idx")
+    assert missing["message"].startswith(f"factuality_classification: 1 of {len(records)} test "
+                                         f"items missing") and missing["message"].endswith(
+        "; 1 rejected record of this part above may be among them")
+    complete = "".join(json.dumps(r) + "\n" for r in records[1:]).encode()
+    with pytest.raises(SubmissionErrors) as caught:  # only left out: no rejected record named
+        _check(track, gold, [Upload("fac.jsonl", complete)])
+    assert caught.value.to_list()[0]["message"].endswith(")")
 
 
 def test_published_rows_cover_the_eight_tasks():

@@ -166,9 +166,13 @@ def check_item(collector: ErrorCollector, located: Located,
 
 
 def report_missing(collector: ErrorCollector, part: str, expected: Sequence[tuple],
-                   seen: Mapping[tuple, Any], describe) -> None:
-    """An error for a part whose submitted items do not cover every expected item."""
+                   seen: Mapping[tuple, Any], describe, unplaced: int = 0) -> None:
+    """An error for a part whose submitted items do not cover every expected item;
+    `unplaced`: the part's records rejected (errors above) before they named an item, which
+    may be the missing ones (e.g. a record with a bad summ_idx)."""
     missing = [key for key in expected if key not in seen]
     if missing:
+        among = (f"; {unplaced} rejected record{'s' if unplaced != 1 else ''} of this part "
+                 f"above may be among them") if unplaced else ""
         collector.add(f"{part}: {len(missing)} of {len(expected)} test items missing "
-                      f"(first: {describe(missing[0])})", field="id")
+                      f"(first: {describe(missing[0])}){among}", field="id")

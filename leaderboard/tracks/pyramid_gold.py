@@ -152,7 +152,9 @@ class PyramidSetTrack(Track):
                     for item in manifest["parts"][board]}
         seen: dict[tuple, tuple[str, int]] = {}
         values: dict[tuple, object] = {}
+        records = 0
         for entry in located:
+            records += 1
             path, line, record = entry
             if record.get("dataset") != board:
                 errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
@@ -167,7 +169,8 @@ class PyramidSetTrack(Track):
             key = tuple(record[field] for field in self.id_fields)
             if check_item(errors, entry, seen, key, expected, lambda: self._describe(key)):
                 values[key] = record[self.value_field]
-        report_missing(errors, board, list(expected), seen, self._describe)
+        report_missing(errors, board, list(expected), seen, self._describe,
+                       unplaced=records - len(seen))
         errors.raise_if_any()
         return {board: [{**dict(zip(self.id_fields, key)), self.value_field: values[key]}
                         for key in expected]}

@@ -185,15 +185,22 @@ class UsbTrack(Track):
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
         tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
+        unplaced: dict[str, int] = {}  # part -> its records rejected before naming an item
         for entry in located:
+            placed = sum(map(len, seen.values()))
             outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
             if outcome is not None:
                 task, key, record = outcome
                 checked.setdefault(task.name, {})[key] = record
+            elif sum(map(len, seen.values())) == placed:
+                task = tasks.get(entry[2].get("task")) if isinstance(
+                    entry[2].get("task"), str) else None
+                if task is not None and task.name in expected:
+                    unplaced[task.name] = unplaced.get(task.name, 0) + 1
         for name in seen:
             task = get_task(name)
             report_missing(errors, name, list(expected[name]), seen[name],
-                           lambda key, task=task: key_text(task, key))
+                           lambda key, task=task: key_text(task, key), unplaced.get(name, 0))
         if not seen and not errors.errors:
             errors.add("the submission holds no prediction records")
         errors.raise_if_any()
