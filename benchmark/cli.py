@@ -78,7 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    """Run the command's handler, holding the lock of its output folder where it has one."""
+    """Run the command's handler, holding the lock of its output folder where it has one;
+    a command writing one --out file has it checked first (benchmark.commands.out_file)."""
+    from benchmark.commands.out_file import check_out_file
+
+    check_out_file(args)
     out = getattr(args, "out", None)
     if args.command in LOCKED_COMMANDS and out and not getattr(args, "print_spec", False):
         from pathlib import Path

@@ -89,10 +89,10 @@ CLI_CASES = [
                           "{a_file}/sub"],
      "sumbench baseline: error: a file stands where a folder is needed: {a_file}", 1),
     ("score-out-is-the-input", ["score", "{pred_copy}", "--out", "{pred_copy}"],
-     "--out {pred_copy} is the prediction file {pred_copy}: writing the scores there would "
-     "replace the predictions", 2),
+     "--out {pred_copy} is the prediction file {pred_copy}: writing there would replace it",
+     2),
     ("score-out-is-a-folder", ["score", "{pred}", "--out", "{tmp}"],
-     "--out {tmp}: is a folder; give the scores file's name", 2),
+     "--out {tmp}: is a folder; give the output file's name", 2),
     ("score-out-empty", ["score", "{pred}", "--out", ""], "--out needs a file name", 2),
     ("score-json-too-deep", ["score", "{deep}"], "{deep}:2: JSON nested too deeply", 2),
     ("missing-model", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--data",
@@ -186,6 +186,44 @@ def test_bad_input_gives_one_line_and_leaves_nothing(workspace, tmp_path, capsys
     assert len(lines) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()  # nothing partial
     assert files_under(Path(workspace["tmp"])) == before
+
+
+def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, tmp_path,
+                                                                      capsys, pyramid_data_dir):
+    """Every command writing one --out FILE refuses one of its inputs (or a file inside an
+    input folder) before any work, leaving every byte as it was."""
+    data = shutil.copytree(pyramid_data_dir / "pyrxsum", tmp_path / "pyrxsum")
+    files = {name: tmp_path / name for name in ("metric.json", "judgments.json", "scores.json",
+                                                "summaries.jsonl", "references.jsonl",
+                                                "dataset.jsonl", "pred.jsonl")}
+    for path in files.values():
+        path.write_text("{}\n")
+    cases = [
+        (["pyramid", "--data", data, "--units", "scus", "--presence", "lexical", "--out",
+          data / "SCUs.txt"], f"--out {data / 'SCUs.txt'} is a file inside the --data folder "
+                              f"{data}: writing there would replace an input"),
+        (["pyramid", "--data", data, "--units", "scus", "--presence", "lexical", "--out",
+          tmp_path], f"--out {tmp_path}: is a folder; give the output file's name"),
+        (["meta-eval", "--data", data, "--metric", files["metric.json"], "--out",
+          files["metric.json"]], f"is the --metric file {files['metric.json']}: writing there "
+                                 f"would replace it"),
+        (["qapyramid", "human", "--judgments", files["judgments.json"], "--out",
+          files["judgments.json"]], "is the --judgments file"),
+        (["qapyramid", "normalize", "--scores", files["scores.json"], "--summaries",
+          files["summaries.jsonl"], "--references", files["references.jsonl"], "--out",
+          files["references.jsonl"]], "is the --references file"),
+        (["qapyramid", "semi-auto", "--dataset", files["dataset.jsonl"], "--presence",
+          "lexical", "--out", files["dataset.jsonl"]], "is the --dataset file"),
+        (["score", files["pred.jsonl"], "--data", workspace["data"], "--out",
+          Path(workspace["data"]) / "all" / "factuality_classification" / "test.jsonl"],
+         "is a file inside the --data folder"),
+    ]
+    for argv, message in cases:
+        before = files_under(tmp_path)
+        code, _, err = sumbench(capsys, *argv)
+        assert code == 2 and "error: --out " in err and message in err, err
+        assert len(err.strip().splitlines()) == 1
+        assert files_under(tmp_path) == before
 
 
 def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path, capsys):

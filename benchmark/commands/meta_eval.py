@@ -47,7 +47,9 @@ def register(subparsers) -> None:
                         help="summary level, constant scores: count the example as 0 "
                              "(zero, default) or perturb as Lite²/³Pyramid (lite-pyramid)")
     parser.add_argument("--out", help="also write scores, configuration and provenance")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, out_inputs={"data": "--data folder", "metric": "--metric file",
+                                                 "human": "--human file",
+                                                 "groups": "--groups file"})
 
 
 def _json_ready(value):

@@ -81,7 +81,9 @@ def register(subparsers) -> None:
                         help="score only the examples of this id split (60/20/20; the lexical "
                              "threshold is calibrated on train); default: all examples")
     parser.add_argument("--out", help="also write scores, per-example scores and provenance")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, out_inputs={
+        "data": "--data folder", "scu_ids": "--scu-ids file", "units_file": "--units-file file",
+        "weights": "--weights file", "model": "--model folder", "cache": "--cache file"})
 
 
 def backend_options(args) -> dict:

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
                                 "and Krippendorff's alpha")
     human.add_argument("--judgments", required=True, help="QA_presence.json")
     human.add_argument("--out", help="also write per-example scores and provenance (JSON)")
-    human.set_defaults(handler=run_human)
+    human.set_defaults(handler=run_human, out_inputs={"judgments": "--judgments file"})
     norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties")
     norm.add_argument("--scores", required=True, help="JSON {system: {example_id: score}}")
     norm.add_argument("--summaries", required=True, help="JSONL {system, example_id, summary}")
@@ -50,7 +50,9 @@ def register(subparsers) -> None:
     choice.add_argument("--calibrate-alpha", action="store_true",
                         help="choose alpha in 1..10 (lowest |r| with effective length)")
     norm.add_argument("--out", help="also write per-example values and provenance (JSON)")
-    norm.set_defaults(handler=run_normalize)
+    norm.set_defaults(handler=run_normalize, out_inputs={
+        "scores": "--scores file", "summaries": "--summaries file",
+        "references": "--references file"})
     register_subcommands(commands)
 
 

@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     parser.add_argument("--variant", metavar="V", help="variant of --data (default all)")
     parser.add_argument("--split", choices=("train", "validation", "test"),
                         help="split of --data (default test)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, out_inputs={"paths": "prediction file",
+                                                 "data": "--data folder"})
 
 
 def run(args) -> int:
@@ -55,7 +56,6 @@ def run(args) -> int:
     from tasks.provenance import provenance
     from tasks.scoring import score_files
 
-    check_out_path(args.out, args.paths)
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
     if args.workers is None:
         args.workers = default_workers()
@@ -94,21 +94,3 @@ def gold_check(args):
                                 f"give --data DIR")
         return None
     return GoldCheck(args.data, args.variant or "all", args.split or "test")
-
-
-def check_out_path(out: str | None, inputs: list[str]) -> None:
-    """Refuse an --out that names no file, a folder, or one of the prediction files (writing
-    the scores there would destroy the predictions)."""
-    from tasks.errors import SumbenchError
-
-    if out is None:
-        return
-    target = Path(out)
-    if not out.strip():
-        raise SumbenchError("--out needs a file name")
-    if target.is_dir():
-        raise SumbenchError(f"--out {out}: is a folder; give the scores file's name")
-    for path in inputs if target.exists() else ():
-        if Path(path).exists() and target.samefile(path):
-            raise SumbenchError(f"--out {out} is the prediction file {path}: writing the scores "
-                                f"there would replace the predictions")
