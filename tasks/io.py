@@ -20,6 +20,39 @@ from tasks.errors import DataError, SumbenchError, json_type
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+class DuplicateKey(ValueError):
+    """A name given twice in one JSON object (json.loads would keep the last silently)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return record
+
+
+_STRICT_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def strict_loads(text: str) -> Any:
+    """`json.loads(text)` that refuses a name given twice in an object (DuplicateKey): RFC
+    8259 leaves its meaning open, and "the last one wins" would score a value the file also
+    contradicts."""
+    if text.startswith("\ufeff"):  # as json.loads says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _STRICT_DECODER.decode(text)
+
+
+def duplicate_key_error(error: DuplicateKey, path: str, line: int | None = None) -> DataError:
+    return DataError("given twice in one JSON object (which one is meant is ambiguous)",
+                     path=path, line=line, field=error.key)
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """Yield (1-based line number, object) for each non-blank line; errors name file and line
     (`json_line_object`)."""
@@ -48,10 +81,12 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
     if not line.strip():
         return None
     try:
-        record = json.loads(line)
+        record = strict_loads(line)
     except json.JSONDecodeError as error:
         raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
                         path=path, line=line_number) from None
+    except DuplicateKey as error:
+        raise duplicate_key_error(error, path, line_number) from None
     except RecursionError:
         raise DataError("JSON nested too deeply", path=path, line=line_number) from None
     if not isinstance(record, dict):
@@ -111,10 +146,12 @@ def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
     naming the path, line and column."""
     text = read_text(path, what=what)
     try:
-        return json.loads(text)
+        return strict_loads(text)
     except json.JSONDecodeError as error:
         raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
                         path=str(Path(path)), line=error.lineno) from None
+    except DuplicateKey as error:
+        raise duplicate_key_error(error, str(Path(path))) from None
     except RecursionError:
         raise DataError("JSON nested too deeply", path=str(Path(path))) from None
 

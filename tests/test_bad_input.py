@@ -95,6 +95,11 @@ CLI_CASES = [
      "--out {tmp}: is a folder; give the output file's name", 2),
     ("score-out-empty", ["score", "{pred}", "--out", ""], "--out needs a file name", 2),
     ("score-json-too-deep", ["score", "{deep}"], "{deep}:2: JSON nested too deeply", 2),
+    ("score-key-given-twice", ["score", "{dup_key}"], "{dup_key}:2, field 'prediction': given "
+     "twice in one JSON object (which one is meant is ambiguous)", 2),
+    ("meta-eval-key-given-twice", ["meta-eval", "--data", "{pyrxsum}", "--metric",
+                                   "{dup_metric}"],
+     "{dup_metric}, field 'bart': given twice in one JSON object", 2),
     ("missing-model", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--data",
                        "{data}", "--out", "{out}"], "model path {tmp}/no-model does not exist", 2),
     ("truncated-safetensors", ["predict", "--model", "{truncated_model}", "--tasks", "FAC",
@@ -134,6 +139,9 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
     good = (usb_fixture_dir / "predictions" / PRED).read_bytes().splitlines(keepends=True)
     (root / "bad.jsonl").write_bytes(good[0] + b'{"id": "x", \xff\xfe}\n')
     (root / "pred-copy.jsonl").write_bytes(b"".join(good))
+    second = good[1].rstrip(b"\n")  # line 2 with a second "prediction"
+    (root / "dup-key.jsonl").write_bytes(good[0] + second[:-1] + b', "prediction": [0.5]}\n')
+    (root / "dup-metric.json").write_text('{"bart": {"a": 1}, "pegasus": {}, "bart": {}}')
     (root / "deep.jsonl").write_bytes(good[0] + b'{"id": ' + b"[" * 100_000 + b"]" * 100_000
                                       + b"}\n")
     data = shutil.copytree(usb_fixture_dir / "task_datasets", root / "data")
@@ -167,7 +175,8 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
             "nan_spec": str(root / "nan-spec.json"), "qa_missing": str(root / "qa-missing.jsonl"),
             "pred": str(usb_fixture_dir / "predictions" / PRED), "pyrxsum": str(pyrxsum),
             "one_system": one_system, "tmp": str(root),
-            "pred_copy": str(root / "pred-copy.jsonl"), "deep": str(root / "deep.jsonl")}
+            "pred_copy": str(root / "pred-copy.jsonl"), "deep": str(root / "deep.jsonl"),
+            "dup_key": str(root / "dup-key.jsonl"), "dup_metric": str(root / "dup-metric.json")}
 
 
 @pytest.mark.parametrize("argv, message, code", [case[1:] for case in CLI_CASES],

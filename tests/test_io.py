@@ -152,6 +152,12 @@ def test_read_json_errors_name_the_path_and_where(tmp_path):
     assert latin1.line == 2 and latin1.reason.startswith("not UTF-8 text (invalid")
     (tmp_path / "latin1.json").write_bytes(b"\xef\xbb\xbf" + '{\n"a": "\u00e9"}'.encode("latin-1"))
     assert error(tmp_path / "latin1.json").line == 2  # counted past the byte order mark
+    (tmp_path / "twice.json").write_text('{"s": {"ex1": 0.5}, "t": {}, "s": {"ex1": 0.9}}')
+    twice = error(tmp_path / "twice.json")
+    assert (twice.field, twice.reason) == \
+        ("s", "given twice in one JSON object (which one is meant is ambiguous)")
+    (tmp_path / "ok.json").write_text('{"s": {"a": 1}, "t": {"a": 2}}')  # same key, two objects
+    assert read_json(tmp_path / "ok.json") == {"s": {"a": 1}, "t": {"a": 2}}
     folder = error(tmp_path, what="spec file")
     assert folder.path == str(tmp_path) and folder.reason.startswith("cannot read the spec file")
 
@@ -163,7 +169,10 @@ def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
     cases = [(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n', 2, None, "malformed JSON"),  # BOM: line 1
              (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", 1, None,
               "JSON nested too deeply"),
-             (b'{"a": 1}\n{"x": [{"y": "\\udc00"}]}\n', 2, "x", "escape that is not half")]
+             (b'{"a": 1}\n{"x": [{"y": "\\udc00"}]}\n', 2, "x", "escape that is not half"),
+             (b'{"a": 1}\n{"b": 1, "c": [{"d": 2, "d": 2}]}\n', 2, "d", "given twice in one "
+              "JSON object"),
+             (b'{"a": 1, "b": 2, "a": 1}\n', 1, "a", "given twice")]
     for data, line, field, message in cases:
         path.write_bytes(data)
         with pytest.raises(DataError, match=message) as caught:

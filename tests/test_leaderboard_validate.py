@@ -48,6 +48,13 @@ def test_a_run_folder_archive_is_read_with_its_results_json(abs_lines):
                                  Limits(), "all")
     assert list(result.checked) == ["abstractive_summarization"]
     assert result.results == {"spec": {"model": "m", "seed": 3}}
+    twice = _tar([_file("run/predictions/abs.jsonl", abs_lines),
+                  _file("run/results.json", b'{"spec": {"seed": 3, "seed": 4}}')])
+    with pytest.raises(DataError) as caught:
+        validate_submission(make_track("usb"), [Upload("run.tar.gz", twice)], None, Limits(),
+                            "all")
+    assert caught.value.field == "seed" and "given twice" in caught.value.reason
+    assert caught.value.path.endswith("results.json")
 
 
 @pytest.mark.parametrize("members, message", [

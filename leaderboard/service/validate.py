@@ -27,7 +27,7 @@ from typing import Iterator, Mapping, Sequence
 
 from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
 from tasks.errors import DataError
-from tasks.io import json_line_object
+from tasks.io import DuplicateKey, duplicate_key_error, json_line_object, strict_loads
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 #: compressed or archive files that are not read (refused rather than read as JSON Lines)
@@ -253,9 +253,11 @@ def _is_results(upload: Upload) -> bool:
 
 def read_results(upload: Upload) -> dict:
     try:
-        results = json.loads(upload.data.decode("utf-8"))
+        results = strict_loads(upload.data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DataError(f"unreadable results file ({error})", path=upload.name) from None
+    except DuplicateKey as error:
+        raise duplicate_key_error(error, upload.name) from None
     except RecursionError:
         raise DataError("unreadable results file (JSON nested too deeply)",
                         path=upload.name) from None
