@@ -188,6 +188,7 @@ def test_cli_normalize_reproduces_released_values(tmp_path, capsys):
     assert code == 0
     report = json.loads(stdout)
     assert report["alpha"] == 6.0 and report["calibration"] is None
+    assert report["n_examples"] == {s: 1 for s in QAPYRAMID}
     assert {s: v["nQAPyramid"] for s, v in report["systems"].items()} == {
         s: pytest.approx(v, abs=1e-12) for s, v in RELEASED_NQAPYRAMID.items()}
     written = json.loads(out.read_text())

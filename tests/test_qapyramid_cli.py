@@ -149,6 +149,25 @@ def test_semi_auto_without_labels_has_no_human_keys(tmp_path, capsys):
     assert "human" not in report and "kendall_tau" not in report
 
 
+def test_semi_auto_names_examples_without_qas_and_scores_no_system_on_them(dataset, tmp_path,
+                                                                          capsys):
+    path = tmp_path / "no-qas.jsonl"
+    records = [dict(r, QAs=[], QA_labels={s: [] for s in r["QA_labels"]})
+               if r["example_id"] == "e2" else r for r in DATASET]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["qapyramid", "semi-auto", "--dataset", str(path), "--presence", "lexical"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["examples_without_qas"] == ["e2"]
+    assert report["n_examples"] == {"A": 2, "B": 2, "C": 2}
+    assert report["systems"] == approx({"A": (1 + 1 / 2) / 2, "B": (1 / 3 + 0) / 2,
+                                        "C": (2 / 3 + 1) / 2})
+    assert ("sumbench qapyramid: note: 1 of 3 examples have no gold QAs and are scored for no "
+            "system (first: 'e2'") in captured.err
+    full = run_json(capsys, "semi-auto", "--dataset", str(dataset), "--presence", "lexical")
+    assert full["examples_without_qas"] == [] and full["n_examples"]["A"] == 3
+
+
 def test_auto_with_a_tiny_t5(dataset, tiny_t5, capsys, tmp_path):
     out = tmp_path / "auto.json"
     report = run_json(capsys, "auto", "--dataset", str(dataset), "--qa-model", str(tiny_t5),

@@ -130,6 +130,29 @@ def test_cli_human(qapyramid_judgments, capsys, tmp_path):
     assert "provenance" in written
 
 
+def test_systems_scored_on_different_examples_are_warned_about(qapyramid_judgments, capsys,
+                                                                tmp_path):
+    from leaderboard.evaluators.qapyramid import uneven_coverage
+
+    assert uneven_coverage({"s": {"e1": 1, "e2": 0}, "t": {"e2": 1, "e1": 0}}) is None
+    assert uneven_coverage({"s": {"e1": 1, "e2": 0}, "t": {"e2": 1}, "u": {"e3": 1}}) == (
+        "the systems are not scored on the same examples: 3 of 3 lack some of the 3 examples "
+        "(first: 's' lacks 1, e.g. 'e3'); their means average different summaries")
+    assert main(["qapyramid", "human", "--judgments", str(qapyramid_judgments)]) == 0
+    assert "warning" not in capsys.readouterr().err  # the release: 10 systems x 50 examples
+    data = json.loads(qapyramid_judgments.read_text())
+    del data["bart"][EXAMPLE]
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(data))
+    assert main(["qapyramid", "human", "--judgments", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n_examples"]["bart"] == 49
+    assert captured.err == (f"warning: {path}: the systems are not scored on the same "
+                            f"examples: 1 of 10 lack some of the 50 examples (first: 'bart' "
+                            f"lacks 1, e.g. {EXAMPLE!r}); their means average different "
+                            f"summaries\n")
+
+
 def test_cli_human_bad_file(tmp_path, capsys):
     path = tmp_path / "bad.json"
     path.write_text("[]")

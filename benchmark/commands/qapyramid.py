@@ -15,13 +15,15 @@ QAPyramid (`semi-auto`, `auto`: see benchmark/commands/qapyramid_auto.py).
         Every scored (system, example) needs a summary and a reference; extra lines are
         ignored. An empty summary has 0 words (p_r = p_l = 1). --calibrate-alpha picks alpha in
         1..10 over all scored summaries (see leaderboard.evaluators.penalties).
-        Prints {"alpha", "calibration", "systems": {system: {QAPyramid, nQAPyramid, p_r, p_l}}};
+        Prints {"alpha", "calibration", "systems": {system: {QAPyramid, nQAPyramid, p_r, p_l}},
+        "n_examples"}; systems scored on different examples are warned about (both commands);
         --out also writes "per_example" and provenance.
 """
 from __future__ import annotations
 
 import json
 import math
+import sys
 
 from benchmark.commands import positive_float
 from tasks.errors import DataError
@@ -56,6 +58,14 @@ def register(subparsers) -> None:
     register_subcommands(commands)
 
 
+def warn_uneven(per_example, path: str) -> None:
+    from leaderboard.evaluators.qapyramid import uneven_coverage
+
+    note = uneven_coverage(per_example)
+    if note:
+        print(f"warning: {path}: {note}", file=sys.stderr)
+
+
 def run_human(args) -> int:
     from leaderboard.evaluators.qapyramid import human_qapyramid
     from tasks.io import write_json
@@ -63,6 +73,7 @@ def run_human(args) -> int:
     from tasks.qapyramid.judgments import load_qa_judgments
 
     report = human_qapyramid(load_qa_judgments(args.judgments))
+    warn_uneven(report["per_example"], args.judgments)
     if math.isnan(report["krippendorff_alpha"]):
         report["krippendorff_alpha"] = None  # undefined: no pairable votes or no variation
     summary = {key: value for key, value in report.items() if key != "per_example"}
@@ -155,6 +166,7 @@ def run_normalize(args) -> int:
     scores = read_scores(args.scores)
     summaries, references = read_summaries(args.summaries), read_references(args.references)
     _check_coverage(scores, summaries, references, args)
+    warn_uneven(scores, args.scores)
     table = normalize(scores, summaries, references, alpha=args.alpha)
     calibration = _calibrate(table) if args.calibrate_alpha else None
     alpha = float(calibration.alpha) if calibration else args.alpha
@@ -164,6 +176,7 @@ def run_normalize(args) -> int:
                         for key in ("QAPyramid", "nQAPyramid", "p_r", "p_l")}
                for system, examples in table.items()}
     report = {"alpha": alpha, "systems": systems,
+              "n_examples": {system: len(examples) for system, examples in table.items()},
               "calibration": None if calibration is None else {
                   "alpha": float(calibration.alpha),
                   "correlations": {str(a): None if math.isnan(r) else r

@@ -28,13 +28,15 @@ also "human" (human QAPyramid: per example the share of QAs labelled present, me
 system's labelled examples with a summary), "n_human_examples" and "kendall_tau" (system
 level, between the automatic and human means over the examples both score, which are all of
 them unless `auto` generated no QAs for some; null when undefined), and with --normalize
-"human_nQAPyramid" and "kendall_tau_nQAPyramid". `auto` adds "examples_without_qas". --out
+"human_nQAPyramid" and "kendall_tau_nQAPyramid", and "examples_without_qas" (scored for no
+system: QAPyramid is undefined without QAs; also noted on stderr). --out
 also writes the per-example values, the QAs used (auto), "config" and "provenance".
 """
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -248,6 +250,16 @@ def build_report(examples: Sequence, systems: Sequence[str], per_example: PerExa
     return report, details
 
 
+def without_qas(example_ids: Sequence[str], total: int, which: str) -> list[str]:
+    """The examples left out for having no QAs (sorted), noted on stderr: QAPyramid is
+    undefined there, so no system is scored on them."""
+    if example_ids:
+        print(f"sumbench qapyramid: note: {len(example_ids)} of {total} examples have no "
+              f"{which} QAs and are scored for no system (first: {sorted(example_ids)[0]!r}; "
+              f"all under \"examples_without_qas\")", file=sys.stderr)
+    return sorted(example_ids)
+
+
 def _alpha(args) -> float | None:
     from leaderboard.evaluators.penalties import DEFAULT_ALPHA
 
@@ -287,6 +299,8 @@ def run_semi_auto(args) -> int:
     evaluator = SemiAutoQAPyramid(backend, args.unit_kind, args.use)
     result = evaluator.score_examples(examples, systems)
     report, details = build_report(examples, systems, result.per_summary, alpha)
+    report["examples_without_qas"] = without_qas(
+        [example.example_id for example in examples if not example.qas], len(examples), "gold")
     config = {**_config(args, COMMON_CONFIG), "alpha": alpha, "qas": "gold",
               "presence_backend": describe_presence(backend)}
     return _finish(args, report, details, config)
@@ -375,7 +389,8 @@ def run_auto(args) -> int:
         raise SumbenchError(f"the QA model {args.qa_model} generated no QAs for any reference "
                             f"(predicates: {source}): nothing to score")
     report, details = build_report(examples, systems, result.per_summary, alpha)
-    report["examples_without_qas"] = sorted(e for e, qas in result.qas.items() if not qas)
+    report["examples_without_qas"] = without_qas(
+        [e for e, qas in result.qas.items() if not qas], len(examples), "generated")
     report["predicates"] = source
     details["qas"] = {e: [list(pair) for pair in qas] for e, qas in result.qas.items()}
     config = {**_config(args, COMMON_CONFIG + ("qa_model", "predicates", "predicate_model",

@@ -40,6 +40,22 @@ def system_scores(per_summary: Mapping[str, Mapping[str, float]]) -> dict[str, f
             for system, scores in per_summary.items()}
 
 
+def uneven_coverage(per_example: Mapping[str, Mapping[str, object]]) -> str | None:
+    """A note when the systems are not scored on the same examples (their means then average
+    different summaries and do not compare), naming the first system and example apart;
+    None when every system has every example."""
+    every = set().union(*map(set, per_example.values())) if per_example else set()
+    short = {system: sorted(every - set(rows)) for system, rows in per_example.items()
+             if len(rows) < len(every)}
+    if not short:
+        return None
+    system = next(iter(short))
+    return (f"the systems are not scored on the same examples: {len(short)} of "
+            f"{len(per_example)} lack some of the {len(every)} examples (first: {system!r} "
+            f"lacks {len(short[system])}, e.g. {short[system][0]!r}); their means average "
+            f"different summaries")
+
+
 def agreement_units(judgments: Iterable[QAJudgment]) -> list[tuple[int, ...]]:
     """The votes of every QA judgment with at least two votes (the alpha units)."""
     return [item.values for item in judgments if len(item.values) >= 2]
