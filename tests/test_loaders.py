@@ -98,6 +98,19 @@ def test_missing_files_say_what_exists(data_dir, tmp_path):
     assert caught.value.path.endswith("companies/fixing_factuality/validation.jsonl")
     with pytest.raises(DataError, match="unknown USB task folder 'fixing'"):
         read_task_records("fixing", "validation", "companies", copy)
+    (copy / "build_info.json").write_text("{}")  # a file, not a variant
+    with pytest.raises(DataError) as caught:
+        read_task_records("fixing_factuality", "train", "schools", copy)
+    assert caught.value.reason.endswith("variants present: companies")
+    (copy / "companies/fixing_factuality/validation.jsonl").mkdir()
+    with pytest.raises(DataError) as caught:
+        read_task_records("fixing_factuality", "validation", "companies", copy)
+    assert caught.value.reason == "expected a JSON Lines file, got a folder"
+    for variant in (str(copy / "companies"), "../data/companies", "..", "", ".hidden",
+                    "companies/"):
+        with pytest.raises(DataError) as caught:  # never a path to another folder
+            read_task_records("fixing_factuality", "train", variant, copy)
+        assert caught.value.field == "variant" and "name of one folder" in caught.value.reason
 
 
 def test_malformed_lines_and_wrong_fields_name_file_line_and_field(data_dir, tmp_path):

@@ -50,17 +50,32 @@ def _check_names(task_name: str, split: str) -> None:
 
 
 def _listing(folder: Path, suffix: str = "") -> str:
+    """The folders in `folder` (without `suffix`: its files of that suffix, named without it),
+    hidden ones left out."""
     names = sorted(p.name[: len(p.name) - len(suffix)] if suffix else p.name
-                   for p in folder.iterdir() if p.name.endswith(suffix)
-                   and not p.name.startswith(".")) if folder.is_dir() else []
+                   for p in folder.iterdir() if not p.name.startswith(".") and (
+                       p.is_file() and p.name.endswith(suffix) if suffix else p.is_dir())
+                   ) if folder.is_dir() else []
     return ", ".join(names) or "none"
+
+
+def check_variant_name(variant: str) -> None:
+    """A variant names one folder of the data folder (never a path to elsewhere)."""
+    if not isinstance(variant, str) or not variant or variant in (".", "..") or \
+            variant.startswith(".") or "/" in variant or "\\" in variant or "\0" in variant:
+        raise DataError(f"a variant is the name of one folder in the data folder (all, a "
+                        f"domain), got {variant!r}", field="variant")
 
 
 def task_split_path(data_dir: Path, task_name: str, split: str, variant: str) -> Path:
     """DATA/<variant>/<task>/<split>.jsonl; a missing file names what does exist."""
+    check_variant_name(variant)
     path = data_dir / variant / task_name / f"{split}.jsonl"
     if path.is_file():
         return path
+    if path.exists():
+        raise DataError("expected a JSON Lines file, got a folder" if path.is_dir() else
+                        "expected a JSON Lines file, got a special file", path=str(path))
     if not (data_dir / variant).is_dir():
         found = f"variants present: {_listing(data_dir)}"
     elif not (data_dir / variant / task_name).is_dir():
