@@ -138,6 +138,11 @@ def test_missing_pieces(tmp_path):
     assert load_pyramid_dataset(root).labels.keys() == {"sysA"}
     error = error_of(root, require_labels=True)
     assert error.path.endswith("labels/sysB.label") and "no human labels" in str(error)
+    (root / "labels" / "sysB.label").mkdir()  # present, but not a file: never skipped
+    for require in (False, True):
+        error = error_of(root, require_labels=require)
+        assert error.path.endswith("labels/sysB.label")
+        assert error.reason == "expected a labels file, got a folder"
 
 
 def test_stray_label_and_duplicate_id_and_bad_utf8(tmp_path):

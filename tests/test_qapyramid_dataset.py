@@ -65,9 +65,17 @@ def test_errors_name_file_line_and_field(tmp_path, override, line, field):
 
 
 def test_duplicate_ids_and_missing_files(tmp_path):
-    path = write_jsonl(tmp_path / "dup.jsonl", [make_record("a"), make_record("a")])
-    with pytest.raises(DataError, match="duplicate example_id 'a'"):
+    path = write_jsonl(tmp_path / "dup.jsonl", [make_record("a"), make_record("b"),
+                                                make_record("a")])
+    with pytest.raises(DataError) as error:
         read_examples(path)
+    assert (error.value.path, error.value.line, error.value.field) == (str(path), 3, "example_id")
+    assert error.value.reason == f"duplicate example_id 'a' (first at {path}:1)"
+    with pytest.raises(DataError) as error:  # records of a hub download: by index
+        load_examples(downloader=lambda repo: [make_record("a"), make_record("a")],
+                      repo_id="org/qa")
+    assert error.value.path == "org/qa[record 1]"
+    assert error.value.reason == "duplicate example_id 'a' (first at org/qa[record 0])"
     with pytest.raises(DataError, match="no QAPyramid data file"):
         load_examples(tmp_path)
     (tmp_path / "broken.json").write_text('[{"example_id": "x",')

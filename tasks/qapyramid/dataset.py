@@ -170,17 +170,24 @@ def read_examples(path: str | os.PathLike) -> list[QAPyramidExample]:
                  for line, record in iter_jsonl(path)]
     else:
         pairs = _json_records(path)
-    return _unique([parse_record(record, where) for where, record in pairs], str(path))
+    return _unique([(where, parse_record(record, where)) for where, record in pairs])
 
 
-def _unique(examples: list[QAPyramidExample], origin: str) -> list[QAPyramidExample]:
-    seen = set()
-    for example in examples:
-        if example.example_id in seen:
-            raise DataError(f"duplicate example_id {example.example_id!r}", path=origin,
-                            field="example_id")
-        seen.add(example.example_id)
-    return examples
+def _place(where: dict) -> str:
+    return f"{where['path']}:{where['line']}" if "line" in where else where["path"]
+
+
+def _unique(located: list[tuple[dict, QAPyramidExample]]) -> list[QAPyramidExample]:
+    """The examples; an example_id given twice is an error at its second record, naming the
+    first."""
+    first: dict[str, dict] = {}
+    for where, example in located:
+        if example.example_id in first:
+            raise DataError(f"duplicate example_id {example.example_id!r} (first at "
+                            f"{_place(first[example.example_id])})", field="example_id",
+                            **where)
+        first[example.example_id] = where
+    return [example for _, example in located]
 
 
 def find_data_file(directory: str | os.PathLike) -> Path:
@@ -216,9 +223,9 @@ def load_examples(source: str | os.PathLike | None = None,
     fetched = (downloader or hub_downloader)(repo_id)
     if isinstance(fetched, (str, os.PathLike)):
         return load_examples(fetched)
-    examples = [parse_record(record, {"path": f"{repo_id}[record {i}]"})
-                for i, record in enumerate(fetched)]
-    return _unique(examples, repo_id)
+    places = [{"path": f"{repo_id}[record {i}]"} for i in range(len(fetched))]
+    return _unique([(where, parse_record(record, where))
+                    for where, record in zip(places, fetched)])
 
 
 def raw_predicate_groups(path: str | os.PathLike) -> dict[str, list[tuple[str, list]]]:

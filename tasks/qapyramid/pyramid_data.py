@@ -212,6 +212,9 @@ def _load_labels(root: Path, systems: Sequence[str], scus: Units, count: int,
     labels = {}
     for system in systems:
         path = root / LABEL_DIR / f"{system}{LABEL_SUFFIX}"
+        if path.exists() and not path.is_file():
+            raise DataError("expected a labels file, got a folder" if path.is_dir() else
+                            "expected a labels file, got a special file", path=str(path))
         if not path.is_file():
             if require:
                 raise DataError(f"no human labels for system {system!r}", path=str(path))
