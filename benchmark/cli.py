@@ -36,6 +36,8 @@ LOCKED_COMMANDS = ("train", "predict", "run", "demo")
 #: exit codes of a command stopped by Ctrl-C (SIGINT) and by SIGTERM (what Slurm and
 #: `timeout` send): 128 + the signal number
 INTERRUPTED, TERMINATED = 130, 143
+#: the exit status of a shell command whose output pipe closed (128 + SIGPIPE)
+PIPE_CLOSED = 141
 
 
 class Terminated(KeyboardInterrupt):
@@ -114,10 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"sumbench {args.command}"
     try:
         with sigterm_as_interrupt():
-            return _handle(args)
+            code = _handle(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except SumbenchError as error:
         print(f"{prefix}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout stopped (`| head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
+        return PIPE_CLOSED
     except OSError as error:
         print(f"{prefix}: error: {_os_error_text(error)}", file=sys.stderr)
         return 1

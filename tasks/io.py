@@ -83,7 +83,7 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
     try:
         record = strict_loads(line)
     except json.JSONDecodeError as error:
-        raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
+        raise DataError(f"malformed JSON ({json_error_text(error)})",
                         path=path, line=line_number) from None
     except DuplicateKey as error:
         raise duplicate_key_error(error, path, line_number) from None
@@ -98,6 +98,11 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
                 raise DataError("a \\ud800-\\udfff escape that is not half of a pair is not "
                                 "text", path=path, line=line_number, field=field)
     return record
+
+
+def json_error_text(error: json.JSONDecodeError) -> str:
+    """The parser's message and column ("Invalid control character at" ends in "at")."""
+    return f"{error.msg.removesuffix(' at')} at column {error.colno}"
 
 
 def has_lone_surrogate(value: Any) -> bool:
@@ -148,7 +153,7 @@ def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:
     try:
         return strict_loads(text)
     except json.JSONDecodeError as error:
-        raise DataError(f"malformed JSON ({error.msg} at column {error.colno})",
+        raise DataError(f"malformed JSON ({json_error_text(error)})",
                         path=str(Path(path)), line=error.lineno) from None
     except DuplicateKey as error:
         raise duplicate_key_error(error, str(Path(path))) from None
@@ -255,13 +260,28 @@ def glob_escape(name: str) -> str:
 WRITE_FAULTS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EROFS})
 
 
+def is_special_file(path: Path) -> bool:
+    """Whether `path` (links followed) is a character or block device, a pipe or a socket."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or \
+        stat.S_ISSOCK(mode)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file path beside `path`; move it into place only on success.
 
-    The file gets the mode a plain `open(path, "w")` would give (not mkstemp's 0600).
+    The file gets the mode a plain `open(path, "w")` would give (not mkstemp's 0600). A
+    device, pipe or socket (`/dev/null`, `/dev/stdout`) is written in place: moving a file
+    over it would replace the device itself (as root, `/dev/null` for every process).
     """
     path = Path(path)
+    if is_special_file(path):
+        yield str(path)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(path, ".tmp")
     try:
@@ -294,6 +314,8 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     the previous folder back. The folder gets `mkdir`'s mode (0o777 & ~umask), not 0700.
     """
     path = Path(path)
+    if is_special_file(path):  # never moved aside and replaced by a folder
+        raise SumbenchError(f"{path} is a device, pipe or socket, not a folder; give a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(path, ".partial")
     try:

@@ -298,6 +298,21 @@ def _sumbench_process(*args, limit_bytes: int | None = None, env: dict | None = 
                             text=True, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.parametrize("argv", [["tasks"], ["score", "{pred}"]])
+def test_a_closed_output_pipe_stops_quietly(usb_fixture_dir, argv):
+    """`sumbench tasks | head -1`: the reader is gone before the output is written."""
+    pred = str(usb_fixture_dir / "predictions" / PRED)
+    read, write = os.pipe()
+    os.close(read)  # no reader: every write to the pipe fails (EPIPE)
+    try:
+        process = subprocess.run([sys.executable, "-m", "benchmark",
+                                  *[part.format(pred=pred) for part in argv]], cwd=REPO,
+                                 stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert process.returncode == 141 and process.stderr == ""
+
+
 def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
     process = _sumbench_process("data", "build", "--raw", usb_fixture_dir / "raw", "--out",
                                 tmp_path / "out", limit_bytes=4000)

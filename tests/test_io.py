@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import tasks.io as io_module
-from tasks.errors import DataError
+from tasks.errors import DataError, SumbenchError
 from tasks.io import atomic_directory, atomic_path, current_umask, read_json, read_jsonl, \
     write_json, write_jsonl
 
@@ -124,6 +124,30 @@ def test_replacing_a_file_by_a_folder_leaves_no_backup(tmp_path):
         (staging / "v.txt").write_text("1")
     assert (target / "v.txt").read_text() == "1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_devices_and_pipes_are_written_in_place_and_never_replaced(tmp_path):
+    """`--out /dev/null` or `/dev/stdout`: moving a file over a device would replace it."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_json(fifo, {"a": 1})
+    reader.join(timeout=10)
+    assert got == ['{\n "a": 1\n}\n'] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    with pytest.raises(SumbenchError, match="is a device, pipe or socket, not a folder"):
+        with atomic_directory(fifo):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own
+    except PermissionError:
+        return  # not root: no device nodes
+    write_json(device, {"a": 1})
+    assert stat.S_ISCHR(os.stat(device).st_mode) and device.read_text() == ""
 
 
 def test_read_json_returns_any_value_and_round_trips_write_json(tmp_path):
