@@ -3,6 +3,7 @@ offline and against a server's manifest, a run folder with --wait), status, expo
 and their one-line errors."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 
@@ -145,6 +146,35 @@ def test_errors_are_one_line(instance, capsys, tmp_path, args, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["token", "--user", "ana"],
+                                     ["worker", "--once"], ["export", "--out", "site"]])
+def test_a_mistyped_database_is_refused_and_never_created(capsys, tmp_path, monkeypatch,
+                                                          command):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "leaderboard", command[0], "--db", "boards.sqlite",
+                        *command[1:])
+    assert code == 2 and err == (
+        f"sumbench leaderboard: error: no leaderboard database at {tmp_path}/boards.sqlite; "
+        f"create one with 'sumbench leaderboard init --db boards.sqlite'\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_on_a_port_in_use_is_one_line_naming_the_address(capsys, tmp_path):
+    import socket
+
+    db = str(tmp_path / "lb.sqlite")
+    main(["leaderboard", "init", "--db", db])
+    capsys.readouterr()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = _run(capsys, "leaderboard", "serve", "--db", db, "--port", str(port),
+                            "--no-worker")
+    assert code == 1 and err == (f"sumbench leaderboard: error: cannot listen on "
+                                 f"127.0.0.1:{port} (Address already in use)\n")
+
+
 def test_revoked_tokens_stop_working_and_the_revocation_is_audited(capsys, tmp_path):
     from leaderboard.service.auth import authenticate
     from leaderboard.service.db import AuditEntry, Database
@@ -169,7 +199,11 @@ def test_revoked_tokens_stop_working_and_the_revocation_is_audited(capsys, tmp_p
 
 
 def test_an_unmigrated_database_is_refused(capsys, tmp_path):
-    code, _, err = _run(capsys, "leaderboard", "token", "--db", str(tmp_path / "empty.sqlite"),
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(tmp_path / "other.sqlite")) as other:
+        other.execute("CREATE TABLE notes (text TEXT)")  # a SQLite file, not a leaderboard
+    code, _, err = _run(capsys, "leaderboard", "token", "--db", str(tmp_path / "other.sqlite"),
                         "--user", "x")
     assert code == 2 and "run `sumbench leaderboard init" in err
 

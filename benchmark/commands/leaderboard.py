@@ -17,8 +17,10 @@ import argparse
 import json
 import sys
 import threading
+from pathlib import Path
 
 from benchmark.commands import non_negative_float, positive_float, positive_int
+from tasks.errors import SumbenchError
 
 DEFAULT_DB = "leaderboard.sqlite"
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
@@ -147,9 +149,18 @@ def _rescore_args(parser) -> None:
 
 # ---- handlers ------------------------------------------------------------------------------
 def _database(db: str, check: bool = True):
-    from leaderboard.service.db import Database
+    """The leaderboard database `--db` names; with `check`, it must exist (a mistyped SQLite
+    name is refused, never created empty) and be at the code's schema revision."""
+    from sqlalchemy.engine import make_url
+
+    from leaderboard.service.db import Database, database_url
     from leaderboard.service.schema import check_schema
 
+    url = make_url(database_url(db))
+    if check and url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).is_file():
+        raise SumbenchError(f"no leaderboard database at {url.database}; create one with "
+                            f"'sumbench leaderboard init --db {db}'")
     database = Database(db)
     if check:
         check_schema(database)
@@ -236,8 +247,6 @@ def submit_demo(db: str, gold: str) -> dict:
 
 
 def _pairs(items) -> dict[str, str]:
-    from tasks.errors import SumbenchError
-
     pairs = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -249,7 +258,6 @@ def _pairs(items) -> dict[str, str]:
 
 def run_token(args) -> int:
     from leaderboard.service.auth import create_token, revoke_tokens
-    from tasks.errors import SumbenchError
 
     if args.revoke:
         if args.admin:
@@ -275,6 +283,27 @@ def _log_jobs() -> None:
     logger.setLevel(logging.INFO)
 
 
+def listening_socket(host: str, port: int):
+    """A socket bound to (host, port); a port in use (or a host not of this machine) is an
+    OSError naming the address, before the worker or the server starts."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as error:
+        raise OSError(error.errno, f"cannot listen on {host}:{port} ({error.strerror})") \
+            from None
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        raise OSError(error.errno, f"cannot listen on {host}:{port} ({error.strerror})") \
+            from None
+    return listening
+
+
 def run_serve(args) -> int:
     import uvicorn
 
@@ -282,6 +311,7 @@ def run_serve(args) -> int:
     from leaderboard.service.worker import Worker
 
     database = _database(args.db)
+    listening = listening_socket(args.host, args.port)
     app = create_app(args.db)
     _log_jobs()
     stop = threading.Event()
@@ -289,8 +319,10 @@ def run_serve(args) -> int:
     if not args.no_worker:
         thread = threading.Thread(target=Worker(database).run, args=(stop,), daemon=True)
         thread.start()
+    print(f"sumbench leaderboard: serving http://{args.host}:{args.port} (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     finally:
         stop.set()
         if thread is not None:
@@ -324,7 +356,6 @@ def run_submit(args) -> int:
     import os
 
     from leaderboard import client
-    from tasks.errors import SumbenchError
 
     uploads = client.collect_uploads(args.paths)
     if args.check:
