@@ -96,6 +96,10 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
                             server.url)
         assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
+        code, out, err = _run(capsys, "leaderboard", "status", "999", "--server", server.url)
+        assert code == 2 and json.loads(out)["http_status"] == 404
+        assert err == ("sumbench leaderboard: error: no status for submission 999 (HTTP 404, "
+                       "status None): no submission 999\n")
         code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
                               "--token", instance["token"], "--model", "flan-large-lora",
                               "--licence", "apache-2.0", str(run))  # a retry
@@ -103,9 +107,11 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         assert code == 0 and (again["id"], again["duplicate"]) == (answer["id"], True)
         assert again["status"] == "scored" and again["http_status"] == 200
         assert f"note: these files were already submitted as submission {answer['id']}" in err
-        code, out, _ = _run(capsys, "leaderboard", "submit", "--server", server.url,
-                            "--token", "sb_not-a-token", "--model", "x", str(run))
-        assert code == 1 and json.loads(out)["http_status"] == 401
+        code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
+                              "--token", "sb_not-a-token", "--model", "x", str(run))
+        assert code == 2 and json.loads(out)["http_status"] == 401
+        assert err.startswith("sumbench leaderboard: error: the submission was not accepted "
+                              "(HTTP 401, status None): ") and len(err.splitlines()) == 1
     code, out, _ = _run(capsys, "leaderboard", "export", "--db", instance["db"], "--out",
                         str(tmp_path / "site"))
     assert code == 0 and json.loads(out)["boards"] == 3
@@ -196,6 +202,22 @@ def test_revoked_tokens_stop_working_and_the_revocation_is_audited(capsys, tmp_p
         assert (last.actor, last.action, last.outcome) == ("erin", "revoke", "accepted")
     code, out, _ = _run(capsys, "leaderboard", "token", "--db", db, "--user", "erin")
     assert authenticate(database, out.strip().splitlines()[-1]).name == "erin"  # a new one
+
+
+def test_a_rejected_submission_names_its_first_error(capsys):
+    from benchmark.commands.leaderboard import refused
+
+    answer = {"status": "rejected", "http_status": 200, "errors": [
+        {"file": "abs.jsonl", "line": 3, "field": "id", "message": "no such test item"},
+        {"file": None, "line": None, "field": "id", "message": "1 of 3 test items missing"}]}
+    assert refused(answer, "the submission was not accepted") == 2
+    assert capsys.readouterr().err == (
+        "sumbench leaderboard: error: the submission was not accepted (HTTP 200, status "
+        "rejected): abs.jsonl:3: no such test item (and 1 more errors)\n")
+    assert refused({"status": "failed", "http_status": 200, "errors": [
+        {"message": "internal error (KeyError) while scoring"}]}, "x") == 1
+    assert capsys.readouterr().err.endswith("status failed): internal error (KeyError) while "
+                                            "scoring\n")
 
 
 def test_an_unmigrated_database_is_refused(capsys, tmp_path):

@@ -377,7 +377,25 @@ def run_submit(args) -> int:
     if args.wait and "id" in answer:
         answer = client.wait_for(args.server, answer["id"], token)
     _print(answer)
-    return 0 if answer.get("status") in ("queued", "scoring", "scored") else 1
+    return 0 if answer.get("status") in ("queued", "scoring", "scored") else refused(
+        answer, "the submission was not accepted")
+
+
+def refused(answer: dict, what: str) -> int:
+    """An error line on stderr, `what` went wrong and why, for an answer that is not accepted
+    (the answer itself is on stdout); 2 for what the caller can fix (HTTP 4xx, a rejected
+    submission), else 1."""
+    status = answer.get("http_status")
+    errors = answer.get("errors") or []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    where = ":".join(str(first[key]) for key in ("file", "line") if first.get(key))
+    reason = (f"{where + ': ' if where else ''}{first.get('message')}" if first else
+              answer.get("detail") or answer.get("error") or answer.get("status"))
+    more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+    print(f"sumbench leaderboard: error: {what} (HTTP {status}, status "
+          f"{answer.get('status')}): {reason}{more}", file=sys.stderr)
+    return 2 if answer.get("status") == "rejected" or (
+        isinstance(status, int) and 400 <= status < 500) else 1
 
 
 def run_status(args) -> int:
@@ -385,7 +403,8 @@ def run_status(args) -> int:
 
     answer = client.status(args.server, args.id, args.token)
     _print(answer)
-    return 0 if answer.get("http_status") == 200 else 1
+    return 0 if answer.get("http_status") == 200 else refused(
+        answer, f"no status for submission {args.id}")
 
 
 def run_export(args) -> int:
