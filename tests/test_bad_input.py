@@ -235,6 +235,21 @@ def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, 
         assert files_under(tmp_path) == before
 
 
+def test_model_names_a_new_user_mistypes_are_one_line(workspace, tmp_path, capsys,
+                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()  # so runs/tiny-modle is a typo of a local model, not a hub id
+    code, _, err = sumbench(capsys, "predict", "--model", "runs/tiny-modle", "--tasks", "FAC",
+                            "--data", workspace["data"], "--out", "out")
+    assert code == 2 and err == ("sumbench predict: error: model path runs/tiny-modle does "
+                                 "not exist\n")
+    code, _, err = sumbench(capsys, "run", "--model", "no-org/no-model", "--mode", "fewshot",
+                            "--fewshot-backend", "hf-causal", "--tasks", "FAC", "--data",
+                            workspace["data"], "--out", "few")  # the hub is offline here
+    assert code == 2 and err.startswith("sumbench run: error: cannot load model "
+                                        "no-org/no-model: ") and len(err.splitlines()) == 1
+
+
 def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path, capsys):
     code, _, err = sumbench(capsys, "data", "build", "--raw", workspace["dup_raw"], "--out",
                             tmp_path / "out", "--variant", "companies")

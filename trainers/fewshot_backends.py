@@ -305,14 +305,20 @@ def load_hf_backend(model_name: str, *, model_type: str = "causal", revision: st
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from trainers.model_loading import check_model_source, load_errors, load_failure
+
     classes = {"causal": (AutoModelForCausalLM, CausalLMBackend),
                "seq2seq": (AutoModelForSeq2SeqLM, Seq2SeqBackend)}
     if model_type not in classes:
         raise ValueError(f"model_type must be one of {sorted(classes)}, got {model_type!r}")
     model_class, backend_class = classes[model_type]
-    tokenizer = AutoTokenizer.from_pretrained(model_name, revision=revision)
-    model = model_class.from_pretrained(model_name, revision=revision,
-                                        dtype=getattr(torch, dtype))
+    check_model_source(model_name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_name, revision=revision)
+        model = model_class.from_pretrained(model_name, revision=revision,
+                                            dtype=getattr(torch, dtype))
+    except load_errors() as error:
+        raise load_failure(model_name, error) from None
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)

@@ -14,11 +14,13 @@ from tasks.errors import SumbenchError
 
 
 def looks_local(name: str) -> bool:
-    """Whether a model name is meant as a path: absolute, relative with ./ ../ ~, a file, or
-    more than one '/' (a hub id is 'name' or 'owner/name')."""
+    """Whether a model name is meant as a path: absolute, relative with ./ ../ ~, a file, more
+    than one '/' (a hub id is 'name' or 'owner/name'), or 'folder/name' where the folder
+    exists here (`runs/my-modle`, a typo of a local model, is not a hub id)."""
     text = str(name)
     return (text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
-            or Path(text).expanduser().exists())
+            or Path(text).expanduser().exists()
+            or ("/" in text and Path(text.split("/")[0]).is_dir()))
 
 
 def check_model_source(name: str, what: str = "model") -> None:
