@@ -161,7 +161,14 @@ def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):
     assert main(["experiment", "job", str(out), "5", "--kind", "train"]) == 2
     capsys.readouterr()
     assert main(["experiment", "collect", str(out)]) == 1  # one cell is missing
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "sumbench experiment: 1 of 8 jobs have not finished (1 not run yet), first: "
+        "cell/fraction-1-seed-1; run them with 'sumbench experiment job OUT N --kind K' "
+        "(plan.jsonl), then collect again")
     partial = json.loads((out / "fractions.json").read_text())
+    assert partial["jobs"]["cell/fraction-1-seed-1"] == {"status": "skipped", "log": None,
+                                                         "error": "not run yet"}
+    assert "cell/fraction-1-seed-1: skipped (not run yet)" in (out / "summary.md").read_text()
     assert partial["scores"]["factuality_classification"]["1"]["values"][1] is None
     assert main(plan[-1]["argv"]) == 0
     assert main(["experiment", "collect", str(out)]) == 0

@@ -196,11 +196,14 @@ def run_labels(args) -> int:
 
 
 def run_collect(args) -> int:
-    from benchmark.experiments.runner import all_finished, collect_experiment
+    from benchmark.experiments.runner import collect_experiment, unfinished_note
 
     result = collect_experiment(Path(args.out))
     print(f"collected: {Path(args.out) / 'summary.md'}", file=sys.stderr)
-    return 0 if all_finished(result) else 1
+    note = unfinished_note(result)
+    if note:
+        print(f"sumbench experiment: {note}", file=sys.stderr)
+    return 1 if note else 0
 
 
 def run_job(args) -> int:

@@ -88,10 +88,31 @@ def collect_experiment(out: Path) -> dict:
     spec = module.spec_from_dict(data)
     prepared = read_json(out / PREPARED_FILE, what="prepared experiment data")
     jobs = read_plan(out / PLAN_FILE)
-    report = {job.name: {"status": "done" if job_done(job) else "failed", "log": None,
-                         "error": None if job_done(job) else "outputs missing"}
-              for job in jobs}
+    report = {job.name: collected_status(job, job_done(job)) for job in jobs}
     return finish(module, spec, out, prepared, report)
+
+
+def collected_status(job, done: bool) -> dict:
+    """A planned job as `collect` finds it: done, never run (no output folder) or failed
+    (its outputs are incomplete: it failed, was stopped, or is still running)."""
+    if done:
+        return {"status": "done", "log": None, "error": None}
+    if not Path(job.out).exists():
+        return {"status": "skipped", "log": None, "error": "not run yet"}
+    return {"status": "failed", "log": None,
+            "error": "outputs incomplete: it failed, was stopped or is still running"}
+
+
+def unfinished_note(result: dict) -> str | None:
+    """One line on the jobs `collect` found unfinished, or None when all finished."""
+    jobs = result["jobs"]
+    waiting = [name for name, entry in jobs.items() if entry["status"] not in ("done", "reused")]
+    if not waiting:
+        return None
+    never = sum(jobs[name]["error"] == "not run yet" for name in waiting)
+    return (f"{len(waiting)} of {len(jobs)} jobs have not finished ({never} not run yet), "
+            f"first: {sorted(waiting)[0]}; run them with 'sumbench experiment job OUT N "
+            f"--kind K' (plan.jsonl), then collect again")
 
 
 def all_finished(result: dict) -> bool:
