@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 
-from tasks.errors import SumbenchError
+from tasks.errors import SumbenchError, did_you_mean
 
 COMMAND_MODULES = (
     "benchmark.commands.tasks",
@@ -110,9 +110,35 @@ def _os_error_text(error: OSError) -> str:
     return f"{reason}: {' -> '.join(map(str, paths))}" if paths else reason
 
 
+def _deepest_parser(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that was chosen, e.g. `leaderboard submit`'s."""
+    while True:
+        chosen = next((action for action in parser._actions
+                       if isinstance(action, argparse._SubParsersAction)), None)
+        name = getattr(args, chosen.dest, None) if chosen is not None else None
+        if name not in (chosen.choices if chosen is not None else {}):
+            return parser
+        parser = chosen.choices[name]
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, but an unknown option is refused by its command's parser
+    (`sumbench score: error: ...`) with the options it is close to."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = _deepest_parser(parser, args)
+        options = [name for action in command._actions for name in action.option_strings
+                   if name not in ("-h", "--help")]
+        flags = [item.split("=")[0] for item in extra if item.startswith("-")]
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      f"{did_you_mean(flags[0] if len(flags) == 1 else flags, options)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv)
     prefix = f"sumbench {args.command}"
     try:
         with sigterm_as_interrupt():

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tasks.errors import DataError, SumbenchError
+from tasks.errors import DataError, SumbenchError, did_you_mean
 from tasks.io import file_sha256, json_text, read_json
 
 RESULTS_FILE = "results.json"
@@ -137,7 +137,8 @@ class RunSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SumbenchError(f"unknown RunSpec field(s): {', '.join(unknown)}")
+            raise SumbenchError(f"unknown RunSpec field(s): {', '.join(unknown)}"
+                                f"{did_you_mean(unknown, known)}")
         return cls(**data)
 
     def to_json(self) -> str:
@@ -243,11 +244,16 @@ def decoding_settings(spec: RunSpec, config: Mapping[str, Any] | None) -> dict[s
             "max_new_tokens": spec.max_new_tokens}
 
 
+def _beams(count: Any) -> str:
+    return "greedy (1 beam)" if count == 1 else f"{count} beams"
+
+
 def format_decoding(decoding: Mapping[str, Any]) -> str:
     """One line for the terminal."""
     if "text_and_span_tasks" in decoding:
-        return (f"decoding: text/span tasks {decoding['text_and_span_tasks']['num_beams']} "
-                f"beams, label tasks {decoding['label_tasks']['num_beams']} beam(s) "
+        text, label = (decoding[key]["num_beams"] for key in ("text_and_span_tasks",
+                                                               "label_tasks"))
+        return (f"decoding: text/span tasks {_beams(text)}, label tasks {_beams(label)} "
                 f"({decoding['label_tasks']['label_rule']} Yes/No rule), at most "
                 f"{decoding['max_new_tokens']} new tokens")
     return f"decoding: few-shot {decoding['fewshot_backend']} ({decoding['style']})"

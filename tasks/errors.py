@@ -43,3 +43,18 @@ class UnknownNameError(SumbenchError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+def did_you_mean(names, candidates) -> str:
+    """"; did you mean 'a' or 'b'?" for the candidates close to a mistyped name ("" if none
+    is); for several names, the first that has close candidates, named ("... (for 'x')?")."""
+    import difflib
+
+    several = not isinstance(names, str)
+    for name in (names if several else [names]):
+        close = difflib.get_close_matches(str(name), sorted(map(str, candidates)), n=3,
+                                          cutoff=0.6)
+        if close:
+            which = f" (for {name!r})" if several else ""
+            return f"; did you mean {' or '.join(map(repr, close))}{which}?"
+    return ""

@@ -94,6 +94,15 @@ CLI_CASES = [
     ("score-out-is-a-folder", ["score", "{pred}", "--out", "{tmp}"],
      "--out {tmp}: is a folder; give the output file's name", 2),
     ("score-out-empty", ["score", "{pred}", "--out", ""], "--out needs a file name", 2),
+    ("score-option-typo", ["score", "{pred}", "--bootstap", "5"],
+     "sumbench score: error: unrecognized arguments: --bootstap 5; did you mean "
+     "'--bootstrap'? (see 'sumbench score --help')", 2),
+    ("nested-option-typo", ["leaderboard", "submit", "--chek", "{pred}"],
+     "sumbench leaderboard submit: error: unrecognized arguments: --chek; did you mean "
+     "'--check' or '--track'?", 2),
+    ("set-field-typo", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}",
+                        "--profile", "tiny", "--set", "learnin_rate=0.1", "--print-spec"],
+     "unknown spec field 'learnin_rate'; did you mean 'learning_rate'?", 2),
     ("score-json-too-deep", ["score", "{deep}"], "{deep}:2: JSON nested too deeply", 2),
     ("score-key-given-twice", ["score", "{dup_key}"], "{dup_key}:2, field 'prediction': given "
      "twice in one JSON object (which one is meant is ambiguous)", 2),

@@ -69,7 +69,7 @@ def test_finetune_run_scores_rescores_and_resumes(tmp_path, capsys, tiny_models,
     assert results["scores"]["factuality_classification"]["n_records"] == 14
     assert results["decoding"]["text_and_span_tasks"] == {"num_beams": 4}  # the release's
     assert results["decoding"]["label_tasks"] == {"num_beams": 1, "label_rule": "official"}
-    assert "decoding: text/span tasks 4 beams, label tasks 1 beam(s)" in stderr
+    assert "decoding: text/span tasks 4 beams, label tasks greedy (1 beam)" in stderr
     rescored_equal(out, results)
 
     adapter = out / "train" / "adapter" / "adapter_model.safetensors"

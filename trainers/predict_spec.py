@@ -9,7 +9,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from tasks.errors import SumbenchError
+from tasks.errors import SumbenchError, did_you_mean
 
 DTYPES = ("float32", "bfloat16", "float16")
 #: which generated steps give Yes/No probabilities (see trainers.label_probs)
@@ -69,7 +69,8 @@ class PredictSpec:
         known = {item.name for item in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SumbenchError(f"unknown PredictSpec fields: {', '.join(unknown)}")
+            raise SumbenchError(f"unknown PredictSpec fields: {', '.join(unknown)}"
+                                f"{did_you_mean(unknown, known)}")
         return cls(**data)
 
     @classmethod

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError, UnknownNameError
+from tasks.errors import SumbenchError, UnknownNameError, did_you_mean
 
 PRECISIONS = ("auto", "bf16", "fp32")
 #: spec fields a resumed run may change: they decide only whether a GPU adds up in a fixed
@@ -142,7 +142,8 @@ class FinetuneSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SpecError(f"unknown spec field(s): {', '.join(unknown)}")
+            raise SpecError(f"unknown spec field(s): {', '.join(unknown)}"
+                            f"{did_you_mean(unknown, known)}")
         return cls(**data)
 
     def to_json(self) -> str:
@@ -166,7 +167,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 def _parse_value(spec: FinetuneSpec, name: str, value: Any) -> Any:
     fields = {f.name: f for f in dataclasses.fields(spec)}
     if name not in fields:
-        raise SpecError(f"unknown spec field '{name}'")
+        raise SpecError(f"unknown spec field '{name}'{did_you_mean(name, fields)}")
     if not isinstance(value, str):
         return value
     current = getattr(spec, name)
