@@ -58,7 +58,8 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     (`json_line_object`)."""
     path = Path(path)
     if path.is_dir():
-        raise DataError("expected a JSON Lines file, got a folder", path=str(path))
+        raise DataError(f"expected a JSON Lines file, got a folder{_folder_hint(path)}",
+                        path=str(path))
     if not path.exists():
         raise DataError("file not found", path=str(path))
     with path.open("rb") as handle:
@@ -66,6 +67,14 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             record = json_line_object(raw_line, str(path), line_number)
             if record is not None:
                 yield line_number, record
+
+
+def _folder_hint(folder: Path) -> str:
+    """Where the JSON Lines files of a folder given instead of a file are, if it has any."""
+    for place in (folder / "predictions", folder):
+        if place.is_dir() and any(place.glob("*.jsonl")):
+            return f" (its JSON Lines files: {place}/*.jsonl)"
+    return ""
 
 
 def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | None:
@@ -83,8 +92,10 @@ def json_line_object(raw_line: bytes, path: str, line_number: int) -> dict | Non
     try:
         record = strict_loads(line)
     except json.JSONDecodeError as error:
-        raise DataError(f"malformed JSON ({json_error_text(error)})",
-                        path=path, line=line_number) from None
+        document = line_number == 1 and line.strip() in ("{", "[")  # an indented JSON file
+        raise DataError(f"malformed JSON ({json_error_text(error)})" + (
+            "; this looks like a JSON document, not JSON Lines (one object per line)"
+            if document else ""), path=path, line=line_number) from None
     except DuplicateKey as error:
         raise duplicate_key_error(error, path, line_number) from None
     except RecursionError:

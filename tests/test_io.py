@@ -203,8 +203,19 @@ def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
             read_jsonl(path)
         assert (caught.value.path, caught.value.line, caught.value.field) == \
             (str(path), line, field)
-    with pytest.raises(DataError, match="expected a JSON Lines file, got a folder"):
-        read_jsonl(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="expected a JSON Lines file, got a folder$"):
+        read_jsonl(tmp_path / "empty")
+    run = tmp_path / "run"
+    (run / "predictions").mkdir(parents=True)
+    (run / "predictions" / "fac.jsonl").write_text("{}\n")
+    with pytest.raises(DataError) as caught:  # a run folder: where its predictions are
+        read_jsonl(run)
+    assert caught.value.reason == (f"expected a JSON Lines file, got a folder (its JSON Lines "
+                                   f"files: {run}/predictions/*.jsonl)")
+    path.write_text('{\n "a": 1\n}\n')  # an indented JSON document
+    with pytest.raises(DataError, match="this looks like a JSON document, not JSON Lines"):
+        read_jsonl(path)
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     def write():  # a process substitution or /dev/stdin is a pipe, not a regular file
