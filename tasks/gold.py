@@ -91,8 +91,10 @@ class GoldCheck:
         items = self._items(task)
         fields = items.get(digest)
         if fields is None:
+            other = self._split_holding(task, digest)
+            hint = f"; it is a {other} item: give --split {other}" if other else ""
             raise DataError(f"no such {self.split} item in {self.data_dir} "
-                            f"(variant {self.variant!r}): {describe(task, record)}",
+                            f"(variant {self.variant!r}): {describe(task, record)}{hint}",
                             path=path, line=line, field="id")
         for field, expected in fields:
             if field not in record:
@@ -105,6 +107,22 @@ class GoldCheck:
                                 f"{self.variant!r}, {self.split}): {describe(task, record)}",
                                 path=path, line=line, field=field)
         self._seen[task.name].add(digest)
+
+    def _split_holding(self, task, digest: int) -> str | None:
+        """The other split of the variant that holds the item (read only on this error path:
+        predictions of the validation split checked against test, say), or None."""
+        from tasks.base import SPLITS
+
+        for split in SPLITS:
+            if split == self.split:
+                continue
+            try:
+                templates = gold_templates(task, self.data_dir, self.variant, split)
+            except (DataError, UnknownNameError):
+                continue
+            if any(record_digest(task, template) == digest for template in templates):
+                return split
+        return None
 
     def check_complete(self, where: str) -> None:
         """Refuse a checked task whose gold items are not all covered (`where`: the files)."""

@@ -107,6 +107,14 @@ def test_items_of_another_variant_and_a_flipped_fac_label(capsys, tmp_path, pred
     assert f"{path}:1, field 'summary_sent': differs from the gold item's" in err
 
 
+def test_items_of_another_split_name_it(capsys, predictions, data_dir):
+    code, _, err = score(capsys, predictions / "fixing_factuality.jsonl", "--data", data_dir,
+                         "--split", "validation")
+    assert code == 2 and err.startswith("sumbench score: error: ")
+    assert err.rstrip().endswith("; it is a test item: give --split test")
+    assert "no such validation item in" in err and len(err.splitlines()) == 1
+
+
 def test_missing_folder_and_missing_task_split(capsys, tmp_path, predictions, data_dir):
     abs_file = predictions / "abstractive_summarization.jsonl"
     code, _, err = score(capsys, abs_file, "--split", "validation")
