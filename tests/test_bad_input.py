@@ -207,7 +207,8 @@ def test_bad_input_gives_one_line_and_leaves_nothing(workspace, tmp_path, capsys
 
 
 def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, tmp_path,
-                                                                      capsys, pyramid_data_dir):
+                                                                      capsys, pyramid_data_dir,
+                                                                      monkeypatch):
     """Every command writing one --out FILE refuses one of its inputs (or a file inside an
     input folder) before any work, leaving every byte as it was."""
     data = shutil.copytree(pyramid_data_dir / "pyrxsum", tmp_path / "pyrxsum")
@@ -242,6 +243,19 @@ def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, 
         assert code == 2 and "error: --out " in err and message in err, err
         assert len(err.strip().splitlines()) == 1
         assert files_under(tmp_path) == before
+    # an earlier output inside an input folder is not an input: the same command runs again
+    data = shutil.copytree(workspace["data"], tmp_path / "data")
+    pred = Path(workspace["pred"])
+    for _ in range(2):
+        code, _, err = sumbench(capsys, "score", pred, "--data", data, "--out",
+                                data / "scores.json")
+        assert code == 0, err
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyramid").mkdir()  # --human's default is a name, not this folder
+    (tmp_path / "pyramid" / "notes.txt").write_text("mine")
+    code, _, err = sumbench(capsys, "meta-eval", "--data", data, "--metric", "rouge1_recall",
+                            "--out", "pyramid/notes.txt")
+    assert code == 2 and "--out" not in err  # refused as no Pyramid folder, not for --out
 
 
 def test_model_names_a_new_user_mistypes_are_one_line(workspace, tmp_path, capsys,

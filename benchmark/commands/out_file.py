@@ -1,35 +1,53 @@
 """The check every command that writes one `--out FILE` makes before any work: the name is a
 file's (not empty, not a folder), and writing it cannot replace what the command reads.
 
-A command declares its inputs with `parser.set_defaults(out_inputs={dest: what})`, `dest`
-naming an argument (a path, a list of paths, or a value that may not be a path at all, such as
-a metric name) and `what` saying what it is in the error. An existing --out that is one of the
-input files, or lies inside an input folder (a data folder's files are inputs), is refused.
+A command declares its inputs with `parser.set_defaults(out_inputs={dest: what})`: `dest`
+names an argument (a path, a list of paths, or a value that may be a name instead, such as a
+metric or a hub id) and `what` says what it is in the error, ending in "file" or "folder".
+An existing --out is refused when it is one of the input files, or a file inside an input
+folder (a data folder's files are inputs) other than an earlier sumbench output (a JSON
+document with provenance, e.g. the scores of a previous run written there).
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from tasks.errors import SumbenchError
 
+#: the largest file read to tell whether it is an earlier sumbench output
+OUTPUT_READ_LIMIT = 64 << 20
+
 
 def _given_paths(args: argparse.Namespace, inputs: Mapping[str, str]) -> Iterator[tuple]:
-    """(what, path text) of every input argument given."""
+    """(what, path) of every input argument given that is the kind of path it should be (a
+    file for "... file", a folder for "... folder"); names that are no such path are not."""
     for dest, what in inputs.items():
         value = getattr(args, dest, None)
         for text in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(text, str) and text:
-                yield what, text
+            if not isinstance(text, str) or not text:
+                continue
+            path = Path(text)
+            if path.is_dir() if what.endswith("folder") else path.is_file():
+                yield what, path
 
 
 def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def earlier_output(path: Path) -> bool:
+    """Whether `path` is a JSON document sumbench wrote (it carries its provenance)."""
     try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
+        if path.stat().st_size > OUTPUT_READ_LIMIT:
+            return False
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return False
-    return True
+    return isinstance(document, dict) and ("provenance" in document or
+                                           "_provenance" in document)
 
 
 def check_out_file(args: argparse.Namespace) -> None:
@@ -43,13 +61,12 @@ def check_out_file(args: argparse.Namespace) -> None:
     target = Path(out)
     if target.is_dir():
         raise SumbenchError(f"--out {out}: is a folder; give the output file's name")
-    if not target.exists():
+    if not target.is_file():
         return
-    for what, text in _given_paths(args, inputs):
-        source = Path(text)
-        if source.is_dir() and _inside(target, source):
-            raise SumbenchError(f"--out {out} is a file inside the {what} {text}: writing there "
-                                f"would replace an input; give a path outside it")
+    for what, source in _given_paths(args, inputs):
         if source.is_file() and target.samefile(source):
-            raise SumbenchError(f"--out {out} is the {what} {text}: writing there would "
+            raise SumbenchError(f"--out {out} is the {what} {source}: writing there would "
                                 f"replace it")
+        if source.is_dir() and _inside(target, source) and not earlier_output(target):
+            raise SumbenchError(f"--out {out} is a file inside the {what} {source}: writing "
+                                f"there would replace an input; give a path outside it")
