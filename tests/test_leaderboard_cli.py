@@ -98,8 +98,8 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
         code, out, err = _run(capsys, "leaderboard", "status", "999", "--server", server.url)
         assert code == 2 and json.loads(out)["http_status"] == 404
-        assert err == ("sumbench leaderboard: error: no status for submission 999 (HTTP 404, "
-                       "status None): no submission 999\n")
+        assert err == ("sumbench leaderboard: error: no status for submission 999 (HTTP 404): "
+                       "no submission 999\n")
         code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
                               "--token", instance["token"], "--model", "flan-large-lora",
                               "--licence", "apache-2.0", str(run))  # a retry
@@ -111,7 +111,7 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
                               "--token", "sb_not-a-token", "--model", "x", str(run))
         assert code == 2 and json.loads(out)["http_status"] == 401
         assert err.startswith("sumbench leaderboard: error: the submission was not accepted "
-                              "(HTTP 401, status None): ") and len(err.splitlines()) == 1
+                              "(HTTP 401): ") and len(err.splitlines()) == 1
     code, out, _ = _run(capsys, "leaderboard", "export", "--db", instance["db"], "--out",
                         str(tmp_path / "site"))
     assert code == 0 and json.loads(out)["boards"] == 3
@@ -205,7 +205,7 @@ def test_revoked_tokens_stop_working_and_the_revocation_is_audited(capsys, tmp_p
 
 
 def test_a_rejected_submission_names_its_first_error(capsys):
-    from benchmark.commands.leaderboard import refused
+    from benchmark.commands.leaderboard_client import refused
 
     answer = {"status": "rejected", "http_status": 200, "errors": [
         {"file": "abs.jsonl", "line": 3, "field": "id", "message": "no such test item"},
@@ -218,6 +218,10 @@ def test_a_rejected_submission_names_its_first_error(capsys):
         {"message": "internal error (KeyError) while scoring"}]}, "x") == 1
     assert capsys.readouterr().err.endswith("status failed): internal error (KeyError) while "
                                             "scoring\n")
+    assert refused({"http_status": 422, "detail": [{"loc": ["body", "model"],
+                                                    "msg": "Field required"}]}, "x") == 2
+    assert capsys.readouterr().err == ("sumbench leaderboard: error: x (HTTP 422): body.model: "
+                                       "Field required\n")
 
 
 def test_an_unmigrated_database_is_refused(capsys, tmp_path):

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from benchmark.commands import non_negative_float, positive_float, positive_int
+from benchmark.commands.leaderboard_client import print_json, status, submit
 from tasks.errors import SumbenchError
 
 DEFAULT_DB = "leaderboard.sqlite"
@@ -37,8 +38,8 @@ def register(subparsers) -> None:
     for name, add, handler in ((("init", _init_args, run_init)), ("token", _token_args, run_token),
                                ("serve", _serve_args, run_serve),
                                ("worker", _worker_args, run_worker),
-                               ("submit", _submit_args, run_submit),
-                               ("status", _status_args, run_status),
+                               ("submit", _submit_args, submit),
+                               ("status", _status_args, status),
                                ("export", _export_args, run_export),
                                ("rescore", _rescore_args, run_rescore)):
         sub = commands.add_parser(name, help=_HELP[name])
@@ -167,10 +168,6 @@ def _database(db: str, check: bool = True):
     return database
 
 
-def _print(obj) -> None:
-    print(json.dumps(obj, indent=1, sort_keys=True, default=str))
-
-
 def run_init(args) -> int:
     from leaderboard.service.init import initialise
 
@@ -183,7 +180,7 @@ def run_init(args) -> int:
                         computed_rows=not args.no_computed_rows, score=not args.no_score)
     if args.demo:
         report["demo_submission"] = submit_demo(args.db, gold)
-    _print(report)
+    print_json(report)
     return 0
 
 
@@ -283,25 +280,30 @@ def _log_jobs() -> None:
     logger.setLevel(logging.INFO)
 
 
-def listening_socket(host: str, port: int):
-    """A socket bound to (host, port); a port in use (or a host not of this machine) is an
-    OSError naming the address, before the worker or the server starts."""
+def shown_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else (host or "0.0.0.0")
+
+
+def check_address(host: str, port: int) -> None:
+    """Bind (host, port) as uvicorn will (asyncio's `create_server`: every address of the
+    host), then let it go: a port in use or a host not of this machine is an OSError naming
+    the address before the worker or the server starts."""
+    import asyncio
+    import os
     import socket
 
+    async def probe() -> None:
+        server = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, port)
+        server.close()
+        await server.wait_closed()
+
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as error:
-        raise OSError(error.errno, f"cannot listen on {host}:{port} ({error.strerror})") \
-            from None
-    listening = socket.socket(family, socket.SOCK_STREAM)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listening.bind((host, port))
+        asyncio.run(probe())
     except OSError as error:
-        listening.close()
-        raise OSError(error.errno, f"cannot listen on {host}:{port} ({error.strerror})") \
+        reason = error.strerror if isinstance(error, socket.gaierror) or not error.errno \
+            else os.strerror(error.errno)
+        raise OSError(error.errno, f"cannot listen on {shown_host(host)}:{port} ({reason})") \
             from None
-    return listening
 
 
 def run_serve(args) -> int:
@@ -311,7 +313,7 @@ def run_serve(args) -> int:
     from leaderboard.service.worker import Worker
 
     database = _database(args.db)
-    listening = listening_socket(args.host, args.port)
+    check_address(args.host, args.port)
     app = create_app(args.db)
     _log_jobs()
     stop = threading.Event()
@@ -319,10 +321,14 @@ def run_serve(args) -> int:
     if not args.no_worker:
         thread = threading.Thread(target=Worker(database).run, args=(stop,), daemon=True)
         thread.start()
-    print(f"sumbench leaderboard: serving http://{args.host}:{args.port} (Ctrl-C stops)",
-          file=sys.stderr, flush=True)
+    print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} (Ctrl-C "
+          f"stops)", file=sys.stderr, flush=True)
     try:
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    except SystemExit as stop:  # uvicorn's exit when the server did not start
+        if stop.code not in (0, None):
+            raise OSError(None, f"the server could not start on {shown_host(args.host)}:"
+                                f"{args.port} (its log above says why)") from None
     finally:
         stop.set()
         if thread is not None:
@@ -346,71 +352,10 @@ def run_worker(args) -> int:
     return 0
 
 
-def _card(args) -> dict:
-    prefix = "card_"
-    return {key[len(prefix):]: value for key, value in vars(args).items()
-            if key.startswith(prefix) and value is not None}
-
-
-def run_submit(args) -> int:
-    import os
-
-    from leaderboard import client
-
-    uploads = client.collect_uploads(args.paths)
-    if args.check:
-        manifest = client.fetch_manifest(args.server, args.track, args.variant) \
-            if args.server else None
-        _print(client.check(uploads, args.track, args.variant, manifest))
-        return 0
-    token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
-    if not args.server or not token or not args.model:
-        raise SumbenchError("submitting needs --server, --token (or SUMBENCH_LEADERBOARD_TOKEN) "
-                            "and --model (use --check to validate only)")
-    answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
-                           variant=args.variant, card=_card(args))
-    if answer.get("duplicate"):
-        print(f"note: {answer.get('message', 'already submitted')}", file=sys.stderr)
-    for name in answer.get("ignored", []):
-        print(f"warning: archive member not read (only .jsonl files and results.json are): "
-              f"{name}", file=sys.stderr)
-    if args.wait and "id" in answer:
-        answer = client.wait_for(args.server, answer["id"], token)
-    _print(answer)
-    return 0 if answer.get("status") in ("queued", "scoring", "scored") else refused(
-        answer, "the submission was not accepted")
-
-
-def refused(answer: dict, what: str) -> int:
-    """An error line on stderr, `what` went wrong and why, for an answer that is not accepted
-    (the answer itself is on stdout); 2 for what the caller can fix (HTTP 4xx, a rejected
-    submission), else 1."""
-    status = answer.get("http_status")
-    errors = answer.get("errors") or []
-    first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    where = ":".join(str(first[key]) for key in ("file", "line") if first.get(key))
-    reason = (f"{where + ': ' if where else ''}{first.get('message')}" if first else
-              answer.get("detail") or answer.get("error") or answer.get("status"))
-    more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
-    print(f"sumbench leaderboard: error: {what} (HTTP {status}, status "
-          f"{answer.get('status')}): {reason}{more}", file=sys.stderr)
-    return 2 if answer.get("status") == "rejected" or (
-        isinstance(status, int) and 400 <= status < 500) else 1
-
-
-def run_status(args) -> int:
-    from leaderboard import client
-
-    answer = client.status(args.server, args.id, args.token)
-    _print(answer)
-    return 0 if answer.get("http_status") == 200 else refused(
-        answer, f"no status for submission {args.id}")
-
-
 def run_export(args) -> int:
     from leaderboard.service.export import export_site
 
-    _print(export_site(_database(args.db), args.out))
+    print_json(export_site(_database(args.db), args.out))
     return 0
 
 
@@ -421,5 +366,5 @@ def run_rescore(args) -> int:
     report = queue_rescore(database)
     if args.now:
         report["jobs_run"] = Worker(database).drain()
-    _print(report)
+    print_json(report)
     return 0

@@ -1,0 +1,81 @@
+"""`sumbench leaderboard submit` and `status`: the client side of a leaderboard (it talks to
+a server over HTTP, never to its database)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from tasks.errors import SumbenchError
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=1, sort_keys=True, default=str))
+
+
+def _card(args) -> dict:
+    prefix = "card_"
+    return {key[len(prefix):]: value for key, value in vars(args).items()
+            if key.startswith(prefix) and value is not None}
+
+
+def submit(args) -> int:
+    import os
+
+    from leaderboard import client
+
+    uploads = client.collect_uploads(args.paths)
+    if args.check:
+        manifest = client.fetch_manifest(args.server, args.track, args.variant) \
+            if args.server else None
+        print_json(client.check(uploads, args.track, args.variant, manifest))
+        return 0
+    token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
+    if not args.server or not token or not args.model:
+        raise SumbenchError("submitting needs --server, --token (or SUMBENCH_LEADERBOARD_TOKEN) "
+                            "and --model (use --check to validate only)")
+    answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
+                           variant=args.variant, card=_card(args))
+    if answer.get("duplicate"):
+        print(f"note: {answer.get('message', 'already submitted')}", file=sys.stderr)
+    for name in answer.get("ignored", []):
+        print(f"warning: archive member not read (only .jsonl files and results.json are): "
+              f"{name}", file=sys.stderr)
+    if args.wait and "id" in answer:
+        answer = client.wait_for(args.server, answer["id"], token)
+    print_json(answer)
+    return 0 if answer.get("status") in ("queued", "scoring", "scored") else refused(
+        answer, "the submission was not accepted")
+
+
+def refused(answer: dict, what: str) -> int:
+    """An error line on stderr, `what` went wrong and why, for an answer that is not accepted
+    (the answer itself is on stdout); 2 for what the caller can fix (HTTP 4xx, a rejected
+    submission), else 1."""
+    code, state = answer.get("http_status"), answer.get("status")
+    errors = answer.get("errors") or []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    where = ":".join(str(first[key]) for key in ("file", "line") if first.get(key))
+    reason = (f"{where + ': ' if where else ''}{first.get('message')}" if first else
+              _detail_text(answer.get("detail")) or answer.get("error") or state)
+    more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+    print(f"sumbench leaderboard: error: {what} (HTTP {code}"
+          f"{f', status {state}' if state else ''}): {reason}{more}", file=sys.stderr)
+    return 2 if state == "rejected" or (isinstance(code, int) and 400 <= code < 500) else 1
+
+
+def _detail_text(detail) -> str | None:
+    """A server's `detail`: a message, or (a request the framework refused) a list of
+    {"loc", "msg"} whose first is named."""
+    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
+        where = ".".join(str(part) for part in detail[0].get("loc", ()))
+        return f"{where}: {detail[0].get('msg')}" if where else str(detail[0].get("msg"))
+    return None if detail is None else str(detail)
+
+
+def status(args) -> int:
+    from leaderboard import client
+
+    answer = client.status(args.server, args.id, args.token)
+    print_json(answer)
+    return 0 if answer.get("http_status") == 200 else refused(
+        answer, f"no status for submission {args.id}")
