@@ -110,6 +110,18 @@ def _os_error_text(error: OSError) -> str:
     return f"{reason}: {' -> '.join(map(str, paths))}" if paths else reason
 
 
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (poll reports an error on it)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured in tests)
+        return False
+
+
 def _deepest_parser(parser: argparse.ArgumentParser,
                     args: argparse.Namespace) -> argparse.ArgumentParser:
     """The parser of the (sub)command that was chosen, e.g. `leaderboard submit`'s."""
@@ -148,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     except SumbenchError as error:
         print(f"{prefix}: error: {error}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader of stdout stopped (`| head`): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
+    except BrokenPipeError as error:
+        if not stdout_reader_gone():  # another pipe broke: a fault to report
+            print(f"{prefix}: error: {_os_error_text(error)}", file=sys.stderr)
+            return 1
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the reader of stdout stopped (`| head`)
         os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
         return PIPE_CLOSED
     except OSError as error:

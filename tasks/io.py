@@ -271,8 +271,18 @@ def glob_escape(name: str) -> str:
 WRITE_FAULTS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO, errno.EROFS})
 
 
+#: paths that stand for a process's open files (`/dev/stdout` links to /proc/self/fd/1)
+OPEN_FILE_LINKS = ("/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr")
+
+
 def is_special_file(path: Path) -> bool:
-    """Whether `path` (links followed) is a character or block device, a pipe or a socket."""
+    """Whether `path` is to be written in place, never replaced: a character or block device,
+    a pipe or a socket (links followed), or a link to an open file of a process
+    (`/dev/stdout` redirected to a file: replacing the link would break it)."""
+    text = os.path.abspath(path)
+    if text.startswith(OPEN_FILE_LINKS) or (
+            path.is_symlink() and os.readlink(path).startswith(OPEN_FILE_LINKS)):
+        return path.exists()
     try:
         mode = path.stat().st_mode
     except OSError:

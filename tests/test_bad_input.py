@@ -351,6 +351,17 @@ def test_a_closed_output_pipe_stops_quietly(usb_fixture_dir, argv):
     assert process.returncode == 141 and process.stderr == ""
 
 
+def test_another_broken_pipe_is_reported_not_taken_for_a_closed_stdout():
+    code = ("import sys, benchmark.cli as cli, benchmark.commands.tasks as tasks\n"
+            "def broken(args):\n"
+            "    raise BrokenPipeError(32, 'Broken pipe')  # e.g. a chat server's socket\n"
+            "tasks.run = broken\n"
+            "sys.exit(cli.main(['tasks']))\n")
+    process = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                             text=True, timeout=300)
+    assert (process.returncode, process.stderr) == (1, "sumbench tasks: error: Broken pipe\n")
+
+
 def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
     process = _sumbench_process("data", "build", "--raw", usb_fixture_dir / "raw", "--out",
                                 tmp_path / "out", limit_bytes=4000)
