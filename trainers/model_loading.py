@@ -14,13 +14,11 @@ from tasks.errors import SumbenchError
 
 
 def looks_local(name: str) -> bool:
-    """Whether a model name is meant as a path: absolute, relative with ./ ../ ~, a file, more
-    than one '/' (a hub id is 'name' or 'owner/name'), or 'folder/name' where the folder
-    exists here (`runs/my-modle`, a typo of a local model, is not a hub id)."""
+    """Whether a model name is meant as a path: absolute, relative with ./ ../ ~, a file, or
+    more than one '/' (a hub id is 'name' or 'owner/name')."""
     text = str(name)
     return (text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
-            or Path(text).expanduser().exists()
-            or ("/" in text and Path(text.split("/")[0]).is_dir()))
+            or Path(text).expanduser().exists())
 
 
 def check_model_source(name: str, what: str = "model") -> None:
@@ -41,9 +39,20 @@ def load_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def local_folder_note(name: str, what: str = "model") -> str:
+    """For 'owner/name' that is no local path while a folder 'owner' exists here (a typo of a
+    local model, say `runs/my-modle`): a note saying so; "" otherwise."""
+    text = str(name)
+    owner = text.split("/")[0]
+    if text.count("/") != 1 or Path(text).exists() or not Path(owner).is_dir():
+        return ""
+    return f"; nor is there a local {what} folder {text} (the folder {owner}/ exists)"
+
+
 def load_failure(name: str, error: BaseException, what: str = "model") -> SumbenchError:
     """One-line SumbenchError for a model that could not be loaded."""
     reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    reason += local_folder_note(name, what)
     damaged = ("deserializ", "incomplete", "PytorchStreamReader", "unpickl", "truncated",
                "header", "corrupt")
     if any(word.lower() in reason.lower() for word in damaged):
