@@ -290,10 +290,12 @@ def test_a_record_with_a_bad_summ_idx_is_named_as_a_possible_missing_item(usb, u
     assert missing["message"].startswith(f"factuality_classification: 1 of {len(records)} test "
                                          f"items missing") and missing["message"].endswith(
         "; 1 rejected record of this part above may be among them")
-    complete = "".join(json.dumps(r) + "\n" for r in records[1:]).encode()
-    with pytest.raises(SubmissionErrors) as caught:  # only left out: no rejected record named
-        _check(track, gold, [Upload("fac.jsonl", complete)])
-    assert caught.value.to_list()[0]["message"].endswith(")")
+    for kept in (records[1:], [records[0], *records[2:], records[0]]):  # left out; or left
+        data = "".join(json.dumps(r) + "\n" for r in kept).encode()   # out with a duplicate
+        with pytest.raises(SubmissionErrors) as caught:
+            _check(track, gold, [Upload("fac.jsonl", data)])
+        assert [e["message"] for e in caught.value.to_list()
+                if "missing" in e["message"]][0].endswith(")")  # a duplicate is no candidate
 
 
 def test_published_rows_cover_the_eight_tasks():

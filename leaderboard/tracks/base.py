@@ -165,6 +165,12 @@ def check_item(collector: ErrorCollector, located: Located,
     return True
 
 
+def unplaced_count(keys: Sequence[tuple | None], seen: Mapping[tuple, Any]) -> int:
+    """How many rejected records may be among a part's missing items: those whose ids name no
+    item (None) or an item no accepted record gave (a duplicate of a given item cannot)."""
+    return sum(key is None or key not in seen for key in keys)
+
+
 def report_missing(collector: ErrorCollector, part: str, expected: Sequence[tuple],
                    seen: Mapping[tuple, Any], describe, unplaced: int = 0) -> None:
     """An error for a part whose submitted items do not cover every expected item;

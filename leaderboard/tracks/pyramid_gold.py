@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from leaderboard.tracks.base import (ErrorCollector, Track, check_id_types, check_item,
-                                     report_missing)
+                                     report_missing, unplaced_count)
 from tasks.errors import DataError, SumbenchError
 from tasks.io import iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
@@ -152,25 +152,28 @@ class PyramidSetTrack(Track):
                     for item in manifest["parts"][board]}
         seen: dict[tuple, tuple[str, int]] = {}
         values: dict[tuple, object] = {}
-        records = 0
+        unplaced: list[tuple | None] = []  # keys of records rejected before being counted
         for entry in located:
-            records += 1
             path, line, record = entry
             if record.get("dataset") != board:
                 errors.add(f"expected dataset {board!r}, got {record.get('dataset')!r}",
                            path=path, line=line, field="dataset")
                 continue
             if not check_id_types(errors, entry, self.id_fields):
+                unplaced.append(None)
                 continue
+            key = tuple(record[field] for field in self.id_fields)
             problem = self.value_problem(record.get(self.value_field))
             if problem:
                 errors.add(problem, path=path, line=line, field=self.value_field)
+                unplaced.append(key)
                 continue
-            key = tuple(record[field] for field in self.id_fields)
             if check_item(errors, entry, seen, key, expected, lambda: self._describe(key)):
                 values[key] = record[self.value_field]
+            elif key not in expected:
+                unplaced.append(key)
         report_missing(errors, board, list(expected), seen, self._describe,
-                       unplaced=records - len(seen))
+                       unplaced=unplaced_count(unplaced, seen))
         errors.raise_if_any()
         return {board: [{**dict(zip(self.id_fields, key)), self.value_field: values[key]}
                         for key in expected]}

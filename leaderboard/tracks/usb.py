@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
-                                     check_item, report_missing)
+                                     check_item, report_missing, unplaced_count)
 from tasks import get_task, task_names
 from tasks.base import SPLITS
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
@@ -121,6 +121,17 @@ def _shape_error(task, prediction: Any, expected_length: int | None,
     return None
 
 
+
+def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Mapping) -> None:
+    """Note a rejected record of a known part: its item key, or None when its ids cannot
+    name one."""
+    name = entry[2].get("task")
+    task = tasks.get(name) if isinstance(name, str) else None
+    if task is None or task.name not in expected:
+        return
+    readable = check_id_types(ErrorCollector(), entry, identity_fields(task))
+    unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
+
 class UsbTrack(Track):
     name = "usb"
     title = "USB: eight summarization tasks"
@@ -185,22 +196,20 @@ class UsbTrack(Track):
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
         tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
-        unplaced: dict[str, int] = {}  # part -> its records rejected before naming an item
-        for entry in located:
+        unplaced: dict[str, list] = {}  # part -> item keys (None: unreadable) of records
+        for entry in located:              # rejected before their item was counted
             placed = sum(map(len, seen.values()))
             outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
             if outcome is not None:
                 task, key, record = outcome
                 checked.setdefault(task.name, {})[key] = record
             elif sum(map(len, seen.values())) == placed:
-                task = tasks.get(entry[2].get("task")) if isinstance(
-                    entry[2].get("task"), str) else None
-                if task is not None and task.name in expected:
-                    unplaced[task.name] = unplaced.get(task.name, 0) + 1
+                _note_unplaced(unplaced, entry, tasks, expected)
         for name in seen:
             task = get_task(name)
             report_missing(errors, name, list(expected[name]), seen[name],
-                           lambda key, task=task: key_text(task, key), unplaced.get(name, 0))
+                           lambda key, task=task: key_text(task, key),
+                           unplaced_count(unplaced.get(name, []), seen[name]))
         if not seen and not errors.errors:
             errors.add("the submission holds no prediction records")
         errors.raise_if_any()
