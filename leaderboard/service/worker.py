@@ -80,7 +80,9 @@ class Worker:
 
     # ---- score ----------------------------------------------------------------------
     def _score(self, job) -> None:
-        with self.database.session() as session:
+        # a write transaction from the start: on SQLite, a read transaction that then writes
+        # (the status) fails when another connection wrote since it began
+        with self.database.write_session() as session:
             submission = session.get(Submission, job.submission_id)
             if submission.deleted:
                 finish(session, job.id)
@@ -143,7 +145,7 @@ class Worker:
         from leaderboard.ranking import bootstrap_distribution
 
         settings = load_settings(self.database)
-        with self.database.session() as session:
+        with self.database.write_session() as session:
             submission = session.get(Submission, job.submission_id)
             score = session.scalars(select(Score).filter_by(
                 submission_id=submission.id, current=True)).first()
