@@ -165,6 +165,38 @@ def test_bad_model_cards_are_refused_naming_the_field(service, usb_fixture_dir, 
     assert error["field"] == field and message in error["message"]
 
 
+@pytest.mark.parametrize("card, message", [
+    ("[" * 5000 + "]" * 5000, "card is not JSON one can read: nested too deeply"),
+    ('{"seed": 1, "seed": 2}', "'seed' is given twice in one object"),
+    ('{"seed": ' + "7" * 5000 + "}", "card is not JSON one can read: Exceeds the limit"),
+])
+def test_unreadable_card_json_is_refused_not_a_server_error(service, usb_fixture_dir, card,
+                                                           message):
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    response = service["client"].post(
+        "/api/v1/submissions", headers=_auth(service, "alice"),
+        files=[("files", ("fix.jsonl", minimal_lines(path)))],
+        data={"model": "raw-card", "card": card})
+    service["responses"].append(response.content)
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["errors"]
+    assert error["field"] == "card" and message in error["message"]
+
+
+def test_a_retry_with_a_bad_card_is_refused_not_answered_as_a_duplicate(service,
+                                                                        usb_fixture_dir):
+    from leaderboard.service.validate import Upload
+
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    uploads = [Upload("fix.jsonl", minimal_lines(path))]
+    first = _submit(service, uploads, model="retry-card", card={"seed": 1})
+    assert first.status_code == 202, first.text
+    again = _submit(service, uploads, model="retry-card", card={"seed": float("nan")})
+    assert again.status_code == 422 and again.json()["errors"][0]["field"] == "seed"
+    same = _submit(service, uploads, model="retry-card", card={"seed": 1})
+    assert same.status_code == 200 and same.json()["duplicate"] is True
+
+
 def test_requests_the_api_cannot_bind_and_ids_beyond_int64(service, scored):
     client = service["client"]
     response = client.post("/api/v1/submissions", headers=_auth(service, "alice"),

@@ -32,6 +32,7 @@ from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks,
                                        render)
 from leaderboard.tracks import SubmissionErrors
 from tasks.errors import DataError, SumbenchError, json_type
+from tasks.io import DuplicateKey, strict_loads
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -160,6 +161,23 @@ def _user(database: Database, authorization: str | None, required: bool = True):
     return user
 
 
+def parse_card(text: str) -> dict:
+    """The card form field: JSON (a name given twice, nesting too deep or a number too long to
+    read is refused like malformed JSON), as `card_object` takes it."""
+    try:
+        return card_object(strict_loads(text))
+    except json.JSONDecodeError as error:
+        raise DataError(f"card is not JSON ({error.msg})", field="card") from None
+    except DuplicateKey as error:
+        raise DataError(f"card is not JSON one can read one way: {error.key!r} is given twice "
+                        f"in one object", field="card") from None
+    except RecursionError:
+        raise DataError("card is not JSON one can read: nested too deeply",
+                        field="card") from None
+    except ValueError as error:  # e.g. an integer of more than 4300 digits
+        raise DataError(f"card is not JSON one can read: {error}", field="card") from None
+
+
 def card_object(card: Any) -> dict:
     """The card form field's JSON: an object of card fields, or a plain string or number
     taken as its notes."""
@@ -226,15 +244,13 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
     """A submission form's answer: 202 accepted, 200 for the same files sent again (nothing
     new accepted: the earlier submission's answer), 429 over the quota, 422 rejected."""
     try:
-        card_fields = card_object(json.loads(card))
+        card_fields = parse_card(card)
         uploads = [Upload(f.filename or "upload", f.file.read()) for f in files]
         answer = accept(database, load_settings(database), user, track_name=track,
                         board=variant, model=model, card=card_fields, uploads=uploads)
         return JSONResponse(answer, status_code=200) if answer.get("duplicate") else answer
     except QuotaExceeded as error:
         return rejection(429, error)
-    except json.JSONDecodeError as error:
-        return rejection(422, DataError(f"card is not JSON ({error.msg})", field="card"))
     except (SumbenchError, ValueError) as error:
         return rejection(422, error)
 

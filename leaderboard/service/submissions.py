@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from sqlalchemy import select
 
-from leaderboard.card import merged_card
+from leaderboard.card import check_card, merged_card
 from leaderboard.service.auth import audit, submissions_today, system_user
 from leaderboard.service.boards import BADGES, CARD_BADGE
 from leaderboard.service.publish import rebuild_board
@@ -70,6 +70,7 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
     try:
         track = settings.track(track_name)
         model = check_model_name(model)
+        check_card({key: value for key, value in card.items() if value not in (None, "")})
         identical = Identical(user, kind, track.name, board, model, uploads_sha256(uploads))
         answer = identical.earlier_answer(database, detail)
         if answer is not None:
