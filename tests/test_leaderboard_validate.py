@@ -81,6 +81,34 @@ def test_archive_sizes_and_counts_are_limited_before_reading():
         expand([Upload("junk.tgz", b"not gzip at all")], Limits())
 
 
+def test_long_names_and_declared_sizes_are_refused_before_they_are_read():
+    import gzip
+
+    def gnu_tar(name: str) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+            info, data = _file(name, b"{}\n")
+            archive.addfile(info, io.BytesIO(data))
+        return gzip.compress(buffer.getvalue())
+
+    huge = gnu_tar("a" * (1 << 20) + ".jsonl")  # a 1 MiB long-name header: never read whole
+    with pytest.raises(DataError) as caught:
+        expand([Upload("long.tgz", huge)], Limits())
+    assert str(caught.value) == ("long.tgz: not a readable gzip-compressed tar archive (an "
+                                 "extended header of 1048583 bytes (at most 65536 are read))")
+    with pytest.raises(DataError) as caught:  # a long name that is read is still refused
+        expand([Upload("name.tgz", gnu_tar("b" * 2000 + ".jsonl"))], Limits())
+    assert str(caught.value) == ("name.tgz: an archive member name of 2006 characters (at "
+                                 "most 1024)")
+    buffer = io.BytesIO()  # a member declared over the limit, cut short after its header:
+    with tarfile.open(fileobj=buffer, mode="w") as archive:  # refused before the next header
+        info, data = _file("a.jsonl", b"x" * 5000)
+        archive.addfile(info, io.BytesIO(data))
+    cut = gzip.compress(buffer.getvalue()[:1024])
+    with pytest.raises(DataError, match="unpacks to more than 1000 bytes"):
+        expand([Upload("cut.tgz", cut)], Limits(max_bytes=1000))
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:

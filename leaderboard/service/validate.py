@@ -40,6 +40,27 @@ ARCHIVE_FAULTS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OS
                   NotImplementedError, RuntimeError, ValueError)
 
 
+#: the longest archive member name read (real names are far shorter; a long one would be
+#: repeated in every error about its lines)
+MAX_MEMBER_NAME_CHARS = 1024
+#: the largest tar extended header read (GNU long names, pax records): tarfile reads one
+#: whole into memory before anything else can be checked
+MAX_EXTENDED_HEADER_BYTES = 64 << 10
+EXTENDED_HEADER_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                         tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose extended headers over MAX_EXTENDED_HEADER_BYTES are refused before
+    they are read (a GNU long name of a few GiB in a small gzip file)."""
+
+    def _proc_member(self, archive):
+        if self.type in EXTENDED_HEADER_TYPES and self.size > MAX_EXTENDED_HEADER_BYTES:
+            raise tarfile.HeaderError(f"an extended header of {self.size} bytes (at most "
+                                      f"{MAX_EXTENDED_HEADER_BYTES} are read)")
+        return super()._proc_member(archive)
+
+
 @dataclass(frozen=True)
 class Limits:
     max_bytes: int = 64 << 20
@@ -98,6 +119,7 @@ def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
     limit are errors."""
     total, seen = 0, set()
     for name, kind, size in members:
+        _check_name_length(upload, name)
         normal = _safe_member_name(name)
         if normal is None:
             raise DataError(f"archive member path {name!r} is absolute or leaves the archive",
@@ -116,18 +138,30 @@ def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
                             path=upload.name)
 
 
+def _check_name_length(upload: Upload, name: str) -> None:
+    if len(name) > MAX_MEMBER_NAME_CHARS:
+        raise DataError(f"an archive member name of {len(name)} characters (at most "
+                        f"{MAX_MEMBER_NAME_CHARS})", path=upload.name)
+
+
 def _tar_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator[Upload]:
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:gz")
+        archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:gz",
+                               tarinfo=BoundedTarInfo)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise DataError(f"not a readable gzip-compressed tar archive ({error})",
                         path=upload.name) from None
     with archive:
-        members = []
+        members, declared = [], 0
         try:
-            for member in archive:  # headers are read one at a time: stop at the limit
-                members.append(member)
+            for member in archive:  # headers are read one at a time: stop at a limit before
+                members.append(member)  # the next header (reaching it unpacks this member)
                 _check_count(upload, len(members), limits)
+                _check_name_length(upload, member.name)
+                declared += member.size if member.isfile() else 0
+                if declared > limits.max_bytes:
+                    raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
+                                    path=upload.name)
         except DataError:
             raise
         except ARCHIVE_FAULTS as error:
