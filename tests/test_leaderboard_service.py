@@ -472,3 +472,48 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     from sqlalchemy import text
     with database.session() as session:
         assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_a_write_by_a_request_while_the_worker_claims_a_submission_costs_no_retry(
+        tmp_path, data_dir, usb_fixture_dir, monkeypatch):
+    """A request writes (an audit row) while the worker is inside its claiming transaction:
+    the worker's first attempt still scores (on SQLite a read transaction that then writes
+    fails once another connection has written since it began)."""
+    import threading
+
+    import leaderboard.service.worker as worker_module
+    from leaderboard.service.auth import audit, authenticate
+    from leaderboard.service.submissions import accept, public_view
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir / "all", gold / "all")
+    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
+                                      computed_rows=False))
+    user = authenticate(database, create_token(database, "erin"))
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
+                                                               {"fixing_factuality"}))
+    written = threading.Event()
+
+    def request_writes():
+        with database.write_session() as session:
+            audit(session, "erin", "hide", "accepted", submission_id=entry["id"])
+        written.set()
+
+    real_unpack = worker_module.unpack
+
+    def unpack_while_a_request_writes(blob):
+        writer = threading.Thread(target=request_writes)
+        writer.start()
+        written.wait(timeout=1.0)  # the worker's transaction holds the write lock: it waits
+        return real_unpack(blob)
+
+    monkeypatch.setattr(worker_module, "unpack", unpack_while_a_request_writes)
+    assert Worker(database).run_once()
+    monkeypatch.setattr(worker_module, "unpack", real_unpack)
+    assert written.wait(timeout=60)  # the request's write went through after the claim
+    with database.session() as session:
+        job = session.scalars(select(worker_module.Job).filter_by(
+            submission_id=entry["id"], kind="score")).one()
+        assert (job.state, job.attempts, job.error) == ("done", 1, None)
+    assert public_view(database, entry["id"])["status"] == "scored"
