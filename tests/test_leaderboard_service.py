@@ -211,6 +211,12 @@ def test_requests_the_api_cannot_bind_and_ids_beyond_int64(service, scored):
                         ("delete", f"/api/v1/submissions/{10 ** 20}")):
         response = getattr(client, method)(url, headers=_auth(service, "alice"))
         assert response.status_code == 404, (url, response.text)
+        page = not url.startswith("/api/")  # a page answers with a page, the API with JSON
+        assert response.headers["content-type"].startswith(
+            "text/html" if page else "application/json"), url
+    missing = _get(service, "/track/%3Cb%3Ebold")
+    assert missing.status_code == 404 and "<h1>404</h1>" in missing.text
+    assert "<p>no board &lt;b&gt;bold/all</p>" in missing.text  # escaped, never markup
     for url in ("/", "/track/usb", "/api/v1/leaderboard/usb", f"/submission/{scored[0]}"):
         head, get = client.head(url), client.get(url)
         assert head.status_code == 200 and head.content == b"", url

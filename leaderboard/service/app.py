@@ -16,9 +16,11 @@ import json
 from typing import Any
 
 from fastapi import (APIRouter, FastAPI, File, Form, Header, HTTPException, UploadFile)
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from leaderboard.service.auth import authenticate, bearer_token
 from leaderboard.service.boards import load_settings
@@ -139,8 +141,18 @@ def create_app(db: str):
     app.include_router(api_router(database))
     app.include_router(page_router(database))
     app.add_exception_handler(RequestValidationError, _malformed_request)
+    app.add_exception_handler(StarletteHTTPException, _page_or_api_error)
     return HeadAsGet(BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
                                settings.max_upload_bytes))
+
+
+async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
+    """An HTTP error of a page as a page (the API's answers stay JSON)."""
+    path = request.url.path
+    if path.startswith(("/api/", "/static/")):
+        return await http_exception_handler(request, error)
+    page = render("error.html", Links(), status=error.status_code, message=error.detail)
+    return HTMLResponse(page, status_code=error.status_code, headers=error.headers)
 
 
 async def _malformed_request(request, error: RequestValidationError) -> Any:
