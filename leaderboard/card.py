@@ -57,6 +57,11 @@ def check_card(card: Any, source: str = "card") -> dict[str, Any]:
         if isinstance(value, str) and ("\x00" in value or has_lone_surrogate(value)):
             raise DataError("a NUL or a lone UTF-16 surrogate (\\ud800-\\udfff) cannot be "
                             "stored or shown", path=source, field=key)
+        if isinstance(value, str) and not all(ch.isprintable() or ch in "\n\t"
+                                              for ch in value):
+            raise DataError("control and formatting characters (bidi overrides, zero-width "
+                            "marks) are not shown faithfully; only printable text, new lines "
+                            "and tabs", path=source, field=key)
         checked[key] = value
     return checked
 

@@ -150,6 +150,8 @@ def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
 
 @pytest.mark.parametrize("card, field, message", [
     ({"notes": "\ud800x"}, "notes", "lone UTF-16 surrogate"),
+    ({"notes": "safe\u202egnp.exe"}, "notes", "control and formatting characters"),
+    ({"link": "https://a.example/\x1b[2J"}, "link", "control and formatting characters"),
     ({"seed": int("9" * 600)}, "seed", "at most 500 characters"),
     ([1, 2], "card", "expected a JSON object of model card fields, got array"),
 ])
