@@ -197,6 +197,12 @@ def test_a_retry_with_a_bad_card_is_refused_not_answered_as_a_duplicate(service,
     assert again.status_code == 422 and again.json()["errors"][0]["field"] == "seed"
     same = _submit(service, uploads, model="retry-card", card={"seed": 1})
     assert same.status_code == 200 and same.json()["duplicate"] is True
+    assert same.json()["message"].endswith("nothing new was stored")
+    other = _submit(service, uploads, model="retry-card", card={"seed": 2, "licence": "mit"})
+    assert other.status_code == 200 and other.json()["message"].endswith(
+        f"nothing new was stored; the card sent now differs from the stored one (licence, "
+        f"seed) and was not applied: delete submission {first.json()['id']} and submit again "
+        f"to change it")
 
 
 def test_requests_the_api_cannot_bind_and_ids_beyond_int64(service, scored):

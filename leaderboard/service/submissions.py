@@ -70,8 +70,10 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
     try:
         track = settings.track(track_name)
         model = check_model_name(model)
-        check_card({key: value for key, value in card.items() if value not in (None, "")})
-        identical = Identical(user, kind, track.name, board, model, uploads_sha256(uploads))
+        sent = check_card({key: value for key, value in card.items()
+                           if value not in (None, "")})
+        identical = Identical(user, kind, track.name, board, model, uploads_sha256(uploads),
+                              sent)
         answer = identical.earlier_answer(database, detail)
         if answer is not None:
             return answer
@@ -114,9 +116,10 @@ class Identical:
     name and the uploaded bytes (`upload_sha256`, files in order)."""
 
     def __init__(self, user: User, kind: str, track: str, board: str, model: str,
-                 sha256: str):
+                 sha256: str, card: Mapping[str, Any] | None = None):
         self.user, self.kind, self.track, self.board = user, kind, track, board
         self.model, self.sha256 = model, sha256
+        self.card = dict(card or {})  # the card fields sent with this request
 
     def earlier(self, session) -> Submission | None:
         """The earlier identical submission that is not deleted, if any."""
@@ -143,9 +146,14 @@ class Identical:
         """The earlier submission's answer (audited as a duplicate; nothing stored)."""
         audit(session, self.user.name, "submit", "duplicate", submission_id=earlier.id,
               detail={**detail, "model": self.model, "sha256": self.sha256})
+        stored = json.loads(earlier.card)
+        changed = sorted(key for key, value in self.card.items() if stored.get(key) != value)
+        note = (f"; the card sent now differs from the stored one ({', '.join(changed)}) and "
+                f"was not applied: delete submission {earlier.id} and submit again to change "
+                f"it") if changed else ""
         return {"id": earlier.id, "status": earlier.status, "duplicate": True,
                 "message": f"these files were already submitted as submission {earlier.id} "
-                           f"(model {self.model!r}); nothing new was stored"}
+                           f"(model {self.model!r}); nothing new was stored{note}"}
 
 
 def _store(database: Database, settings: InstanceSettings, user: User, kind: str,
