@@ -39,6 +39,19 @@ def card_from_results(results: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in card.items() if value is not None}
 
 
+#: the characters that reorder displayed text (bidi embeddings, overrides, isolates, marks)
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+
+
+def _hidden_control(char: str) -> bool:
+    """A control character other than tab and line ends, or a bidi control."""
+    import unicodedata
+
+    return (unicodedata.category(char) == "Cc" and char not in "\t\n\r") or \
+        char in BIDI_CONTROLS
+
+
 def check_card(card: Any, source: str = "card") -> dict[str, Any]:
     """The card with only known fields of allowed types; DataError naming the field."""
     if not isinstance(card, Mapping):
@@ -57,11 +70,10 @@ def check_card(card: Any, source: str = "card") -> dict[str, Any]:
         if isinstance(value, str) and ("\x00" in value or has_lone_surrogate(value)):
             raise DataError("a NUL or a lone UTF-16 surrogate (\\ud800-\\udfff) cannot be "
                             "stored or shown", path=source, field=key)
-        if isinstance(value, str) and not all(ch.isprintable() or ch in "\n\t"
-                                              for ch in value):
-            raise DataError("control and formatting characters (bidi overrides, zero-width "
-                            "marks) are not shown faithfully; only printable text, new lines "
-                            "and tabs", path=source, field=key)
+        if isinstance(value, str) and any(_hidden_control(ch) for ch in value):
+            raise DataError("control characters and bidi controls (which reorder what is "
+                            "shown) are not allowed; text, new lines and tabs are",
+                            path=source, field=key)
         checked[key] = value
     return checked
 

@@ -291,6 +291,19 @@ def is_special_file(path: Path) -> bool:
         stat.S_ISSOCK(mode)
 
 
+def _written_in_place(path: Path) -> Iterator[str]:
+    """A temporary file whose content is appended to `path` on success: a device or pipe is
+    never replaced, and a redirected stdout (`>> log`) keeps what it holds."""
+    fd, tmp = tempfile.mkstemp(prefix="sumbench-", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, "rb") as written, open(path, "ab") as target:
+            shutil.copyfileobj(written, target)
+    finally:
+        os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary file path beside `path`; move it into place only on success.
@@ -301,7 +314,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """
     path = Path(path)
     if is_special_file(path):
-        yield str(path)
+        yield from _written_in_place(path)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(path, ".tmp")

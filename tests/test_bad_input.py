@@ -243,13 +243,19 @@ def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, 
         assert code == 2 and "error: --out " in err and message in err, err
         assert len(err.strip().splitlines()) == 1
         assert files_under(tmp_path) == before
-    # an earlier output inside an input folder is not an input: the same command runs again
+    # an earlier output written there as --out is no input: the same command runs again
     data = shutil.copytree(workspace["data"], tmp_path / "data")
     pred = Path(workspace["pred"])
+    argv = ["score", str(pred), "--data", str(data), "--out", str(data / "scores.json")]
+    monkeypatch.setattr(sys, "argv", ["sumbench", *argv])  # what its provenance records
     for _ in range(2):
-        code, _, err = sumbench(capsys, "score", pred, "--data", data, "--out",
-                                data / "scores.json")
+        code, _, err = sumbench(capsys, *argv)
         assert code == 0, err
+    build_info = data / "build_info.json"  # the folder's own file, with provenance too
+    build_info.write_text(json.dumps({"provenance": {"command": [
+        "sumbench", "data", "build", "--raw", "raw", "--out", str(data)]}}))
+    code, _, err = sumbench(capsys, "score", pred, "--data", data, "--out", build_info)
+    assert code == 2 and "is a file inside the --data folder" in err
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyramid").mkdir()  # --human's default is a name, not this folder
     (tmp_path / "pyramid" / "notes.txt").write_text("mine")
@@ -273,6 +279,40 @@ def test_model_names_a_new_user_mistypes_are_one_line(workspace, tmp_path, capsy
                             workspace["data"], "--out", "few")  # the hub is offline here
     assert code == 2 and err.startswith("sumbench run: error: cannot load model "
                                         "no-org/no-model: ") and len(err.splitlines()) == 1
+
+
+def test_load_failures_say_damaged_only_when_the_library_says_so(tmp_path, monkeypatch):
+    from trainers.model_loading import load_failure
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    named = load_failure("runs/truncated-ckpt", OSError(
+        "runs/truncated-ckpt is not a local folder and is not a valid model identifier"))
+    assert str(named) == ("cannot load model runs/truncated-ckpt: runs/truncated-ckpt is not a "
+                          "local folder and is not a valid model identifier; nor is there a "
+                          "local model folder runs/truncated-ckpt (the folder runs/ exists)")
+    damaged = load_failure("runs/m", OSError("Error while deserializing header: bad"))
+    assert "a weights file is damaged or incomplete" in str(damaged)
+
+
+def test_serve_reports_a_server_that_did_not_start_in_one_line(capsys, monkeypatch, tmp_path):
+    import uvicorn
+
+    import benchmark.commands.leaderboard as leaderboard_command
+
+    code, _, _ = sumbench(capsys, "leaderboard", "init", "--db", tmp_path / "lb.sqlite")
+    assert code == 0
+
+    def fails_to_start(*args, **kwargs):
+        raise SystemExit(3)  # what uvicorn.run does when its server did not start
+
+    monkeypatch.setattr(uvicorn, "run", fails_to_start)
+    monkeypatch.setattr(leaderboard_command, "check_address", lambda host, port: None)
+    code, _, err = sumbench(capsys, "leaderboard", "serve", "--db", tmp_path / "lb.sqlite",
+                            "--port", "8999")
+    assert code == 1 and err.splitlines()[-1] == (
+        "sumbench leaderboard: error: the server could not start on 127.0.0.1:8999 (its log "
+        "above says why)")
 
 
 def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path, capsys):

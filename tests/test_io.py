@@ -142,11 +142,13 @@ def test_devices_and_pipes_are_written_in_place_and_never_replaced(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     redirected = tmp_path / "redirected.txt"  # `--out /dev/stdout` with stdout in a file
-    with open(redirected, "w") as handle:
+    with open(redirected, "w") as handle:  # `>> log`: what it holds stays
+        handle.write("EARLIER\n")
+        handle.flush()
         link = tmp_path / "stdout"
         link.symlink_to(f"/proc/self/fd/{handle.fileno()}")
         write_json(link, {"b": 2})
-        assert link.is_symlink() and redirected.read_text() == '{\n "b": 2\n}\n'
+        assert link.is_symlink() and redirected.read_text() == 'EARLIER\n{\n "b": 2\n}\n'
     device = tmp_path / "null"
     try:
         os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own

@@ -150,8 +150,8 @@ def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
 
 @pytest.mark.parametrize("card, field, message", [
     ({"notes": "\ud800x"}, "notes", "lone UTF-16 surrogate"),
-    ({"notes": "safe\u202egnp.exe"}, "notes", "control and formatting characters"),
-    ({"link": "https://a.example/\x1b[2J"}, "link", "control and formatting characters"),
+    ({"notes": "safe\u202egnp.exe"}, "notes", "control characters and bidi controls"),
+    ({"link": "https://a.example/\x1b[2J"}, "link", "control characters and bidi controls"),
     ({"seed": int("9" * 600)}, "seed", "at most 500 characters"),
     ([1, 2], "card", "expected a JSON object of model card fields, got array"),
 ])
@@ -165,6 +165,26 @@ def test_bad_model_cards_are_refused_naming_the_field(service, usb_fixture_dir, 
     assert response.status_code == 422, response.text
     (error,) = response.json()["errors"]
     assert error["field"] == field and message in error["message"]
+
+
+def test_card_text_in_any_script_is_kept_and_only_hidden_controls_are_refused():
+    from leaderboard.card import check_card
+    from tasks.errors import DataError
+
+    texts = ["line one\r\nline two\ttab", "nbsp\u00a0here \u202f and \u3000 full width",
+             "family \U0001F468\u200d\U0001F469\u200d\U0001F467, Persian "
+             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+             "soft\u00adhyphen, Zürich, 東京, naïve"]
+    for text in texts:
+        assert check_card({"notes": text}) == {"notes": text}
+    for text in ("bell\x07", "escape\x1b[31m", "rlo\u202e", "isolate\u2067x\u2069",
+                 "mark\u200f"):
+        with pytest.raises(DataError, match="control characters and bidi controls"):
+            check_card({"notes": text})
+    with pytest.raises(DataError) as caught:  # JSON of the wrong shape: said as such
+        from leaderboard.service.app import parse_card
+        parse_card("[1, 2]")
+    assert caught.value.reason == "expected a JSON object of model card fields, got array"
 
 
 @pytest.mark.parametrize("card, message", [

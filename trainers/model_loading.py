@@ -52,10 +52,11 @@ def local_folder_note(name: str, what: str = "model") -> str:
 def load_failure(name: str, error: BaseException, what: str = "model") -> SumbenchError:
     """One-line SumbenchError for a model that could not be loaded."""
     reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    reason += local_folder_note(name, what)
     damaged = ("deserializ", "incomplete", "PytorchStreamReader", "unpickl", "truncated",
                "header", "corrupt")
-    if any(word.lower() in reason.lower() for word in damaged):
+    told = reason.replace(str(name), "")  # the model's own name may hold such a word
+    if any(word.lower() in told.lower() for word in damaged):
         return SumbenchError(f"cannot load {what} {name}: a weights file is damaged or "
                              f"incomplete ({reason}); copy or save it again")
-    return SumbenchError(f"cannot load {what} {name}: {reason}")
+    return SumbenchError(f"cannot load {what} {name}: {reason}"
+                         f"{local_folder_note(name, what)}")

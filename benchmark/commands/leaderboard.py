@@ -325,8 +325,8 @@ def run_serve(args) -> int:
           f"stops)", file=sys.stderr, flush=True)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except SystemExit as stop:  # uvicorn's exit when the server did not start
-        if stop.code not in (0, None):
+    except SystemExit as exiting:  # uvicorn's exit when the server did not start
+        if exiting.code not in (0, None):
             raise OSError(None, f"the server could not start on {shown_host(args.host)}:"
                                 f"{args.port} (its log above says why)") from None
     finally:

@@ -5,8 +5,8 @@ A command declares its inputs with `parser.set_defaults(out_inputs={dest: what})
 names an argument (a path, a list of paths, or a value that may be a name instead, such as a
 metric or a hub id) and `what` says what it is in the error, ending in "file" or "folder".
 An existing --out is refused when it is one of the input files, or a file inside an input
-folder (a data folder's files are inputs) other than an earlier sumbench output (a JSON
-document with provenance, e.g. the scores of a previous run written there).
+folder (a data folder's files are inputs) other than an earlier output of a sumbench
+command written there (its provenance names the path after --out: a rerun).
 """
 from __future__ import annotations
 
@@ -39,15 +39,24 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def earlier_output(path: Path) -> bool:
-    """Whether `path` is a JSON document sumbench wrote (it carries its provenance)."""
+    """Whether `path` is a JSON document a sumbench command wrote as its `--out` (its
+    provenance names this path after --out): a rerun may replace it; a data folder's own
+    files (`build_info.json` names the folder, not itself) may not."""
     try:
         if path.stat().st_size > OUTPUT_READ_LIMIT:
             return False
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(document, dict) and ("provenance" in document or
-                                           "_provenance" in document)
+    provenance = document.get("provenance", document.get("_provenance")) \
+        if isinstance(document, dict) else None
+    command = provenance.get("command") if isinstance(provenance, dict) else None
+    if not isinstance(command, list):
+        return False
+    named = [value for option, value in zip(command, command[1:]) if option == "--out"]
+    named += [item[len("--out="):] for item in command if str(item).startswith("--out=")]
+    target = path.resolve()
+    return any(isinstance(value, str) and Path(value).resolve() == target for value in named)
 
 
 def check_out_file(args: argparse.Namespace) -> None:

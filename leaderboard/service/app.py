@@ -177,7 +177,7 @@ def parse_card(text: str) -> dict:
     """The card form field: JSON (a name given twice, nesting too deep or a number too long to
     read is refused like malformed JSON), as `card_object` takes it."""
     try:
-        return card_object(strict_loads(text))
+        parsed = strict_loads(text)
     except json.JSONDecodeError as error:
         raise DataError(f"card is not JSON ({error.msg})", field="card") from None
     except DuplicateKey as error:
@@ -188,6 +188,7 @@ def parse_card(text: str) -> dict:
                         field="card") from None
     except ValueError as error:  # e.g. an integer of more than 4300 digits
         raise DataError(f"card is not JSON one can read: {error}", field="card") from None
+    return card_object(parsed)
 
 
 def card_object(card: Any) -> dict:
