@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tasks.errors import DataError, SumbenchError, did_you_mean
+from tasks.errors import DataError, SumbenchError, unknown_names
 from tasks.io import file_sha256, json_text, read_json
 
 RESULTS_FILE = "results.json"
@@ -134,11 +134,9 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
         if unknown:
-            raise SumbenchError(f"unknown RunSpec field(s): {', '.join(unknown)}"
-                                f"{did_you_mean(unknown, known)}")
+            raise SumbenchError(f"unknown RunSpec field(s): {unknown}")
         return cls(**data)
 
     def to_json(self) -> str:

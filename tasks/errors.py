@@ -45,6 +45,14 @@ class UnknownNameError(SumbenchError, KeyError):
         return str(self.args[0])
 
 
+def unknown_names(given, known) -> str:
+    """"a, b; did you mean 'c' (for 'b')?" for the names in `given` that are not in `known`
+    (sorted, with the close known names); "" when every name is known."""
+    known = set(known)
+    unknown = sorted(set(given) - known)
+    return f"{', '.join(unknown)}{did_you_mean(unknown, known)}" if unknown else ""
+
+
 def did_you_mean(names, candidates) -> str:
     """"; did you mean 'a' or 'b'?" for the candidates close to a mistyped name ("" if none
     is); for several names, the first that has close candidates, named ("... (for 'x')?")."""

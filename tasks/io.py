@@ -135,6 +135,14 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def refuse_non_file(path: Path, what: str) -> None:
+    """A DataError naming `path` when something other than a regular file stands there (a
+    folder, a device); nothing when it is a file or absent."""
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "a special file"
+        raise DataError(f"expected {what}, got {kind}", path=str(path))
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
     return [record for _, record in iter_jsonl(path)]
 

@@ -9,7 +9,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from tasks.errors import SumbenchError, did_you_mean
+from tasks.errors import SumbenchError, unknown_names
 
 DTYPES = ("float32", "bfloat16", "float16")
 #: which generated steps give Yes/No probabilities (see trainers.label_probs)
@@ -66,11 +66,9 @@ class PredictSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> "PredictSpec":
-        known = {item.name for item in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = unknown_names(data, (item.name for item in dataclasses.fields(cls)))
         if unknown:
-            raise SumbenchError(f"unknown PredictSpec fields: {', '.join(unknown)}"
-                                f"{did_you_mean(unknown, known)}")
+            raise SumbenchError(f"unknown PredictSpec fields: {unknown}")
         return cls(**data)
 
     @classmethod

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.errors import SumbenchError, UnknownNameError, did_you_mean, unknown_names
 
 PRECISIONS = ("auto", "bf16", "fp32")
 #: spec fields a resumed run may change: they decide only whether a GPU adds up in a fixed
@@ -139,11 +139,9 @@ class FinetuneSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FinetuneSpec":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
         if unknown:
-            raise SpecError(f"unknown spec field(s): {', '.join(unknown)}"
-                            f"{did_you_mean(unknown, known)}")
+            raise SpecError(f"unknown spec field(s): {unknown}")
         return cls(**data)
 
     def to_json(self) -> str:

@@ -103,19 +103,24 @@ def collected_status(job, done: bool) -> dict:
             "error": "outputs incomplete: it failed, was stopped or is still running"}
 
 
+def unfinished_jobs(result: dict) -> list[str]:
+    """The names of the jobs that did not finish (neither done nor reused), sorted."""
+    return sorted(name for name, entry in result["jobs"].items()
+                  if entry["status"] not in ("done", "reused"))
+
+
 def unfinished_note(result: dict) -> str | None:
     """One line on the jobs `collect` found unfinished, or None when all finished."""
-    jobs = result["jobs"]
-    waiting = [name for name, entry in jobs.items() if entry["status"] not in ("done", "reused")]
+    jobs, waiting = result["jobs"], unfinished_jobs(result)
     if not waiting:
         return None
     never = sum(jobs[name]["error"] == "not run yet" for name in waiting)
     return (f"{len(waiting)} of {len(jobs)} jobs have not finished ({never} not run yet), "
-            f"first: {sorted(waiting)[0]}; run them with 'sumbench experiment job OUT N "
-            f"--kind K' (plan.jsonl), then collect again")
+            f"first: {waiting[0]}; run them with 'sumbench experiment job OUT N --kind K' "
+            f"(plan.jsonl), then collect again")
 
 
 def all_finished(result: dict) -> bool:
-    return all(entry["status"] in ("done", "reused") for entry in result["jobs"].values())
+    return not unfinished_jobs(result)
 
 

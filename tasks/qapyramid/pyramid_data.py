@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from tasks.errors import DataError, UnknownNameError
-from tasks.io import read_text
+from tasks.io import read_text, refuse_non_file
 
 #: unit kinds: human SCUs, automatic STUs, reference sentences (SSUs)
 UNIT_KINDS = ("scus", "stus", "sentences")
@@ -212,9 +212,7 @@ def _load_labels(root: Path, systems: Sequence[str], scus: Units, count: int,
     labels = {}
     for system in systems:
         path = root / LABEL_DIR / f"{system}{LABEL_SUFFIX}"
-        if path.exists() and not path.is_file():
-            raise DataError("expected a labels file, got a folder" if path.is_dir() else
-                            "expected a labels file, got a special file", path=str(path))
+        refuse_non_file(path, "a labels file")
         if not path.is_file():
             if require:
                 raise DataError(f"no human labels for system {system!r}", path=str(path))

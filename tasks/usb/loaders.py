@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.errors import DataError, json_type
-from tasks.io import iter_jsonl
+from tasks.io import iter_jsonl, refuse_non_file
 from tasks.usb.archive import (  # noqa: F401  (re-exported)
     ARCHIVE_INFO_FILE, CACHE_ENV, EXTRACTED_FOLDER, FETCH_MESSAGES, HUB_FILENAME, HUB_REPO_ID,
     Downloader, FetchResult, default_cache_dir, extract_archive_safely, fetch_archive,
@@ -61,8 +61,8 @@ def _listing(folder: Path, suffix: str = "") -> str:
 
 def check_variant_name(variant: str) -> None:
     """A variant names one folder of the data folder (never a path to elsewhere)."""
-    if not isinstance(variant, str) or not variant or variant in (".", "..") or \
-            variant.startswith(".") or "/" in variant or "\\" in variant or "\0" in variant:
+    if not isinstance(variant, str) or not variant or variant.startswith(".") or \
+            "/" in variant or "\\" in variant or "\0" in variant:
         raise DataError(f"a variant is the name of one folder in the data folder (all, a "
                         f"domain), got {variant!r}", field="variant")
 
@@ -73,9 +73,7 @@ def task_split_path(data_dir: Path, task_name: str, split: str, variant: str) ->
     path = data_dir / variant / task_name / f"{split}.jsonl"
     if path.is_file():
         return path
-    if path.exists():
-        raise DataError("expected a JSON Lines file, got a folder" if path.is_dir() else
-                        "expected a JSON Lines file, got a special file", path=str(path))
+    refuse_non_file(path, "a JSON Lines file")
     if not (data_dir / variant).is_dir():
         found = f"variants present: {_listing(data_dir)}"
     elif not (data_dir / variant / task_name).is_dir():
