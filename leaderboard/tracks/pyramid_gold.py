@@ -170,7 +170,7 @@ class PyramidSetTrack(Track):
                 continue
             if check_item(errors, entry, seen, key, expected, lambda: self._describe(key)):
                 values[key] = record[self.value_field]
-            elif key not in expected:
+            else:  # unknown, or a duplicate (left out by unplaced_count)
                 unplaced.append(key)
         report_missing(errors, board, list(expected), seen, self._describe,
                        unplaced=unplaced_count(unplaced, seen))

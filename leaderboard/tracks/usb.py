@@ -121,7 +121,6 @@ def _shape_error(task, prediction: Any, expected_length: int | None,
     return None
 
 
-
 def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Mapping) -> None:
     """Note a rejected record of a known part: its item key, or None when its ids cannot
     name one."""
@@ -131,6 +130,7 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
         return
     readable = check_id_types(ErrorCollector(), entry, identity_fields(task))
     unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
+
 
 class UsbTrack(Track):
     name = "usb"
@@ -196,14 +196,13 @@ class UsbTrack(Track):
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
         tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
-        unplaced: dict[str, list] = {}  # part -> item keys (None: unreadable) of records
-        for entry in located:              # rejected before their item was counted
-            placed = sum(map(len, seen.values()))
+        unplaced: dict[str, list] = {}  # part -> item keys (None: unreadable) of rejected
+        for entry in located:              # records (unplaced_count leaves out given items)
             outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
             if outcome is not None:
                 task, key, record = outcome
                 checked.setdefault(task.name, {})[key] = record
-            elif sum(map(len, seen.values())) == placed:
+            else:
                 _note_unplaced(unplaced, entry, tasks, expected)
         for name in seen:
             task = get_task(name)
