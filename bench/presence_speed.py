@@ -9,7 +9,8 @@ each summary comes with ~11 units and a few pairs repeat):
   ours      NLIBackend: length-sorted batches of `--batch-size`, dynamic padding, each distinct
             pair once, each distinct text tokenized once (trainers.pair_encoding), the last
             layer for the first token only (trainers.first_token; about half of this 2-layer
-            model's work, ~4% of a 24-layer one);
+            model's work, ~4% of a 24-layer one), two batches at a time on CPU worker
+            threads (trainers.cpu_workers; `--workers N` to choose);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass ("ratio_one_pair").
@@ -21,7 +22,7 @@ probabilities exactly, since the token ids are the same).
 `--threads`: torch intra-op threads for every arm, by default the CPUs this process may use.
 
     python bench/presence_speed.py [--subset 800] [--sample pairs|examples] [--repeat 5]
-                                   [--json] [--full] [--device cuda]
+                                   [--json] [--full] [--device cuda] [--workers N]
 """
 from __future__ import annotations
 
@@ -181,7 +182,7 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
 
     pairs, described = sample_pairs(dataset, total, args.subset, args.sample)
     backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                         chunk_size=args.chunk_size, device=args.device)
+                         chunk_size=args.chunk_size, device=args.device, workers=args.workers)
 
     def ours():
         return [r.details["p3"] for r in backend.score(pairs)]
@@ -216,6 +217,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="ours: batches run side by side (default: the backend's choice, "
+                             "2 on a CPU with 2 or more threads)")
     add_options(parser)
     args = parser.parse_args(argv)
 

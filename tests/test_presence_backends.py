@@ -440,13 +440,14 @@ def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir
     so the same numbers exactly; `fast_paths` says what ran."""
     pairs = PAIRS + [(TEXTS[0], "Jewels were taken in London.", "ex0"),
                      (TEXTS[2], "Thieves took jewels.", "ex2")] * 2
-    plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False)
-    assembled = NLIBackend(str(classifier_dir), batch_size=3)
-    assert assembled.fast_paths() == {"first_token_shortcut": "unchecked",
+    plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False, workers=2)
+    assembled = NLIBackend(str(classifier_dir), batch_size=3, workers=2)
+    assert assembled.fast_paths() == {"workers": 2, "first_token_shortcut": "unchecked",
                                       "pair_encoding": "unchecked"}
     assert [r.details for r in assembled.score(pairs)] == \
         [r.details for r in plain.score(pairs)]
-    assert assembled.fast_paths() == {"first_token_shortcut": "on", "pair_encoding": "on"}
+    assert assembled.fast_paths() == {"workers": 2, "first_token_shortcut": "on",
+                                      "pair_encoding": "on"}
     assert plain.fast_paths()["pair_encoding"] == "off: turned off"
 
 
@@ -460,3 +461,34 @@ def test_pad_batch_pads_ids_segments_and_mask():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["input_ids"].dtype == batch["attention_mask"].dtype
     assert sorted(pad_batch([{"input_ids": [3]}], pad_id=0)) == ["attention_mask", "input_ids"]
+
+
+def test_nli_batches_on_two_workers_give_one_workers_numbers(classifier_dir):
+    """Two batches at a time on worker threads (trainers.cpu_workers): the same numbers as one
+    after another; the first, longest batch runs alone (on a worker too, so that its numbers
+    never depend on the call it came in) while it settles the shortcut check, so no other
+    batch sees the check pending."""
+    import threading
+
+    units = ["Thieves took jewels.", "A long season.", "Profits fell.", "Arango bit Zavala."]
+    pairs = [(text, unit, f"ex{i}") for i, text in enumerate(TEXTS) for unit in units] * 2
+    one = NLIBackend(str(classifier_dir), batch_size=2, workers=1)
+    two = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
+    calls, forward = [], two.forward
+
+    def recorded(features):
+        calls.append((threading.current_thread().name, two.shortcut, len(features)))
+        return forward(features)
+
+    two.forward = recorded
+    expected, got = one.score(pairs), two.score(pairs)
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
+    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
+    assert calls[0][1] == "unchecked"
+    assert len(calls) == two.forward_calls == 8 and [c[2] for c in calls] == [2] * 8
+    assert {shortcut for _, shortcut, _ in calls[1:]} == {"on"}
+    assert {name.startswith("sumbench-batch") for name, _, _ in calls} == {True}
+    again = [r.details for r in two.score(pairs)]  # the checked batch, now with the others
+    assert again == [r.details for r in got]
+    assert two.fast_paths()["workers"] == 2 and one.fast_paths()["workers"] == 1

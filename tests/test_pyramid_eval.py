@@ -286,7 +286,7 @@ def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, t
                           save_dir=tmp_path / "nli", seed=5)
     code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(folder), "--units", "sentences",
                               "--presence", "nli", "--model", str(tmp_path / "nli"),
-                              "--systems", *systems, "--batch-size", "7",
+                              "--systems", *systems, "--batch-size", "7", "--workers", "2",
                               "--out", str(tmp_path / "out.json"))
     assert code == 0
     scores = json.loads(stdout)
@@ -295,6 +295,7 @@ def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, t
     assert backend["fingerprint"].startswith(f"nli:{tmp_path / 'nli'}@files:")
     assert backend["fingerprint"].endswith(":max_length=400")
     assert (backend["first_token_shortcut"], backend["pair_encoding"]) == ("on", "on")
+    assert backend["workers"] == 2
     for system in systems:
         expected = _nli_expected(tmp_path / "nli", data.summaries[system],
                                  data.units["sentences"])

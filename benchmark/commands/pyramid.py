@@ -4,7 +4,7 @@
                      --presence human|lexical|nli|seq2seq|causal-lm|chat
                      [--model PATH] [--threshold T] [--nli-mode MODE]
                      [--entailment-label NAME] [--batch-size N]
-                     [--device DEV] [--cache FILE] [--systems S ...]
+                     [--device DEV] [--workers N] [--cache FILE] [--systems S ...]
                      [--score-split all|train|validation|test] [--out FILE]
 
 Prints `{system: score}` (JSON) to stdout. `--out FILE` also writes `{"scores": {system:
@@ -36,7 +36,8 @@ SCORE_SPLITS = ("all", "train", "validation", "test")
 #: argparse destination -> backend option name
 OPTION_ARGS = {"model": "model", "threshold": "threshold", "nli_mode": "mode",
                "entailment_label": "entailment_label", "batch_size": "batch_size",
-               "device": "device", "cache": "cache", "nli_max_length": "max_length"}
+               "device": "device", "workers": "workers", "cache": "cache",
+               "nli_max_length": "max_length"}
 
 
 def register(subparsers) -> None:
@@ -75,6 +76,8 @@ def register(subparsers) -> None:
                              "Lite²Pyramid)")
     parser.add_argument("--batch-size", type=positive_int, help="model backends: batch size")
     parser.add_argument("--device", help="model backends: cpu (default), cuda, cuda:N")
+    parser.add_argument("--workers", type=positive_int, help="model backends: batches run at "
+                        "once (default: 2 on a CPU with 2 or more torch threads, else 1)")
     parser.add_argument("--cache", metavar="FILE", help="model/chat backends: on-disk cache")
     parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
     parser.add_argument("--score-split", choices=SCORE_SPLITS, default="all",

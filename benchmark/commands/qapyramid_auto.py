@@ -20,7 +20,7 @@ by default; model backends: probability >= T instead of their own label); --enta
 NAME (nli: the class of the model's id2label that means entailment, any case); --use
 label|probability (count present QAs, or sum probabilities); --unit-kind qa|statement;
 --systems (default: all with a summary); --normalize [--alpha A] (nQAPyramid, alpha 6);
---batch-size, --device, --cache (model backends), --base-url (chat); --out FILE.
+--batch-size, --device, --workers, --cache (model backends), --base-url (chat); --out FILE.
 
 Prints {"systems": {system: QAPyramid}, "n_examples": {system: n}} (examples without QAs are
 skipped); with --normalize also "alpha" and "nQAPyramid". When the dataset has `QA_labels`,
@@ -94,6 +94,8 @@ def _add_common_options(parser) -> None:
                         help="length penalty alpha (6; --normalize)")
     parser.add_argument("--batch-size", type=positive_int, help="presence model batch size")
     parser.add_argument("--device", default="cpu", help="presence/QA model device (cpu)")
+    parser.add_argument("--workers", type=positive_int, help="presence model batches run at "
+                        "once (default: 2 on a CPU with 2 or more torch threads, else 1)")
     parser.add_argument("--cache", help="disk cache folder of presence model outputs")
     parser.add_argument("--base-url", help="chat endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--prompt-style", choices=("task", "qapyramid-gpt4o"), default="task",
@@ -142,8 +144,8 @@ def presence_backend(args) -> PresenceBackend:
         raise SumbenchError("--prompt-style applies to --presence chat only")
     else:
         options["device"] = args.device
-        if args.batch_size is not None:
-            options["batch_size"] = args.batch_size
+        options.update({name: getattr(args, name) for name in ("batch_size", "workers")
+                        if getattr(args, name) is not None})
     if args.entailment_label is not None:
         options["entailment_label"] = args.entailment_label
     if args.nli_max_length is not None:
@@ -275,8 +277,8 @@ def _config(args, names: Sequence[str]) -> dict:
 
 
 COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold", "use",
-                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "device", "base_url",
-                 "prompt_style", "nli_max_length")
+                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "workers", "device",
+                 "base_url", "prompt_style", "nli_max_length")
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:

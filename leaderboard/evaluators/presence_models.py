@@ -24,8 +24,9 @@ name here is importable from `leaderboard.evaluators.presence` too.
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
   probabilities after `ANSWER:`.
-`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches and caches raw
-outputs on disk keyed by (backend, model id, revision, settings, the exact model input);
+`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches (on a CPU, two
+batches at a time on worker threads, `workers`; trainers.cpu_workers) and caches raw outputs
+on disk keyed by (backend, model id, revision, settings, the exact model input);
 revision = the given one, else a hash of a local folder's weight, config and tokenizer files,
 else the hub commit hash, else a hash of the parameters.
 Labels use p > 0.5 (0.5 is "not present", as numpy rounding in the task metrics). torch and
@@ -38,12 +39,14 @@ import math
 import sys
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from leaderboard.evaluators.presence import (BACKEND_CLASSES, NLI_MODES, FewShotPrompter,
                                              PresenceBackend, PresenceBackendError,
                                              PresenceResult, pair_parts, pair_progress,
                                              presence_task)
+from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
+from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
 from trainers.first_token import agrees, first_token_forward
 from trainers.padding import right_padded, row_mask
@@ -107,7 +110,7 @@ class BatchedModelBackend(PresenceBackend):
 
     def __init__(self, model: Any, tokenizer: Any, auto_class: str, *, revision: str | None,
                  model_id: str | None, batch_size: int, chunk_size: int, cache: Any,
-                 device: str):
+                 device: str, workers: int | None = None):
         if batch_size < 1 or chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be >= 1")
         self.model, self.tokenizer, loaded_id = load_pretrained(model, tokenizer, auto_class,
@@ -118,9 +121,19 @@ class BatchedModelBackend(PresenceBackend):
         self.batch_size, self.chunk_size = batch_size, chunk_size
         self.cache = open_cache(cache)
         self.forward_calls = 0
+        #: batches run side by side on CPU worker threads (trainers.cpu_workers)
+        self.workers = auto_workers(device, workers)
 
     def settings(self) -> str:
         return ""
+
+    def fast_paths(self) -> dict:
+        """How batches ran and the exact shortcuts taken (results record them)."""
+        return {"workers": self.workers}
+
+    def check_pending(self) -> bool:
+        """Whether the next batch settles a check (then it runs before the others)."""
+        return False
 
     def fingerprint(self) -> str:
         return f"{self.name}:{self.model_id}@{self.revision}:{self.settings()}"
@@ -168,17 +181,27 @@ class BatchedModelBackend(PresenceBackend):
         return [outputs[slot] for slot in slots]
 
     def _run_distinct(self, pairs: list) -> list[list[float]]:
+        """Length-sorted batches, `self.workers` at a time (trainers.cpu_workers); while a
+        first-batch check is pending, the first (longest) batch runs alone to settle it."""
         import torch
 
         features = self.prepare(pairs)
         order = sorted(range(len(features)), key=lambda j: (-len(features[j]["input_ids"]), j))
-        outputs: list = [None] * len(features)
+        batches = [order[start:start + self.batch_size]
+                   for start in range(0, len(order), self.batch_size)]
+
+        def run(batch: list) -> tuple[list, list]:
+            return batch, self.forward([features[j] for j in batch])
+
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                self.forward_calls += 1
-                for j, values in zip(batch, self.forward([features[j] for j in batch])):
-                    outputs[j] = [float(v) for v in values]
+            alone = batches[:1] if self.check_pending() else []
+            done = map_batches(run, alone, self.workers)
+            done += map_batches(run, batches[len(alone):], self.workers)
+        self.forward_calls += len(batches)
+        outputs: list = [None] * len(features)
+        for batch, values in done:
+            for j, row in zip(batch, values):
+                outputs[j] = [float(v) for v in row]
         return outputs
 
     def _pad_id(self) -> int:
@@ -191,56 +214,7 @@ class BatchedModelBackend(PresenceBackend):
         return {k: v.to(self.device) for k, v in pad_batch(features, self._pad_id()).items()}
 
 
-# ---- NLI --------------------------------------------------------------------------------
-def _label_indices(pairs: Iterable[tuple[Any, Any]], target: str) -> list[int]:
-    """The indices paired with label name `target` (case-insensitive) in (name, index) pairs."""
-    return sorted({int(index) for name, index in pairs if str(name).lower() == target})
-
-
-def entailment_index(id2label: Mapping | None, label2id: Mapping | None = None,
-                     wanted: str | None = None) -> int:
-    """The class index of label `wanted` (default "entailment"), matched case-insensitively.
-
-    The logits are indexed as `id2label` says, so it decides; `label2id` is used only when
-    `id2label` is missing, and one that maps the label elsewhere is an error (a stale map)."""
-    target = (wanted or "entailment").lower()
-    hint = ("pass entailment_label=<its name> (--entailment-label) for a checkpoint with "
-            "other label names")
-    if id2label:
-        found = _label_indices(((name, i) for i, name in id2label.items()), target)
-        if len(found) != 1:
-            raise PresenceBackendError(f"the model's id2label {dict(id2label)} has no single "
-                                       f"{target!r} label; {hint}")
-        stale = [i for i in _label_indices((label2id or {}).items(), target) if i != found[0]]
-        if stale:
-            raise PresenceBackendError(
-                f"the model config disagrees on the {target!r} label: id2label puts it at "
-                f"index {found[0]}, label2id at {stale[0]}; fix the checkpoint's config.json "
-                f"(the logits follow id2label)")
-        return found[0]
-    found = _label_indices((label2id or {}).items(), target)
-    if len(found) != 1:
-        raise PresenceBackendError(f"the model config has no id2label and its label2id "
-                                   f"{dict(label2id or {})} has no single {target!r} label; "
-                                   f"{hint}")
-    return found[0]
-
-
-#: Lite²Pyramid's NLI input length (tokens of the summary-unit pair)
-NLI_MAX_LENGTH = 400
-
-
-def nli_outputs(logits: Sequence[float], entail: int) -> dict:
-    """p3, p2, label3, label2 from one pair's logits (see module docstring)."""
-    top = max(logits)
-    exp = [math.exp(value - top) for value in logits]
-    rest = sum(value for i, value in enumerate(logits) if i != entail)
-    p2 = 1.0 / (1.0 + math.exp(max(-700.0, min(rest - logits[entail], 700.0))))
-    return {"p3": exp[entail] / sum(exp), "p2": p2,
-            "label3": int(max(range(len(logits)), key=lambda i: logits[i]) == entail),
-            "label2": int(logits[entail] >= rest)}
-
-
+# ---- NLI (labels and outputs: leaderboard.evaluators.nli_outputs) ----------------------
 @BACKEND_CLASSES.decorator()
 class NLIBackend(BatchedModelBackend):
     name = "nli"
@@ -249,13 +223,14 @@ class NLIBackend(BatchedModelBackend):
                  entailment_label: str | None = None, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 32,
                  max_length: int = NLI_MAX_LENGTH, chunk_size: int = 2048, cache: Any = None,
-                 device: str = "cpu", first_token_shortcut: bool = True,
+                 device: str = "cpu", workers: int | None = None,
+                 first_token_shortcut: bool = True,
                  pair_encoding: bool = True):
         if mode not in NLI_MODES:
             raise ValueError(f"mode must be one of {', '.join(NLI_MODES)}, got {mode!r}")
         super().__init__(model, tokenizer, "AutoModelForSequenceClassification",
                          revision=revision, model_id=model_id, batch_size=batch_size,
-                         chunk_size=chunk_size, cache=cache, device=device)
+                         chunk_size=chunk_size, cache=cache, device=device, workers=workers)
         self.mode, self.max_length = mode, max_length
         config = self.model.config
         self.entail = entailment_index(getattr(config, "id2label", None),
@@ -275,9 +250,11 @@ class NLIBackend(BatchedModelBackend):
         return f"max_length={self.max_length}"
 
     def fast_paths(self) -> dict:
-        """The exact shortcuts and whether they ran (results record them)."""
-        return {"first_token_shortcut": self.shortcut,
+        return {**super().fast_paths(), "first_token_shortcut": self.shortcut,
                 "pair_encoding": self.pair_encoder.state}
+
+    def check_pending(self) -> bool:
+        return self.shortcut == "unchecked"
 
     def prepare(self, pairs):
         premises, hypotheses = zip(*(pair_parts(p)[:2] for p in pairs))
@@ -318,10 +295,11 @@ class Seq2SeqYesNoBackend(BatchedModelBackend):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 16, max_length: int = 512,
-                 chunk_size: int = 2048, cache: Any = None, device: str = "cpu"):
+                 chunk_size: int = 2048, cache: Any = None, device: str = "cpu",
+                 workers: int | None = None):
         super().__init__(model, tokenizer, "AutoModelForSeq2SeqLM", revision=revision,
                          model_id=model_id, batch_size=batch_size, chunk_size=chunk_size,
-                         cache=cache, device=device)
+                         cache=cache, device=device, workers=workers)
         self.task, self.max_length = presence_task(), max_length
         self.yes_id = single_token_id(self.tokenizer, "Yes")
         self.no_id = single_token_id(self.tokenizer, "No")
@@ -362,10 +340,11 @@ class CausalLMBackend(BatchedModelBackend):
     def __init__(self, model: Any, tokenizer: Any = None, *, pool: Sequence[dict] = (),
                  shots: int = 0, seed: int = 0, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 8, max_length: int = 1024,
-                 chunk_size: int = 512, cache: Any = None, device: str = "cpu"):
+                 chunk_size: int = 512, cache: Any = None, device: str = "cpu",
+                 workers: int | None = None):
         super().__init__(model, tokenizer, "AutoModelForCausalLM", revision=revision,
                          model_id=model_id, batch_size=batch_size, chunk_size=chunk_size,
-                         cache=cache, device=device)
+                         cache=cache, device=device, workers=workers)
         self.prompter, self.max_length = FewShotPrompter(pool, shots, seed), max_length
         self.yes_id = single_token_id(self.tokenizer, " Yes")
         self.no_id = single_token_id(self.tokenizer, " No")

@@ -48,7 +48,7 @@ PRESENCE_BACKENDS: Registry = Registry("presence backend")
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
                 "batch_size": "--batch-size", "device": "--device", "cache": "--cache",
                 "entailment_label": "--entailment-label", "max_length": "--nli-max-length"}
-MODEL_OPTIONS = ("model", "batch_size", "device", "cache")
+MODEL_OPTIONS = ("model", "batch_size", "device", "workers", "cache")
 
 
 @dataclass(frozen=True)
