@@ -122,24 +122,33 @@ def stdout_reader_gone() -> bool:
         return False
 
 
-def _deepest_parser(parser: argparse.ArgumentParser,
-                    args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The parser of the (sub)command that was chosen, e.g. `leaderboard submit`'s."""
+def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+               item: str) -> argparse.ArgumentParser:
+    """The parser of the (sub)command whose part of `argv` holds `item`: the chosen command's
+    (e.g. `leaderboard submit`'s), or a parent's when `item` comes before the subcommand's
+    name (`sumbench --bogus tasks` is `sumbench`'s)."""
+    position = argv.index(item) if item in argv else len(argv)
+    start = 0
     while True:
         chosen = next((action for action in parser._actions
                        if isinstance(action, argparse._SubParsersAction)), None)
         name = getattr(args, chosen.dest, None) if chosen is not None else None
-        if name not in (chosen.choices if chosen is not None else {}):
+        if name not in (chosen.choices if chosen is not None else {}) or name not in argv[start:]:
+            return parser
+        start = argv.index(name, start)
+        if position < start:
             return parser
         parser = chosen.choices[name]
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
-    """`parser.parse_args(argv)`, but an unknown option is refused by its command's parser
-    (`sumbench score: error: ...`) with the options it is close to."""
+    """`parser.parse_args(argv)`, but an unknown option is refused by the parser of the
+    (sub)command it was given to (`sumbench score: error: ...`) with the options it is close
+    to."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        command = _deepest_parser(parser, args)
+        command = _parser_of(parser, args, argv, extra[0])
         options = [name for action in command._actions for name in action.option_strings
                    if name not in ("-h", "--help")]
         flags = [item.split("=")[0] for item in extra if item.startswith("-")]

@@ -100,6 +100,12 @@ CLI_CASES = [
     ("nested-option-typo", ["leaderboard", "submit", "--chek", "{pred}"],
      "sumbench leaderboard submit: error: unrecognized arguments: --chek; did you mean "
      "'--check' or '--track'?", 2),
+    ("option-before-its-command", ["--bogus", "tasks"],
+     "sumbench: error: unrecognized arguments: --bogus (see 'sumbench --help')", 2),
+    ("option-before-a-nested-command", ["leaderboard", "--chek", "status", "7", "--server",
+                                        "http://127.0.0.1:9"],
+     "sumbench leaderboard: error: unrecognized arguments: --chek (see 'sumbench "
+     "leaderboard --help')", 2),
     ("set-field-typo", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}",
                         "--profile", "tiny", "--set", "learnin_rate=0.1", "--print-spec"],
      "unknown spec field 'learnin_rate'; did you mean 'learning_rate'?", 2),
