@@ -251,6 +251,25 @@ def test_requests_the_api_cannot_bind_and_ids_beyond_int64(service, scored):
         assert head.headers["content-type"] == get.headers["content-type"]
 
 
+def test_forms_the_multipart_parser_refuses_are_answered_as_rejections(service):
+    """More parts than Starlette's parser takes (1000 files or fields) used to be a bare 400
+    {"detail"}; they are rejected submissions in the API's shape."""
+    client = service["client"]
+    many_files = client.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                             files=[("files", (f"p{i}.jsonl", b"{}")) for i in range(1001)],
+                             data={"model": "many"})
+    assert many_files.status_code == 422
+    assert many_files.json() == {"status": "rejected", "errors": [
+        {"file": None, "line": None, "field": "files",
+         "message": "more than 64 files in one submission"}]}
+    many_fields = client.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                              files=[("files", ("p.jsonl", b"{}"))],
+                              data={"model": "m", **{f"extra{i}": "x" for i in range(1001)}})
+    assert many_fields.status_code == 400 and many_fields.json()["status"] == "rejected"
+    assert many_fields.json()["errors"][0]["message"].startswith(
+        "the submission form cannot be read: Too many fields")
+
+
 def test_tokens_are_required_and_stored_hashed(service):
     response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
                                       data={"model": "m"})

@@ -149,10 +149,22 @@ def create_app(db: str):
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
     """An HTTP error of a page as a page (the API's answers stay JSON)."""
     path = request.url.path
+    if path == "/api/v1/submissions" and request.method == "POST" and error.status_code == 400:
+        return _unreadable_form(request, str(error.detail))
     if path.startswith(("/api/", "/static/")):
         return await http_exception_handler(request, error)
     page = render("error.html", Links(), status=error.status_code, message=error.detail)
     return HTMLResponse(page, status_code=error.status_code, headers=error.headers)
+
+
+def _unreadable_form(request, detail: str) -> Any:
+    """A submission form the multipart parser refused (more parts than it takes), answered
+    as a rejected submission: too many files as `max_files` words it (422), else 400."""
+    if detail.startswith("Too many files"):
+        limit = load_settings(request.app.state.database).max_files
+        return rejection(422, DataError(f"more than {limit} files in one submission",
+                                        field="files"))
+    return rejection(400, DataError(f"the submission form cannot be read: {detail}"))
 
 
 async def _malformed_request(request, error: RequestValidationError) -> Any:
