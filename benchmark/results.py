@@ -259,7 +259,7 @@ def format_decoding(decoding: Mapping[str, Any]) -> str:
 
 def write_results(out_dir: str | Path, results: Mapping[str, Any]) -> Path:
     """Write DIR/results.json atomically (whole or not at all); returns its path."""
-    from tasks.io import atomic_path
+    from tasks.atomic import atomic_path
 
     validate_results(results, RESULTS_FILE)
     path = Path(out_dir) / RESULTS_FILE

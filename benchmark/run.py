@@ -134,7 +134,7 @@ def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> bool:
         if foreign:
             raise SumbenchError(f"{out} holds {', '.join(foreign)} but no {RUN_SPEC_FILE}; "
                                 f"choose another output folder")
-    from tasks.io import atomic_path
+    from tasks.atomic import atomic_path
 
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(spec_path) as tmp:

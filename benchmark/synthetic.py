@@ -33,8 +33,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from tasks.atomic import atomic_directory
 from tasks.errors import SumbenchError
-from tasks.io import atomic_directory, read_json
+from tasks.io import read_json
 
 GENERATOR_VERSION = "3"
 SPEC_FILE = "synthetic.json"

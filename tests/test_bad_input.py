@@ -359,7 +359,7 @@ def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
 
 
 def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
-    from tasks.io import atomic_directory
+    from tasks.atomic import atomic_directory
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

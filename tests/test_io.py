@@ -9,9 +9,9 @@ import threading
 import pytest
 
 import tasks.io as io_module
+from tasks.atomic import atomic_directory, atomic_path, current_umask
 from tasks.errors import DataError, SumbenchError
-from tasks.io import atomic_directory, atomic_path, current_umask, read_json, read_jsonl, \
-    write_json, write_jsonl
+from tasks.io import read_json, read_jsonl, write_json, write_jsonl
 
 
 @contextlib.contextmanager

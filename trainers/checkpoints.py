@@ -18,8 +18,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
+from tasks.atomic import atomic_directory
 from tasks.errors import DataError, SumbenchError
-from tasks.io import atomic_directory, read_json, read_jsonl, write_json, write_jsonl
+from tasks.io import read_json, read_jsonl, write_json, write_jsonl
 from trainers import data as train_data
 from trainers.profiles import RESUMABLE_SPEC_FIELDS, FinetuneSpec
 from trainers.training_run import TrainingRun, TrainState

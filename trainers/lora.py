@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tasks.io import atomic_directory
+from tasks.atomic import atomic_directory
 
 ADAPTER_DIR = "adapter"
 

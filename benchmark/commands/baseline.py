@@ -55,7 +55,8 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
                     variant: str = "all", split: str = "test") -> dict:
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
-    from tasks.io import atomic_directory, write_json, write_jsonl
+    from tasks.atomic import atomic_directory
+    from tasks.io import write_json, write_jsonl
     from tasks.provenance import PROVENANCE_KEY, provenance
     from tasks.scoring import score_records
 

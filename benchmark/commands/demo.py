@@ -128,7 +128,7 @@ def training_texts(data_dir: Path) -> list[str]:
 
 def build_model(out: Path, data_dir: Path, seed: int, log) -> Path:
     """tiny-model/: a byte-level BPE tokenizer and a seeded random T5, built once."""
-    from tasks.io import atomic_directory
+    from tasks.atomic import atomic_directory
     from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
 
     folder = out / "tiny-model"
@@ -232,7 +232,7 @@ def plot_comparison(comparison: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     from tasks import get_task
-    from tasks.io import atomic_path
+    from tasks.atomic import atomic_path
 
     tasks = list(comparison)
     figure, axes = plt.subplots(figsize=(10, 4.2), dpi=100)

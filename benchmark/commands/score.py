@@ -50,9 +50,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from tasks.atomic import atomic_path
     from tasks.chunk_workers import default_workers
     from tasks.errors import SumbenchError
-    from tasks.io import atomic_path
     from tasks.provenance import provenance
     from tasks.scoring import score_files
 

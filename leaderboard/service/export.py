@@ -14,8 +14,8 @@ from pathlib import Path
 from leaderboard.service.boards import all_boards, read_board
 from leaderboard.service.db import Database
 from leaderboard.service.documents import board_csv, board_document
+from tasks.atomic import atomic_directory
 from tasks.errors import SumbenchError
-from tasks.io import atomic_directory
 
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""

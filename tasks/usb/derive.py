@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
+from tasks.atomic import atomic_directory
 from tasks.errors import DataError
-from tasks.io import atomic_directory, dumps_record, read_json, write_json
+from tasks.io import dumps_record, read_json, write_json
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
 from tasks.usb.raw import SplitJob, iter_documents, plan_splits, raw_input_digest
 

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from tasks.atomic import atomic_directory
 from tasks.errors import SumbenchError
-from tasks.io import atomic_directory, dumps_record, write_json
+from tasks.io import dumps_record, write_json
 from tasks.usb.corruptions import Corruption, corrupt, names
 
 EVIDENCE_METHODS = ("rougeL", "entity", "superpal")
