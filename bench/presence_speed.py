@@ -42,6 +42,12 @@ from harness import add_options, compare_arms, cpus, report, timings  # noqa: E4
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pyramid" / "realsumm"
 
 
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return int(text)
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
@@ -217,7 +223,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="ours: batches run side by side (default: the backend's choice, "
                              "2 on a CPU with 2 or more threads)")
     add_options(parser)

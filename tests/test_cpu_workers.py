@@ -27,7 +27,7 @@ def test_auto_workers_runs_two_batches_at_once_on_a_cpu_only(two_threads):
     assert auto_workers("cpu", 3) == 3 and auto_workers("cuda", 2) == 2
     torch.set_num_threads(1)
     assert auto_workers("cpu") == 1  # one core's worth of threads: no second worker
-    with pytest.raises(ValueError, match="workers must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
         auto_workers("cpu", 0)
 
 
@@ -51,17 +51,32 @@ def test_map_batches_keeps_order_and_splits_the_threads(two_threads):
     assert seen[0][0] == threading.current_thread().name  # one worker: the caller's thread
 
 
-def test_a_failing_batch_is_raised_and_the_rest_are_dropped(two_threads):
+def test_a_failing_batch_stops_the_rest_whichever_it_is(two_threads):
+    """A failure in batch 1 while batch 0 is still running: the other worker starts no more
+    batches, and the error reaches the caller once batch 0 ends."""
     started = []
 
     def work(batch):
         started.append(batch)
-        if batch == 0:
-            raise ValueError("batch 0 is bad")
-        time.sleep(0.01)
+        if batch == 1:
+            raise ValueError("batch 1 is bad")
+        time.sleep(0.3 if batch == 0 else 0.01)
         return batch
 
-    with pytest.raises(ValueError, match="batch 0 is bad"):
+    with pytest.raises(ValueError, match="batch 1 is bad"):
         map_batches(work, range(50), workers=2)
-    assert len(started) < 10  # the batches not yet started when it failed never run
+    assert len(started) < 5  # not the 48 batches after it
     assert torch.get_num_threads() == 2
+
+
+def test_workers_must_be_a_whole_number(two_threads):
+    for bad in (0, -1, 2.7, "3", True):
+        with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+            auto_workers("cpu", bad)
+
+
+def test_a_lone_batch_runs_with_a_workers_share(two_threads):
+    """Every batch gets the same thread share however many batches a call has, so a batch's
+    numbers never depend on the call it came in."""
+    assert map_batches(lambda batch: torch.get_num_threads(), [0], workers=2) == [1]
+    assert map_batches(lambda batch: torch.get_num_threads(), [0, 1, 2], workers=2) == [1] * 3

@@ -13,12 +13,13 @@ outputs in the order of `batches`; with one worker it is a plain loop in the cal
 With more, every batch (a single one too) runs on a worker thread with the same share of
 threads, so a batch's outputs never depend on which call or position it came in; they agree
 with one worker's up to the float rounding of kernels whose blocking depends on the thread
-count. A failure in any batch is raised in the caller and the batches not yet started are
-dropped.
+count. The first failure in any batch is raised in the caller once the batches running then
+end, and the batches not yet started never run. (While batches run, threads that other code starts inherit a
+worker's thread count: torch keeps one process-wide default, put back afterwards.)
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable, Iterable
 
 #: batches in flight at once on a CPU when the caller does not say
@@ -26,14 +27,14 @@ DEFAULT_CPU_WORKERS = 2
 
 
 def auto_workers(device: Any, requested: int | None = None) -> int:
-    """Worker threads for running batches on `device`: `requested` when given (>= 1), else
-    DEFAULT_CPU_WORKERS on a CPU with that many intra-op threads, else 1."""
+    """Worker threads for running batches on `device`: `requested` when given (an integer
+    >= 1), else DEFAULT_CPU_WORKERS on a CPU with that many intra-op threads, else 1."""
     import torch
 
     if requested is not None:
-        if int(requested) < 1:
-            raise ValueError(f"workers must be >= 1, got {requested}")
-        return int(requested)
+        if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+            raise ValueError(f"workers must be an integer >= 1, got {requested!r}")
+        return requested
     if str(device).split(":")[0] != "cpu":
         return 1
     return DEFAULT_CPU_WORKERS if torch.get_num_threads() >= DEFAULT_CPU_WORKERS else 1
@@ -41,14 +42,17 @@ def auto_workers(device: Any, requested: int | None = None) -> int:
 
 def map_batches(function: Callable[[Any], Any], batches: Iterable, workers: int) -> list:
     """[function(batch) for batch in batches], `workers` batches at a time, each worker with
-    an equal share of the caller's intra-op threads and in inference mode."""
+    an equal share of the caller's intra-op threads (at least one; threads left over when
+    they do not divide evenly stay idle, so that every batch runs alike) and in inference
+    mode. The first failure is raised once the batches running at that moment end; batches
+    not yet started never run."""
     import torch
 
     batches = list(batches)
     if workers <= 1 or not batches:
         return [function(batch) for batch in batches]
     threads = torch.get_num_threads()
-    share = max(1, threads // workers)
+    share = max(1, threads // workers)  # of `workers`, however few batches there are
 
     def start_worker() -> None:
         torch.set_num_threads(share)
@@ -58,12 +62,20 @@ def map_batches(function: Callable[[Any], Any], batches: Iterable, workers: int)
             return function(batch)
 
     pool = ThreadPoolExecutor(max_workers=min(workers, len(batches)),
-                              thread_name_prefix="sumbench-batch", initializer=start_worker)
+                              thread_name_prefix="sumbench-batch",
+                              initializer=start_worker)
     try:
-        return list(pool.map(run, batches))
+        futures = [pool.submit(run, batch) for batch in batches]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [future.exception() for future in futures
+                  if future in done and future.exception() is not None]
+        if failed:  # now, before waiting on the batches ahead of it
+            raise failed[0]
+        return [future.result() for future in futures]
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        # set_num_threads also stores a process-wide default that threads started later
-        # read; put back the caller's own count
-        torch.set_num_threads(threads)
-
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:  # even when a second Ctrl-C cuts the wait short
+            # set_num_threads also stores a process-wide default that threads started
+            # later read; put back the caller's own count
+            torch.set_num_threads(threads)

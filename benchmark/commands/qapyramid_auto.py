@@ -133,7 +133,9 @@ def presence_backend(args) -> PresenceBackend:
         raise SumbenchError(f"--threshold must be in [0, 1], got {args.threshold}")
     # --threshold applies to every backend here (ThresholdedBackend), so it is not checked
     check_backend_options(args.presence, {"model": args.model,
-                                          "entailment_label": args.entailment_label})
+                                          "entailment_label": args.entailment_label,
+                                          "batch_size": args.batch_size,
+                                          "workers": args.workers})
     if args.presence == "lexical":
         return build_backend("lexical", threshold=0.5 if args.threshold is None
                              else args.threshold)

@@ -46,7 +46,8 @@ PresenceFactory = Callable[..., Presence]
 PRESENCE_BACKENDS: Registry = Registry("presence backend")
 #: option name -> the `sumbench pyramid` flag that sets it (for messages)
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
-                "batch_size": "--batch-size", "device": "--device", "cache": "--cache",
+                "batch_size": "--batch-size", "device": "--device", "workers": "--workers",
+                "cache": "--cache",
                 "entailment_label": "--entailment-label", "max_length": "--nli-max-length"}
 MODEL_OPTIONS = ("model", "batch_size", "device", "workers", "cache")
 
@@ -213,7 +214,7 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
         raise SumbenchError(f"--presence {name} needs {_flags(missing)}{hint}")
     extra = [key for key in given if key not in spec.required + spec.accepted]
     if extra:
-        takes = _flags(spec.required + spec.accepted) or "no options"
+        takes = _flags(list(dict.fromkeys(spec.required + spec.accepted))) or "no options"
         raise SumbenchError(f"--presence {name} does not take {_flags(extra)} "
                             f"(it takes: {takes})")
     return name
