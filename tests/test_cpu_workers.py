@@ -1,6 +1,6 @@
 """Batches run side by side on CPU worker threads (trainers.cpu_workers): the same outputs in
-the same order, each worker with its share of torch's threads, failures raised in the caller,
-and presence backends that give the same numbers with one worker or two."""
+the same order, each worker with its share of torch's threads, failures raised in the caller
+(presence backends with one worker or two: tests/test_presence_backends.py)."""
 from __future__ import annotations
 
 import threading

@@ -1,11 +1,10 @@
 """Whole batches of one model run side by side on CPU worker threads.
 
 torch splits each operator across its intra-op threads; a small model's operators are too
-small for that to keep every core busy (on 2 cores, 800 NLI pairs through the 2-layer test
-classifier take 0.53 s on one thread and still 0.45 s on two). Running whole batches on
-`workers` threads at once, each with its share of the intra-op threads, keeps the cores busy
-instead (0.32 s there): torch releases the GIL inside its kernels, and a worker thread's
-thread count is its own (OpenMP's per-thread setting).
+small for that to keep every core busy. On 2 cores, 800 NLI pairs through the 2-layer test
+classifier take 0.53 s on one thread and 0.34 s on two; two batches at a time, one thread
+each, take 0.30 s (alternated in one process). torch releases the GIL inside its kernels, and
+a worker thread's thread count is its own (OpenMP's per-thread setting).
 
 `auto_workers(device)` decides: 2 on a CPU with at least 2 intra-op threads, else 1 (a GPU
 runs its batches one after another). `map_batches(function, batches, workers)` returns the
@@ -14,8 +13,9 @@ With more, every batch (a single one too) runs on a worker thread with the same 
 threads, so a batch's outputs never depend on which call or position it came in; they agree
 with one worker's up to the float rounding of kernels whose blocking depends on the thread
 count. The first failure in any batch is raised in the caller once the batches running then
-end, and the batches not yet started never run. (While batches run, threads that other code starts inherit a
-worker's thread count: torch keeps one process-wide default, put back afterwards.)
+end, and the batches not yet started never run. While batches run, threads that other code
+starts inherit a worker's thread count (torch keeps one process-wide default, put back
+afterwards).
 """
 from __future__ import annotations
 
