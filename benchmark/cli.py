@@ -122,37 +122,50 @@ def stdout_reader_gone() -> bool:
         return False
 
 
-def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
-               item: str) -> argparse.ArgumentParser:
-    """The parser of the (sub)command whose part of `argv` holds `item`: the chosen command's
-    (e.g. `leaderboard submit`'s), or a parent's when `item` comes before the subcommand's
-    name (`sumbench --bogus tasks` is `sumbench`'s)."""
-    position = argv.index(item) if item in argv else len(argv)
-    start = 0
+def _command_chain(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                   argv: list[str]) -> list[tuple[argparse.ArgumentParser, int]]:
+    """[(parser, index in argv where its part begins)]: sumbench's own (0), then each chosen
+    (sub)command's, from the first place its name appears after its parent's."""
+    chain, start = [(parser, 0)], 0
     while True:
         chosen = next((action for action in parser._actions
                        if isinstance(action, argparse._SubParsersAction)), None)
         name = getattr(args, chosen.dest, None) if chosen is not None else None
         if name not in (chosen.choices if chosen is not None else {}) or name not in argv[start:]:
-            return parser
-        start = argv.index(name, start)
-        if position < start:
-            return parser
+            return chain
+        start = argv.index(name, start) + 1
         parser = chosen.choices[name]
+        chain.append((parser, start))
+
+
+def _refused_where(chain: list, argv: list[str], extra: list[str]):
+    """(parser, its unknown items): the items of `extra` (in argv order, command names
+    skipped) that sit in the part of the first one's (sub)command."""
+    names = {start - 1 for _, start in chain[1:]}
+    places, position = [], 0
+    for item in extra:
+        position = next((i for i in range(position, len(argv))
+                         if argv[i] == item and i not in names), len(argv))
+        places.append(position)
+        position += 1
+    level = [max(k for k, (_, start) in enumerate(chain) if start <= place)
+             for place in places]
+    return chain[level[0]][0], [item for item, at in zip(extra, level) if at == level[0]]
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     """`parser.parse_args(argv)`, but an unknown option is refused by the parser of the
-    (sub)command it was given to (`sumbench score: error: ...`) with the options it is close
-    to."""
+    (sub)command it was given to (`sumbench score: error: ...`, `sumbench --x tasks` by
+    sumbench's own), with the options it is close to; unknown items given to other commands
+    are left for the next try."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        command = _parser_of(parser, args, argv, extra[0])
+        command, refused = _refused_where(_command_chain(parser, args, argv), argv, extra)
         options = [name for action in command._actions for name in action.option_strings
                    if name not in ("-h", "--help")]
-        flags = [item.split("=")[0] for item in extra if item.startswith("-")]
-        command.error(f"unrecognized arguments: {' '.join(extra)}"
+        flags = [item.split("=")[0] for item in refused if item.startswith("-")]
+        command.error(f"unrecognized arguments: {' '.join(refused)}"
                       f"{did_you_mean(flags[0] if len(flags) == 1 else flags, options)}")
     return args
 

@@ -1,10 +1,11 @@
 """All-or-nothing writes: a file or folder appears whole at its path, or not at all.
 
 `atomic_path(path)` yields a staging file name beside `path` and moves it into place on
-success (the old file stays on failure); `atomic_directory(path)` does the same for a folder.
-Devices, pipes, sockets and links to a process's open files (`/dev/stdout`) are written in
-place, appended from a staging file on success, never replaced. Staging files of killed
-writers are removed (`remove_stale_staging`). Errors name the output, not the staging path.
+success (the old file stays on failure); devices, pipes, sockets and links to a process's
+open files (`/dev/stdout`) are not replaced but appended to from the staging file on success.
+`atomic_directory(path)` does the same for a folder (and refuses devices and pipes); an error
+while the folder is written names the file at its place in the output, not in the staging
+folder. Staging files of killed writers are removed (`remove_stale_staging`).
 """
 from __future__ import annotations
 

@@ -106,6 +106,11 @@ CLI_CASES = [
                                         "http://127.0.0.1:9"],
      "sumbench leaderboard: error: unrecognized arguments: --chek (see 'sumbench "
      "leaderboard --help')", 2),
+    ("extra-named-like-its-command", ["leaderboard", "status", "7", "leaderboard",
+                                      "--server", "http://127.0.0.1:9"],
+     "sumbench leaderboard status: error: unrecognized arguments: leaderboard (see", 2),
+    ("unknown-options-at-two-levels", ["--bogus", "leaderboard", "submit", "--chek", "{pred}"],
+     "sumbench: error: unrecognized arguments: --bogus (see 'sumbench --help')", 2),
     ("set-field-typo", ["train", "--tasks", "FAC", "--data", "{data}", "--out", "{out}",
                         "--profile", "tiny", "--set", "learnin_rate=0.1", "--print-spec"],
      "unknown spec field 'learnin_rate'; did you mean 'learning_rate'?", 2),

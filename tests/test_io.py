@@ -1,4 +1,5 @@
-"""tasks.io: atomic writes keep ordinary permissions and never lose the old output."""
+"""tasks.atomic (through tasks.io's writers too): atomic writes keep ordinary permissions and
+never lose the old output; tasks.io's readers."""
 from __future__ import annotations
 
 import contextlib

@@ -262,6 +262,17 @@ def test_forms_the_multipart_parser_refuses_are_answered_as_rejections(service):
     assert many_files.json() == {"status": "rejected", "errors": [
         {"file": None, "line": None, "field": "files",
          "message": "more than 64 files in one submission"}]}
+    database, original = service["database"], load_settings(service["database"])
+    try:  # a max_files above the parser's 1000 is reachable through archives only
+        save_settings(database, original.with_changes({"max_files": "5000"}))
+        response = client.post("/api/v1/submissions", headers=_auth(service, "alice"),
+                               files=[("files", (f"p{i}.jsonl", b"{}")) for i in range(1001)],
+                               data={"model": "many"})
+        assert response.json()["errors"][0]["message"] == (
+            "more than 1000 files in one form (the form parser's limit; up to 5000 fit in one "
+            "archive)")
+    finally:
+        save_settings(database, original)
     many_fields = client.post("/api/v1/submissions", headers=_auth(service, "alice"),
                               files=[("files", ("p.jsonl", b"{}"))],
                               data={"model": "m", **{f"extra{i}": "x" for i in range(1001)}})

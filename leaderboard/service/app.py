@@ -157,13 +157,19 @@ async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
     return HTMLResponse(page, status_code=error.status_code, headers=error.headers)
 
 
+#: uploaded files one form may hold: Starlette's multipart parser stops there
+FORM_MAX_FILES = 1000
+
+
 def _unreadable_form(request, detail: str) -> Any:
     """A submission form the multipart parser refused (more parts than it takes), answered
     as a rejected submission: too many files as `max_files` words it (422), else 400."""
     if detail.startswith("Too many files"):
         limit = load_settings(request.app.state.database).max_files
-        return rejection(422, DataError(f"more than {limit} files in one submission",
-                                        field="files"))
+        message = f"more than {limit} files in one submission" if limit <= FORM_MAX_FILES \
+            else (f"more than {FORM_MAX_FILES} files in one form (the form parser's limit; "
+                  f"up to {limit} fit in one archive)")
+        return rejection(422, DataError(message, field="files"))
     return rejection(400, DataError(f"the submission form cannot be read: {detail}"))
 
 
