@@ -281,6 +281,21 @@ def test_forms_the_multipart_parser_refuses_are_answered_as_rejections(service):
         "the submission form cannot be read: Too many fields")
 
 
+def test_a_form_field_given_twice_is_refused_not_the_last_kept(service, usb_fixture_dir):
+    """As a name given twice in a JSON object: which value is meant is ambiguous."""
+    path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    response = service["client"].post(
+        "/api/v1/submissions", headers=_auth(service, "alice"),
+        files=[("files", ("fix.jsonl", path.read_bytes()))],
+        data={"model": ["first name", "second name"], "variant": "all"})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{
+        "file": None, "line": None, "field": "model",
+        "message": "given more than once in the form (model): which value is meant is "
+                   "ambiguous"}]
+    assert "second name" not in _get(service, "/api/v1/leaderboard/usb").text
+
+
 def test_tokens_are_required_and_stored_hashed(service):
     response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
                                       data={"model": "m"})

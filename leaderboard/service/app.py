@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import (APIRouter, FastAPI, File, Form, Header, HTTPException, UploadFile)
+from fastapi import (APIRouter, Depends, FastAPI, File, Form, Header, HTTPException, Request,
+                     UploadFile)
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -229,12 +230,24 @@ def api_router(database: Database):
     return router
 
 
+async def repeated_fields(request: Request) -> list[str]:
+    """The form fields given more than once, `files` aside (the form binding would keep the
+    last one silently). Starlette parses the form once per request and keeps it."""
+    form = await request.form()
+    return sorted(key for key in form.keys() if key != "files" and len(form.getlist(key)) > 1)
+
+
 def _submission_routes(router: APIRouter, database: Database) -> None:
     @router.post("/submissions", status_code=202)
     def submit(files: list[UploadFile] = File(...), model: str = Form(...),
                track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
-               authorization: str | None = Header(None)):
+               authorization: str | None = Header(None),
+               repeated: list[str] = Depends(repeated_fields)):
         user = _user(database, authorization)
+        if repeated:
+            return rejection(422, DataError(
+                f"given more than once in the form ({', '.join(repeated)}): which value is "
+                f"meant is ambiguous", field=repeated[0]))
         return _accept_form(database, user, files, model, track, variant, card)
 
     @router.get("/submissions/{submission_id}")
