@@ -53,15 +53,16 @@ def unknown_names(given, known) -> str:
     return f"{', '.join(unknown)}{did_you_mean(unknown, known)}" if unknown else ""
 
 
-def did_you_mean(names, candidates) -> str:
+def did_you_mean(names, candidates, cutoff: float = 0.6) -> str:
     """"; did you mean 'a' or 'b'?" for the candidates close to a mistyped name ("" if none
-    is); for several names, the first that has close candidates, named ("... (for 'x')?")."""
+    is; `cutoff`: difflib's similarity bound); for several names, the first that has close
+    candidates, named ("... (for 'x')?")."""
     import difflib
 
     several = not isinstance(names, str)
     for name in (names if several else [names]):
         close = difflib.get_close_matches(str(name), sorted(map(str, candidates)), n=3,
-                                          cutoff=0.6)
+                                          cutoff=cutoff)
         if close:
             which = f" (for {name!r})" if several else ""
             return f"; did you mean {' or '.join(map(repr, close))}{which}?"

@@ -18,14 +18,13 @@ The "sentences" units (the SSU baseline) are the cleaned reference split with
 """
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tasks.errors import DataError, UnknownNameError
+from tasks.errors import DataError, UnknownNameError, did_you_mean
 from tasks.io import read_text, refuse_non_file
 
 #: unit kinds: human SCUs, automatic STUs, reference sentences (SSUs)
@@ -174,8 +173,7 @@ def select_systems(available: Sequence[str], requested: Sequence[str] | None) ->
         return list(available)
     for name in requested:
         if name not in available:
-            close = difflib.get_close_matches(name, available, n=3, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(name, available, cutoff=0.5)
             raise UnknownNameError(f"unknown system {name!r}{hint} (known: "
                                    f"{', '.join(available)})")
     return list(dict.fromkeys(requested))
