@@ -309,6 +309,48 @@ def test_tokens_are_required_and_stored_hashed(service):
     assert len(hashes) >= 3 and not set(service["tokens"].values()) & set(hashes)
 
 
+def test_a_submission_without_a_valid_token_is_refused_before_its_body_is_read(service):
+    """401 comes first: an anonymous client cannot make the server parse or spool an upload
+    (1001 files used to get the form parser's 422, a huge body 413)."""
+    import asyncio
+
+    from leaderboard.service.app import create_app
+
+    app, sent, reads = create_app(service["url"]), [], []
+
+    async def receive():
+        reads.append(1)
+        return {"type": "http.request", "body": b"--b--\r\n", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    for authorization in (None, b"Bearer sb_wrong", b"Basic " + service["tokens"]["alice"]
+                          .encode()):
+        sent.clear()
+        headers = [(b"content-type", b"multipart/form-data; boundary=b"),
+                   (b"content-length", str(10 << 30).encode())]
+        scope = {"type": "http", "method": "POST", "path": "/api/v1/submissions",
+                 "headers": headers + ([(b"authorization", authorization)]
+                                       if authorization else []),
+                 "query_string": b"", "http_version": "1.1", "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "root_path": ""}
+        asyncio.run(app(scope, receive, send))
+        start = sent[0]
+        headers = {k.decode(): v.decode() for k, v in start["headers"]}
+        assert start["status"] == 401 and headers["www-authenticate"] == "Bearer"
+        assert "script-src 'self'" in headers["content-security-policy"]
+        assert json.loads(sent[1]["body"]) == {
+            "detail": "a valid API token is required (Authorization: Bearer ...)"}
+    assert reads == []  # not one byte of the bodies was read
+    client = service["client"]
+    many = client.post("/api/v1/submissions", data={"model": "many"},
+                       files=[("files", (f"p{i}.jsonl", b"{}")) for i in range(1001)])
+    assert many.status_code == 401
+    for method in ("get", "delete"):  # other methods of the path are the router's business
+        assert getattr(client, method)("/api/v1/submissions").status_code == 405
+
+
 def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixture_dir):
     from leaderboard.service.validate import Upload
 

@@ -9,6 +9,8 @@ POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner o
 /api/v1/manifest/{track}?variant= (item keys only); POST /api/v1/admin/rescore and GET
 /api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
 /chart/{track}.png. Every response carries a Content-Security-Policy without inline scripts.
+A submission without a valid token is answered 401 before its form is read
+(`middleware.TokenFirst`).
 """
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from leaderboard.service.auth import authenticate, bearer_token
+from leaderboard.service.auth import TOKEN_REQUIRED, authenticate, bearer_token
 from leaderboard.service.boards import load_settings
 from leaderboard.service.db import Database
+from leaderboard.service.middleware import (FORM_OVERHEAD, SECURITY_HEADERS, BodyLimit,
+                                            HeadAsGet, TokenFirst)
 from leaderboard.service.boards import stored_output
 from leaderboard.service.schema import check_schema
 from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
@@ -36,80 +40,6 @@ from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks,
 from leaderboard.tracks import SubmissionErrors
 from tasks.errors import DataError, SumbenchError, json_type
 from tasks.io import DuplicateKey, strict_loads
-
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
-                    "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
-FORM_OVERHEAD = 1 << 20
-
-
-class BodyLimit:
-    """ASGI middleware: 413 for a request body over `limit` bytes, declared or streamed
-    (chunked); `upload_limit` is the instance's upload limit the message names."""
-
-    def __init__(self, app, limit: int, upload_limit: int):
-        self.app, self.limit, self.upload_limit = app, limit, upload_limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or {}).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await self._refuse(send)
-        received, refused = 0, False
-
-        async def limited_receive():
-            nonlocal received, refused
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.limit:
-                refused = True
-                raise _TooLarge()
-            return message
-
-        async def guarded_send(message):  # the app's answer to a body it could not parse
-            if not refused:
-                await send(message)
-
-        try:
-            await self.app(scope, limited_receive, guarded_send)
-        except _TooLarge:
-            pass
-        if refused:
-            await self._refuse(send)
-
-    async def _refuse(self, send) -> None:
-        body = json.dumps({"status": "rejected", "errors": [
-            {"file": None, "line": None, "field": None,
-             "message": f"request body over {self.limit} bytes (uploads may total "
-                        f"{self.upload_limit} bytes on this instance)"}]}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                *[(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]]})
-        await send({"type": "http.response.body", "body": body})
-
-
-class HeadAsGet:
-    """ASGI middleware: HEAD answered as GET without the body (link checkers, monitors)."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "HEAD":
-            return await self.app(scope, receive, send)
-
-        async def headers_only(message):
-            if message["type"] == "http.response.body":
-                message = {**message, "body": b""}
-            await send(message)
-
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def rejection(status: int, error: Exception) -> Any:
@@ -143,8 +73,9 @@ def create_app(db: str):
     app.include_router(page_router(database))
     app.add_exception_handler(RequestValidationError, _malformed_request)
     app.add_exception_handler(StarletteHTTPException, _page_or_api_error)
-    return HeadAsGet(BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
-                               settings.max_upload_bytes))
+    limited = BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
+                        settings.max_upload_bytes)
+    return HeadAsGet(TokenFirst(limited, database, {("POST", "/api/v1/submissions")}))
 
 
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
@@ -187,8 +118,7 @@ async def _malformed_request(request, error: RequestValidationError) -> Any:
 def _user(database: Database, authorization: str | None, required: bool = True):
     user = authenticate(database, bearer_token(authorization))
     if user is None and required:
-        raise HTTPException(401, "a valid API token is required (Authorization: Bearer ...)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, TOKEN_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
     return user
 
 

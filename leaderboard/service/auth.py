@@ -14,6 +14,8 @@ from leaderboard.service.settings import SCORER_VERSION
 from tasks.errors import SumbenchError
 
 TOKEN_PREFIX = "sb_"
+#: the answer (401) to a request that needs a token and has no valid one
+TOKEN_REQUIRED = "a valid API token is required (Authorization: Bearer ...)"
 SYSTEM_USER = "sumbench"
 
 
