@@ -183,3 +183,51 @@ def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines)
         assert len(board["entries"]) == N_SUBMISSIONS
         assert json.loads(json.dumps(board))["version_key"]
         database.dispose()
+
+
+def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fix_lines,
+                                                              monkeypatch):
+    """Compressing a submission's predictions or material, and reading them back, happens
+    while other writers can write: every pack/unpack call finds SQLite's write lock free."""
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    import leaderboard.service.submissions as submissions
+    import leaderboard.service.worker as worker
+    from leaderboard.service.app import create_app
+    from leaderboard.service.worker import Worker
+
+    db = str(tmp_path / "lb.sqlite")
+    token = _prepare(db, gold)
+    seen: list[tuple[str, bool]] = []
+
+    def lock_is_free() -> bool:
+        other = sqlite3.connect(db, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:  # "database is locked"
+            return False
+        finally:
+            other.close()
+
+    def watched(name, function):
+        def call(value):
+            seen.append((name, lock_is_free()))
+            return function(value)
+        return call
+
+    for module in (submissions, worker):
+        monkeypatch.setattr(module, "pack", watched(f"{module.__name__}.pack", module.pack))
+    monkeypatch.setattr(worker, "unpack", watched("worker.unpack", worker.unpack))
+    response = TestClient(create_app(db)).post(
+        "/api/v1/submissions", headers={"Authorization": f"Bearer {token}"},
+        files=[("files", ("fix.jsonl", fix_lines))], data={"model": "watched"})
+    assert response.status_code == 202, response.text
+    assert Worker(Database(db)).drain() == 2  # score, then analyse
+    names = {name for name, _ in seen}
+    assert names == {"leaderboard.service.submissions.pack", "leaderboard.service.worker.pack",
+                     "worker.unpack"}, seen
+    assert all(free for _, free in seen), seen

@@ -162,6 +162,7 @@ def _store(database: Database, settings: InstanceSettings, user: User, kind: str
     checked again in the same write transaction (the owner's row locked, an admin's too), so
     concurrent requests cannot pass the quota, or store the same submission twice, together."""
     track, board, model = identical.track, identical.board, identical.model
+    predictions = pack(result.checked)  # compressed before the write lock is taken
     with database.write_session() as session:
         owner = user if kind == "submission" else system_user(session)
         session.execute(select(User.id).where(User.id == owner.id).with_for_update())
@@ -174,7 +175,7 @@ def _store(database: Database, settings: InstanceSettings, user: User, kind: str
             user_id=owner.id, kind=kind, track=track, board=board, model=model,
             card=json.dumps(card, sort_keys=True), status="queued",
             parts=json.dumps(sorted(result.checked)), n_records=result.n_records,
-            upload_sha256=result.sha256, predictions=pack(result.checked))
+            upload_sha256=result.sha256, predictions=predictions)
         session.add(submission)
         session.flush()
         session.add(Job(submission_id=submission.id, kind="score"))

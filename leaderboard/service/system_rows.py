@@ -35,6 +35,7 @@ def add_system_row(database: Database, settings: InstanceSettings, *, kind: str,
     upload = Upload(f"{model}.jsonl", _jsonl(records))
     result = validate_submission(track_object, [upload], track_object.manifest(gold, board),
                                  Limits.of(settings), board)
+    predictions = pack(result.checked)  # compressed before the write lock is taken
     with database.write_session() as session:
         exists = session.scalars(select(Submission.id).filter_by(
             kind=kind, track=track, board=board, model=model, deleted=False)).first()
@@ -45,7 +46,7 @@ def add_system_row(database: Database, settings: InstanceSettings, *, kind: str,
                          card=json.dumps(card, sort_keys=True),
                          parts=json.dumps(sorted(result.checked)),
                          n_records=result.n_records, upload_sha256=result.sha256,
-                         predictions=pack(result.checked))
+                         predictions=predictions)
         session.add(row)
         session.flush()
         session.add(Job(submission_id=row.id, kind="score"))

@@ -11,7 +11,9 @@ the board to finish when several are under way).
 
 Bad predictions found while joining (e.g. gold changed since submission) reject the
 submission with file-less errors; other failures are retried, then reported as "failed" with
-a reason. Log lines name jobs and submissions only, never data.
+a reason. Log lines name jobs and submissions only, never data. Stored blobs are read inside
+a transaction and unpacked after it, so a write transaction (on SQLite, the database's one
+write lock) lasts only as long as the reads and writes it needs.
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ class Worker:
                 return
             submission.status = "scoring"
             track_name, board = submission.track, submission.board
-            checked = unpack(submission.predictions)
+            stored = submission.predictions
+        checked = unpack(stored)  # after the commit: other writers wait only for the read
         settings = load_settings(self.database)
         track = settings.track(track_name)
         gold = gold_for(self.database, track.name)
@@ -111,6 +114,7 @@ class Worker:
             finish(session, job.id)
 
     def _store_score(self, job, key: str, versions: dict, parts: dict, seconds: float) -> None:
+        materials = {part: pack(part_score.material) for part, part_score in parts.items()}
         try:
             with self.database.write_session() as session:
                 if session.scalars(select(Score.id).filter_by(
@@ -129,9 +133,8 @@ class Worker:
                         current=True, analysed=False, seconds=seconds)
                     session.add(score)
                     session.flush()
-                    for part, part_score in parts.items():
-                        session.add(Material(score_id=score.id, part=part,
-                                             examples=pack(part_score.material)))
+                    for part, examples in materials.items():
+                        session.add(Material(score_id=score.id, part=part, examples=examples))
                     session.add(Job(submission_id=job.submission_id, kind="analyse"))
                 submission = session.get(Submission, job.submission_id)
                 submission.status, submission.errors = "scored", None
@@ -154,9 +157,11 @@ class Worker:
                 return
             track_name, board, score_id = submission.track, submission.board, score.id
             score_key = score.version_key
-            checked = unpack(submission.predictions)
-            materials = {m.part: unpack(m.examples) for m in session.scalars(
+            stored = submission.predictions
+            packed = {m.part: m.examples for m in session.scalars(
                 select(Material).filter_by(score_id=score_id))}
+        checked = unpack(stored)  # unpacked once the write lock is let go
+        materials = {part: unpack(blob) for part, blob in packed.items()}
         track = settings.track(track_name)
         gold = gold_for(self.database, track.name)
         distributions = {
