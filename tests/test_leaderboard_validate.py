@@ -253,6 +253,37 @@ def test_record_limit_and_empty_submissions(abs_lines):
         expand([], Limits())
 
 
+def test_a_line_over_the_line_limit_is_refused_unread(abs_lines):
+    """Scoring one huge prediction takes memory far beyond its size (a 50 MB FIX prediction:
+    about 1.7 GB, ROUGE-L's table), so a line over `max_line_bytes` is refused by file and
+    line, never parsed; a line of exactly the limit is read."""
+    first, *rest = abs_lines.splitlines(keepends=True)
+    longest = max(len(line.rstrip(b"\n")) for line in abs_lines.splitlines())
+    assert Limits().max_line_bytes == 1 << 20
+    checked = validate_submission(make_track("usb"), [Upload("a.jsonl", abs_lines)], None,
+                                  Limits(max_line_bytes=longest), "all").checked
+    assert len(checked["abstractive_summarization"]) == len(rest) + 1
+    huge = first.replace(b'"prediction": "', b'"prediction": "' + b"word " * 300_000, 1)
+    with pytest.raises(SubmissionErrors) as caught:
+        validate_submission(make_track("usb"), [Upload("a.jsonl", b"".join([*rest, huge]))],
+                            None, Limits(), "all")
+    assert caught.value.to_list() == [{
+        "file": "a.jsonl", "line": len(rest) + 1, "field": None,
+        "message": f"a line of {len(huge) - 1} bytes, over this instance's limit of 1048576 "
+                   f"bytes per line"}]
+
+
+def test_the_line_limit_is_an_instance_setting():
+    from leaderboard.service.settings import InstanceSettings
+    from tasks.errors import SumbenchError
+
+    settings = InstanceSettings().with_changes({"max_line_bytes": "4096"})
+    assert Limits.of(settings).max_line_bytes == 4096 == settings.to_dict()["max_line_bytes"]
+    assert InstanceSettings.from_dict({}).max_line_bytes == 1 << 20  # older instances
+    with pytest.raises(SumbenchError, match="max_line_bytes must be a positive integer"):
+        InstanceSettings().with_changes({"max_line_bytes": "0"})
+
+
 def test_at_most_twenty_errors_are_listed_and_the_rest_counted():
     data = b"".join(b"[]\n" for _ in range(25))
     with pytest.raises(SubmissionErrors) as caught:

@@ -71,7 +71,7 @@ def _init_args(parser) -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE", help="an instance setting (n_resamples, seed, "
                         "alpha, quota_per_day, max_upload_bytes, max_records, max_files, "
-                        "lease_seconds)")
+                        "max_line_bytes, lease_seconds, ...)")
     parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
                         help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
                              "(replaces the offline defaults; e.g. "

@@ -30,6 +30,8 @@ class InstanceSettings:
     max_upload_bytes: int = 64 << 20  # request body limit
     max_records: int = 500_000       # JSON lines in one submission
     max_files: int = 64              # files in one submission (archive members included)
+    max_line_bytes: int = 1 << 20    # bytes of one JSON line (scoring a huge prediction
+    #                                  would take memory far beyond its size)
     lease_seconds: float = 300.0     # a claimed job is re-claimed after this without a beat
     min_public_items: int = 10       # fewest test items behind a published interval or
     #                                  per-domain score (fewer would expose per-item results)
@@ -42,7 +44,7 @@ class InstanceSettings:
         object.__setattr__(self, "summary_evaluators",
                            tuple(dict(item) for item in self.summary_evaluators))
         for name in ("n_resamples", "quota_per_day", "max_upload_bytes", "max_records",
-                     "max_files", "min_public_items"):
+                     "max_files", "max_line_bytes", "min_public_items"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SumbenchError(f"setting {name} must be a positive integer, got {value!r}")

@@ -8,9 +8,11 @@ absolute or `..` member paths, no two members of one name, member and total size
 instance's limits, and at most MEMBERS_PER_FILE members of any kind per allowed file, counted
 while a tar listing is read. Damaged, encrypted or unsupported members are refused by name;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must
-be UTF-8 and a JSON object; the records then go to the track's `check` against a manifest (the
-server's, or one fetched from it by the client; without one, only the shape is checked). Every
-problem is reported with its file, line and field (`SubmissionErrors`).
+be UTF-8, a JSON object and at most `max_line_bytes` long (scoring one huge prediction takes
+memory far beyond its size: ROUGE-L's table grows with its length); the records then go to
+the track's `check` against a manifest (the server's, or one fetched from it by the client;
+without one, only the shape is checked). Every problem is reported with its file, line and
+field (`SubmissionErrors`).
 """
 from __future__ import annotations
 
@@ -66,10 +68,12 @@ class Limits:
     max_bytes: int = 64 << 20
     max_records: int = 500_000
     max_files: int = 64
+    max_line_bytes: int = 1 << 20
 
     @classmethod
     def of(cls, settings) -> "Limits":
-        return cls(settings.max_upload_bytes, settings.max_records, settings.max_files)
+        return cls(settings.max_upload_bytes, settings.max_records, settings.max_files,
+                   settings.max_line_bytes)
 
     @property
     def max_members(self) -> int:
@@ -272,6 +276,11 @@ def located_records(files: Sequence[Upload], limits: Limits,
             if count > limits.max_records:
                 raise DataError(f"more than {limits.max_records} records in one submission",
                                 path=upload.name, line=number)
+            if len(raw) > limits.max_line_bytes:  # never parsed, let alone scored
+                errors.add(f"a line of {len(raw)} bytes, over this instance's limit of "
+                           f"{limits.max_line_bytes} bytes per line", path=upload.name,
+                           line=number)
+                continue
             try:
                 record = json_line_object(raw, upload.name, number)
             except DataError as error:  # it names the file and line already
