@@ -296,6 +296,32 @@ def test_a_form_field_given_twice_is_refused_not_the_last_kept(service, usb_fixt
     assert "second name" not in _get(service, "/api/v1/leaderboard/usb").text
 
 
+def test_unknown_and_empty_form_fields_are_refused_not_passed_over(service, usb_fixture_dir):
+    """A typo of `variant` used to leave the submission on the default board, and an empty
+    `track` or `variant` took the default: both are refused, every problem named."""
+    fix = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    before = _get(service, "/api/v1/leaderboard/usb").text
+
+    def post(data):
+        return service["client"].post(
+            "/api/v1/submissions", headers=_auth(service, "alice"),
+            files=[("files", ("fix.jsonl", fix.read_bytes()))], data=data)
+
+    response = post({"model": "typo", "varaint": "cnn", "track": "", "card": ""})
+    assert response.status_code == 422
+    assert response.json()["errors"] == [
+        {"file": None, "line": None, "field": "varaint",
+         "message": "not a field of the submission form (it takes files, model, track, "
+                    "variant, card); did you mean 'variant'?"},
+        {"file": None, "line": None, "field": "track",
+         "message": "given empty: leave the field out for its default"},
+        {"file": None, "line": None, "field": "card",
+         "message": "given empty: leave the field out for its default"}]
+    empty_model = post({"model": ""})
+    assert empty_model.status_code == 422 and empty_model.json()["errors"][0]["field"] == "model"
+    assert _get(service, "/api/v1/leaderboard/usb").text == before
+
+
 def test_tokens_are_required_and_stored_hashed(service):
     response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
                                       data={"model": "m"})

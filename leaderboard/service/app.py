@@ -38,7 +38,7 @@ from leaderboard.service.validate import Upload
 from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
                                        render)
 from leaderboard.tracks import SubmissionErrors
-from tasks.errors import DataError, SumbenchError, json_type
+from tasks.errors import DataError, SumbenchError, did_you_mean, json_type
 from tasks.io import DuplicateKey, strict_loads
 
 
@@ -160,11 +160,32 @@ def api_router(database: Database):
     return router
 
 
-async def repeated_fields(request: Request) -> list[str]:
-    """The form fields given more than once, `files` aside (the form binding would keep the
-    last one silently). Starlette parses the form once per request and keeps it."""
+#: the submission form's fields (`files` repeated, one file each; the others once)
+FORM_FIELDS = ("files", "model", "track", "variant", "card")
+
+
+async def form_problems(request: Request) -> list[DataError]:
+    """What the form binding would pass over silently: a field it does not know (a typo of
+    `variant` would leave the submission on the default board), a field given more than
+    once (it keeps the last), a field with a default given empty (it takes the default).
+    Starlette parses the form once per request and keeps it."""
     form = await request.form()
-    return sorted(key for key in form.keys() if key != "files" and len(form.getlist(key)) > 1)
+    problems = []
+    for key in sorted(set(form.keys()) - set(FORM_FIELDS)):
+        problems.append(DataError(
+            f"not a field of the submission form (it takes {', '.join(FORM_FIELDS)})"
+            f"{did_you_mean(key, FORM_FIELDS)}", field=key))
+    repeated = sorted(key for key in set(form.keys()) & set(FORM_FIELDS)
+                      if key != "files" and len(form.getlist(key)) > 1)
+    if repeated:
+        problems.append(DataError(
+            f"given more than once in the form ({', '.join(repeated)}): which value is meant "
+            f"is ambiguous", field=repeated[0]))
+    for key in ("track", "variant", "card"):  # an empty model is "Field required" already
+        if key not in repeated and form.get(key) == "":
+            problems.append(DataError("given empty: leave the field out for its default",
+                                      field=key))
+    return problems
 
 
 def _submission_routes(router: APIRouter, database: Database) -> None:
@@ -172,12 +193,10 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
     def submit(files: list[UploadFile] = File(...), model: str = Form(...),
                track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
                authorization: str | None = Header(None),
-               repeated: list[str] = Depends(repeated_fields)):
+               problems: list[DataError] = Depends(form_problems)):
         user = _user(database, authorization)
-        if repeated:
-            return rejection(422, DataError(
-                f"given more than once in the form ({', '.join(repeated)}): which value is "
-                f"meant is ambiguous", field=repeated[0]))
+        if problems:
+            return rejection(422, SubmissionErrors(problems))
         return _accept_form(database, user, files, model, track, variant, card)
 
     @router.get("/submissions/{submission_id}")
