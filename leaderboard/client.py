@@ -7,6 +7,7 @@ PATH arguments are prediction files (as `sumbench predict`/`run` write them), ar
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -70,13 +71,28 @@ def fetch_manifest(server: str, track: str, variant: str,
     return response.json()
 
 
+def stated_validation(manifest: Mapping | None) -> tuple[Limits, bool]:
+    """(limits, strict_lengths) as a server's manifest states them; the defaults for what it
+    does not state (no manifest, or a server from before `validation`)."""
+    stated = (manifest or {}).get("validation")
+    stated = stated if isinstance(stated, Mapping) else {}
+    limits = stated.get("limits") if isinstance(stated.get("limits"), Mapping) else {}
+    known = {field.name for field in dataclasses.fields(Limits)}
+    values = {name: value for name, value in limits.items() if name in known
+              and isinstance(value, int) and not isinstance(value, bool) and value > 0}
+    return Limits(**values), stated.get("strict_lengths") is not False
+
+
 def check(uploads: Sequence[Upload], track: str, variant: str,
-          manifest: Mapping | None = None, limits: Limits = Limits()) -> dict:
-    """Run the server's validator here; with the server's manifest it also checks that every
-    test item is present once. Returns a report; raises SubmissionErrors."""
+          manifest: Mapping | None = None) -> dict:
+    """Run the server's validator here, with the limits and length rule the manifest states;
+    with the server's manifest it also checks that every test item is present once.
+    Returns a report; raises SubmissionErrors."""
     from leaderboard.tracks import make_track
 
-    result = validate_submission(make_track(track), uploads, manifest, limits, variant)
+    limits, strict_lengths = stated_validation(manifest)
+    result = validate_submission(make_track(track, strict_lengths=strict_lengths), uploads,
+                                 manifest, limits, variant)
     return {"status": "valid", "track": track, "variant": variant,
             "coverage_checked": manifest is not None, "records": result.n_records,
             "parts": {part: len(records) for part, records in result.checked.items()},

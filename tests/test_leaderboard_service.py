@@ -15,7 +15,9 @@ from lb_helpers import fixture_uploads, gold_strings, make_database, minimal_lin
 from leaderboard.service.auth import create_token
 from leaderboard.service.boards import load_settings, save_settings
 from leaderboard.service.db import AuditEntry, Database, Score, Submission, Token
+from leaderboard.service.validate import Upload
 from leaderboard.service.worker import Worker
+from leaderboard.tracks import SubmissionErrors
 from tasks.scoring import score_files
 
 HOSTILE = "<script>alert('x')</script>"
@@ -69,7 +71,6 @@ def scored(service, usb_fixture_dir):
                    card={"base_model": "flan-t5-large", "link": "javascript:alert(1)"})
     assert full.status_code == 202, full.text
     fix_path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
-    from leaderboard.service.validate import Upload
     partial = _submit(service, [Upload("fix.jsonl", minimal_lines(fix_path))], model="fix-only")
     assert partial.status_code == 202
     assert service["worker"].drain() == 4
@@ -131,8 +132,6 @@ def test_pages_escape_names_and_send_a_content_security_policy(service, scored):
 
 def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
         service, usb_fixture_dir):
-    from leaderboard.service.validate import Upload
-
     with service["database"].session() as session:
         before = session.query(Submission).count()
     bad = minimal_lines(usb_fixture_dir / "predictions" / "abstractive_summarization.jsonl")
@@ -157,8 +156,6 @@ def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
 ])
 def test_bad_model_cards_are_refused_naming_the_field(service, usb_fixture_dir, card, field,
                                                        message):
-    from leaderboard.service.validate import Upload
-
     path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
     response = _submit(service, [Upload("fix.jsonl", minimal_lines(path))], model="card",
                        card=card)
@@ -207,8 +204,6 @@ def test_unreadable_card_json_is_refused_not_a_server_error(service, usb_fixture
 
 def test_a_retry_with_a_bad_card_is_refused_not_answered_as_a_duplicate(service,
                                                                         usb_fixture_dir):
-    from leaderboard.service.validate import Upload
-
     path = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
     uploads = [Upload("fix.jsonl", minimal_lines(path))]
     first = _submit(service, uploads, model="retry-card", card={"seed": 1})
@@ -296,6 +291,28 @@ def test_a_form_field_given_twice_is_refused_not_the_last_kept(service, usb_fixt
     assert "second name" not in _get(service, "/api/v1/leaderboard/usb").text
 
 
+def test_the_manifest_states_how_the_instance_validates(service, usb_fixture_dir):
+    """So `submit --check --server` refuses what this instance would (its limits, its
+    length rule), not what the defaults would."""
+    from leaderboard.client import check
+
+    database, original = service["database"], load_settings(service["database"])
+    manifest = _get(service, "/api/v1/manifest/usb").json()
+    assert manifest["validation"] == {"strict_lengths": True, "limits": {
+        "max_bytes": original.max_upload_bytes, "max_records": original.max_records,
+        "max_files": original.max_files, "max_line_bytes": 1 << 20}}
+    fix = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    upload = Upload("fix.jsonl", fix.read_bytes())
+    assert check([upload], "usb", "all", manifest)["parts"] == {"fixing_factuality": 7}
+    try:
+        save_settings(database, original.with_changes({"max_line_bytes": "300"}))
+        manifest = _get(service, "/api/v1/manifest/usb").json()
+        with pytest.raises(SubmissionErrors, match="over this instance's limit of 300 bytes"):
+            check([upload], "usb", "all", manifest)
+    finally:
+        save_settings(database, original)
+
+
 def test_unknown_and_empty_form_fields_are_refused_not_passed_over(service, usb_fixture_dir):
     """A typo of `variant` used to leave the submission on the default board, and an empty
     `track` or `variant` took the default: both are refused, every problem named."""
@@ -368,6 +385,20 @@ def test_a_submission_without_a_valid_token_is_refused_before_its_body_is_read(s
         assert "script-src 'self'" in headers["content-security-policy"]
         assert json.loads(sent[1]["body"]) == {
             "detail": "a valid API token is required (Authorization: Bearer ...)"}
+    token = service["tokens"]["alice"].encode()
+    for headers, root in (([b"Bearer sb_wrong", b"Bearer " + token], ""),  # two: refused,
+                          ([b"Bearer " + token, b"Bearer sb_wrong"], ""),  # whichever is valid
+                          ([], "/lb")):  # behind a proxy prefix (root_path) as well
+        sent.clear()
+        scope = {"type": "http", "method": "POST", "path": root + "/api/v1/submissions",
+                 "headers": [(b"content-type", b"multipart/form-data; boundary=b")]
+                 + [(b"authorization", value) for value in headers],
+                 "query_string": b"", "http_version": "1.1", "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "root_path": root}
+        asyncio.run(app(scope, receive, send))
+        assert sent[0]["status"] == 401 and json.loads(sent[1]["body"]) == {
+            "detail": "2 Authorization headers: send one" if headers else
+            "a valid API token is required (Authorization: Bearer ...)"}
     assert reads == []  # not one byte of the bodies was read
     client = service["client"]
     many = client.post("/api/v1/submissions", data={"model": "many"},
@@ -378,8 +409,6 @@ def test_a_submission_without_a_valid_token_is_refused_before_its_body_is_read(s
 
 
 def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixture_dir):
-    from leaderboard.service.validate import Upload
-
     path = usb_fixture_dir / "predictions" / "multisentence_compression.jsonl"
     entry = _submit(service, [Upload("comp.jsonl", minimal_lines(path))], model="comp").json()
     service["worker"].drain()
@@ -411,7 +440,6 @@ def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixt
 
 def test_quota_and_body_limit(service, usb_fixture_dir):
     from leaderboard.service.app import create_app
-    from leaderboard.service.validate import Upload
 
     database = service["database"]
     original = load_settings(database)
@@ -451,7 +479,6 @@ def test_concurrent_submissions_cannot_pass_the_quota_together(service, usb_fixt
     from concurrent.futures import ThreadPoolExecutor
 
     from leaderboard.service.app import create_app
-    from leaderboard.service.validate import Upload
 
     database = service["database"]
     original = load_settings(database)

@@ -109,6 +109,27 @@ def test_long_names_and_declared_sizes_are_refused_before_they_are_read():
         expand([Upload("cut.tgz", cut)], Limits(max_bytes=1000))
 
 
+def test_unpacked_bytes_are_limited_across_archives_and_odd_members_count():
+    """Each archive under the limit alone, over it together: the later one is refused before
+    it is read (12 zips of 64 MiB of spaces each came from under 1 MB sent). A member of a
+    type the tar reader does not know is passed over by unpacking its data, so its declared
+    size counts before the next header is read (a 4 GiB one took 15 s to refuse)."""
+    limits = Limits(max_bytes=1000)
+    part = _zip({"p.jsonl": b" " * 600})
+    assert [u.name for u in expand([Upload("a.zip", part)], limits)] == ["a.zip:p.jsonl"]
+    with pytest.raises(DataError) as caught:
+        expand([Upload("a.zip", part), Upload("b.zip", part)], limits)
+    assert str(caught.value) == ("b.zip: archive unpacks to more than the 400 bytes left of "
+                                 "this instance's 1000 by the submission's other files")
+    with pytest.raises(DataError, match="more than the 500 bytes left"):  # plain files count
+        expand([Upload("b.zip", part), Upload("plain.jsonl", b" " * 500)], limits)
+    odd, _ = _file("odd", b"")
+    odd.type, odd.size = b"Z", 5000
+    with pytest.raises(DataError) as caught:
+        expand([Upload("odd.tgz", _tar([(odd, b"\0" * 5000)]))], limits)
+    assert str(caught.value) == "odd.tgz: archive unpacks to more than 1000 bytes"
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -271,6 +292,29 @@ def test_a_line_over_the_line_limit_is_refused_unread(abs_lines):
         "file": "a.jsonl", "line": len(rest) + 1, "field": None,
         "message": f"a line of {len(huge) - 1} bytes, over this instance's limit of 1048576 "
                    f"bytes per line"}]
+    exact = Limits(max_line_bytes=longest)  # the line's text counts, not how it was saved
+    crlf = abs_lines.replace(b"\n", b"\r\n")
+    for data in (crlf, b"\xef\xbb\xbf" + crlf):
+        checked = validate_submission(make_track("usb"), [Upload("crlf.jsonl", data)], None,
+                                      exact, "all").checked
+        assert len(checked["abstractive_summarization"]) == len(rest) + 1
+    with pytest.raises(SubmissionErrors, match=f"a line of {longest} bytes"):
+        validate_submission(make_track("usb"), [Upload("crlf.jsonl", crlf)], None,
+                            Limits(max_line_bytes=longest - 1), "all")
+
+
+def test_check_applies_the_limits_and_length_rule_the_server_states(abs_lines):
+    """`submit --check --server` validates with the instance's limits (from its manifest),
+    not the defaults; what a manifest does not state (or states wrongly) is the default."""
+    from leaderboard.client import check, stated_validation
+
+    assert stated_validation(None) == (Limits(), True)
+    stated = {"validation": {"limits": {"max_line_bytes": 100, "max_files": True, "odd": 3,
+                                        "max_records": -1}, "strict_lengths": False}}
+    assert stated_validation(stated) == (Limits(max_line_bytes=100), False)
+    assert stated_validation({"validation": "yes"}) == (Limits(), True)
+    with pytest.raises(SubmissionErrors, match="over this instance's limit of 100 bytes"):
+        check([Upload("a.jsonl", abs_lines)], "usb", "all", stated)
 
 
 def test_the_line_limit_is_an_instance_setting():

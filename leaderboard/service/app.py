@@ -6,8 +6,8 @@ API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Be
 "rejected", "errors": [{"file", "line", "field", "message"}]}. GET /api/v1/submissions/{id};
 POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
-/api/v1/manifest/{track}?variant= (item keys only); POST /api/v1/admin/rescore and GET
-/api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
+/api/v1/manifest/{track}?variant= (item keys, and how this instance validates); POST
+/api/v1/admin/rescore and GET /api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
 /chart/{track}.png. Every response carries a Content-Security-Policy without inline scripts.
 A submission without a valid token is answered 401 before its form is read
 (`middleware.TokenFirst`).
@@ -29,7 +29,7 @@ from leaderboard.service.auth import TOKEN_REQUIRED, authenticate, bearer_token
 from leaderboard.service.boards import load_settings
 from leaderboard.service.db import Database
 from leaderboard.service.middleware import (FORM_OVERHEAD, SECURITY_HEADERS, BodyLimit,
-                                            HeadAsGet, TokenFirst)
+                                            HeadAsGet, TokenFirst, route_path)
 from leaderboard.service.boards import stored_output
 from leaderboard.service.schema import check_schema
 from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
@@ -80,7 +80,7 @@ def create_app(db: str):
 
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
     """An HTTP error of a page as a page (the API's answers stay JSON)."""
-    path = request.url.path
+    path = route_path(request.scope)  # as the router saw it (behind a proxy prefix too)
     if path == "/api/v1/submissions" and request.method == "POST" and error.status_code == 400:
         return _unreadable_form(request, str(error.detail))
     if path.startswith(("/api/", "/static/")):

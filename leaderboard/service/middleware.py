@@ -15,6 +15,7 @@ SECURITY_HEADERS = {"content-security-policy": CSP, "x-content-type-options": "n
                     "referrer-policy": "no-referrer", "x-frame-options": "DENY"}
 #: what a multipart form may add to the uploads' bytes
 FORM_OVERHEAD = 1 << 20
+CHALLENGE = {"www-authenticate": "Bearer"}
 
 
 async def send_json(send, status: int, document: Any, headers: dict | None = None) -> None:
@@ -99,10 +100,22 @@ class TokenFirst:
         self.app, self.database, self.routes = app, database, routes
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and (scope["method"], scope["path"]) in self.routes:
-            header = dict(scope.get("headers") or {}).get(b"authorization")
-            token = bearer_token(header.decode("latin-1") if header is not None else None)
+        if scope["type"] == "http" and (scope["method"], route_path(scope)) in self.routes:
+            headers = [value for name, value in scope.get("headers") or ()
+                       if name == b"authorization"]  # names come lower-case
+            if len(headers) > 1:  # the route would read the first, a proxy maybe the last
+                return await send_json(send, 401, {
+                    "detail": f"{len(headers)} Authorization headers: send one"}, CHALLENGE)
+            token = bearer_token(headers[0].decode("latin-1") if headers else None)
             if await run_in_threadpool(authenticate, self.database, token) is None:
-                return await send_json(send, 401, {"detail": TOKEN_REQUIRED},
-                                       {"www-authenticate": "Bearer"})
+                return await send_json(send, 401, {"detail": TOKEN_REQUIRED}, CHALLENGE)
         return await self.app(scope, receive, send)
+
+
+def route_path(scope) -> str:
+    """The path the router matches: the request's path without the `root_path` a proxy
+    prefix (or a mount) puts in front of it."""
+    path, root = scope["path"], scope.get("root_path", "")
+    if root and path.startswith(root) and (path == root or path[len(root)] == "/"):
+        return path[len(root):] or "/"
+    return path

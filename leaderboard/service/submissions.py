@@ -10,6 +10,7 @@ audit log gets a "duplicate" row.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Mapping, Sequence
 
@@ -53,11 +54,15 @@ def check_model_name(model: Any) -> str:
 
 def manifest(database: Database, settings: InstanceSettings, track_name: str,
              board: str) -> dict:
-    """The public manifest of a board: item keys and prediction shapes, no gold."""
+    """The public manifest of a board: item keys and prediction shapes, no gold; and how
+    this instance validates (`validation`: its limits and `strict_lengths`), so a client's
+    `--check` refuses what the server would."""
     track = settings.track(track_name)
     gold = gold_for(database, track.name)
     require_board(gold, track.name, board)
-    return track.manifest(gold, board)
+    return {**track.manifest(gold, board), "validation": {
+        "limits": dataclasses.asdict(Limits.of(settings)),
+        "strict_lengths": settings.strict_lengths}}
 
 
 def accept(database: Database, settings: InstanceSettings, user: User, *, track_name: str,

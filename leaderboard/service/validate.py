@@ -4,8 +4,9 @@ Input: uploaded files as (name, bytes): JSON Lines prediction files, a run folde
 `results.json` (self-reported metadata, never trusted for scores), or `.tar.gz`/`.tgz`/`.zip`
 archives of such files (`.tgz`/`.tar.gz`: gzip only). Archives are checked before anything is
 read from them: regular files only (no links, devices or folders escaping the archive), no
-absolute or `..` member paths, no two members of one name, member and total sizes under the
-instance's limits, and at most MEMBERS_PER_FILE members of any kind per allowed file, counted
+absolute or `..` member paths, no two members of one name, member sizes (of any kind) and
+the submission's files, plain and unpacked from every archive, under the instance's limit
+(`max_bytes`), and at most MEMBERS_PER_FILE members of any kind per allowed file, counted
 while a tar listing is read. Damaged, encrypted or unsupported members are refused by name;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must
 be UTF-8, a JSON object and at most `max_line_bytes` long (scoring one huge prediction takes
@@ -117,10 +118,10 @@ def _archiver_litter(name: str) -> bool:
 
 
 def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
-                   limits: Limits) -> None:
+                   limits: Limits, room: int) -> None:
     """Refuse an archive before reading it: (name, kind "file" | "dir" | "other", size) of
     every member; absolute or escaping paths, links and special files, and sizes over the
-    limit are errors."""
+    `room` the submission's other files leave are errors."""
     total, seen = 0, set()
     for name, kind, size in members:
         _check_name_length(upload, name)
@@ -137,9 +138,18 @@ def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
             raise DataError(f"archive member {name!r} is a link or special file",
                             path=upload.name)
         total += size
-        if size > limits.max_bytes or total > limits.max_bytes:
-            raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
-                            path=upload.name)
+        _check_room(upload, total, limits, room)
+
+
+def _check_room(upload: Upload, unpacked: int, limits: Limits, room: int) -> None:
+    """An archive's members may bring the submission's files to `max_bytes`, no further:
+    `room` is what the files before it left."""
+    if unpacked > room:
+        raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes"
+                        if room == limits.max_bytes else
+                        f"archive unpacks to more than the {room} bytes left of this "
+                        f"instance's {limits.max_bytes} by the submission's other files",
+                        path=upload.name)
 
 
 def _check_name_length(upload: Upload, name: str) -> None:
@@ -148,7 +158,8 @@ def _check_name_length(upload: Upload, name: str) -> None:
                         f"{MAX_MEMBER_NAME_CHARS})", path=upload.name)
 
 
-def _tar_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator[Upload]:
+def _tar_members(upload: Upload, limits: Limits, ignored: list[str],
+                 room: int) -> Iterator[Upload]:
     try:
         archive = tarfile.open(fileobj=io.BytesIO(upload.data), mode="r:gz",
                                tarinfo=BoundedTarInfo)
@@ -162,16 +173,14 @@ def _tar_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator
                 members.append(member)  # the next header (reaching it unpacks this member)
                 _check_count(upload, len(members), limits)
                 _check_name_length(upload, member.name)
-                declared += member.size if member.isfile() else 0
-                if declared > limits.max_bytes:
-                    raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes",
-                                    path=upload.name)
+                declared += member.size  # any kind: the reader skips an unknown type's
+                _check_room(upload, declared, limits, room)  # data by unpacking it
         except DataError:
             raise
         except ARCHIVE_FAULTS as error:
             raise DataError(f"not a readable tar archive ({error})", path=upload.name) from None
         _check_members(upload, [(m.name, "dir" if m.isdir() else "file" if m.isfile()
-                                 else "other", m.size) for m in members], limits)
+                                 else "other", m.size) for m in members], limits, room)
         for member in members:
             if member.isfile() and _read_member(member.name, ignored):
                 yield _member_upload(upload, member.name,
@@ -210,7 +219,8 @@ def _zip_kind(info: zipfile.ZipInfo) -> str:
     return "file" if kind in (0, stat.S_IFREG) else "other"
 
 
-def _zip_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator[Upload]:
+def _zip_members(upload: Upload, limits: Limits, ignored: list[str],
+                 room: int) -> Iterator[Upload]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(upload.data))
     except ARCHIVE_FAULTS as error:
@@ -218,7 +228,8 @@ def _zip_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator
     with archive:
         infos = archive.infolist()
         _check_count(upload, len(infos), limits)
-        _check_members(upload, [(i.filename, _zip_kind(i), i.file_size) for i in infos], limits)
+        _check_members(upload, [(i.filename, _zip_kind(i), i.file_size) for i in infos], limits,
+                       room)
         for info in infos:
             if info.is_dir() or not _read_member(info.filename, ignored):
                 continue
@@ -232,23 +243,32 @@ def _zip_members(upload: Upload, limits: Limits, ignored: list[str]) -> Iterator
             yield read
 
 
+def _archive_reader(name: str):
+    lower = name.lower()
+    return _tar_members if lower.endswith((".tar.gz", ".tgz")) else \
+        _zip_members if lower.endswith(".zip") else None
+
+
 def expand(uploads: Sequence[Upload], limits: Limits,
            ignored: list[str] | None = None) -> list[Upload]:
     """Plain files as they are, archives replaced by their JSONL / results.json members;
-    archive members that are not read are appended to `ignored`."""
+    archive members that are not read are appended to `ignored`. The files a submission
+    holds, plain and unpacked, total at most `max_bytes` (each archive's members are checked
+    against what is left before any is read)."""
     ignored = [] if ignored is None else ignored
     total = sum(len(upload.data) for upload in uploads)
     if total > limits.max_bytes:
         raise DataError(f"the upload is {total} bytes, over this instance's limit of "
                         f"{limits.max_bytes}")
+    readers = [_archive_reader(upload.name) for upload in uploads]
+    used = sum(len(u.data) for u, reader in zip(uploads, readers) if reader is None)
     files: list[Upload] = []
-    for upload in uploads:
-        lower = upload.name.lower()
-        if lower.endswith((".tar.gz", ".tgz")):
-            files.extend(_tar_members(upload, limits, ignored))
-        elif lower.endswith(".zip"):
-            files.extend(_zip_members(upload, limits, ignored))
-        elif lower.endswith(UNREAD_SUFFIXES):
+    for upload, reader in zip(uploads, readers):
+        if reader is not None:
+            members = list(reader(upload, limits, ignored, limits.max_bytes - used))
+            used += sum(len(member.data) for member in members)
+            files.extend(members)
+        elif upload.name.lower().endswith(UNREAD_SUFFIXES):
             raise DataError(f"unsupported archive or compression (read: JSON Lines files, "
                             f"{', '.join(ARCHIVE_SUFFIXES)})", path=upload.name)
         else:
@@ -264,6 +284,13 @@ def expand(uploads: Sequence[Upload], limits: Limits,
     return files
 
 
+def line_length(raw: bytes, number: int) -> int:
+    """A line's bytes without its end (`\\r` of CRLF) and, on the first line, the byte order
+    mark: the same text counts the same however the file was saved."""
+    end = len(raw) - 1 if raw.endswith(b"\r") else len(raw)
+    return end - (3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+
+
 def located_records(files: Sequence[Upload], limits: Limits,
                     errors: ErrorCollector) -> Iterator[Located]:
     """(file, line, object) of every non-blank JSON line; problems go to `errors`."""
@@ -276,8 +303,9 @@ def located_records(files: Sequence[Upload], limits: Limits,
             if count > limits.max_records:
                 raise DataError(f"more than {limits.max_records} records in one submission",
                                 path=upload.name, line=number)
-            if len(raw) > limits.max_line_bytes:  # never parsed, let alone scored
-                errors.add(f"a line of {len(raw)} bytes, over this instance's limit of "
+            length = line_length(raw, number)
+            if length > limits.max_line_bytes:  # never parsed, let alone scored
+                errors.add(f"a line of {length} bytes, over this instance's limit of "
                            f"{limits.max_line_bytes} bytes per line", path=upload.name,
                            line=number)
                 continue
