@@ -7,7 +7,7 @@ read from them: regular files only (no links, devices or folders escaping the ar
 absolute or `..` member paths, no two members of one name, member sizes (of any kind) and
 the submission's files, plain and unpacked from every archive, under the instance's limit
 (`max_bytes`), and at most MEMBERS_PER_FILE members of any kind per allowed file, counted
-while a tar listing is read. Damaged, encrypted or unsupported members are refused by name;
+while a tar listing is read (a zip listing's size is bounded before it is parsed). Damaged, encrypted or unsupported members are refused by name;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must
 be UTF-8, a JSON object and at most `max_line_bytes` long (scoring one huge prediction takes
 memory far beyond its size: ROUGE-L's table grows with its length); the records then go to
@@ -22,6 +22,7 @@ import io
 import json
 import posixpath
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -219,8 +220,29 @@ def _zip_kind(info: zipfile.ZipInfo) -> str:
     return "file" if kind in (0, stat.S_IFREG) else "other"
 
 
+#: central directory bytes one zip member may take: its 46-byte header, a name of up to
+#: MAX_MEMBER_NAME_CHARS and room for extra fields and a comment
+CENTRAL_ENTRY_BYTES = 46 + MAX_MEMBER_NAME_CHARS + 1024
+
+
+def central_directory_bytes(data: bytes) -> int | None:
+    """The size a zip's end record gives its central directory, found as `zipfile` finds it
+    (its `_EndRecData`); None where that cannot be read (ZipFile then says why)."""
+    end_record = getattr(zipfile, "_EndRecData", None)
+    try:
+        record = end_record(io.BytesIO(data)) if end_record is not None else None
+    except ARCHIVE_FAULTS + (struct.error,):
+        return None
+    return int(record[5]) if record else None  # zipfile._ECD_SIZE
+
+
 def _zip_members(upload: Upload, limits: Limits, ignored: list[str],
                  room: int) -> Iterator[Upload]:
+    listing = central_directory_bytes(upload.data)  # ZipFile reads every entry at once:
+    if listing is not None and listing > limits.max_members * CENTRAL_ENTRY_BYTES:  # bound it
+        raise DataError(f"the archive's listing is {listing} bytes, room for more than "
+                        f"{limits.max_members} members ({MEMBERS_PER_FILE} per allowed file)",
+                        path=upload.name)
     try:
         archive = zipfile.ZipFile(io.BytesIO(upload.data))
     except ARCHIVE_FAULTS as error:
