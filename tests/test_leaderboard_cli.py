@@ -7,6 +7,7 @@ import contextlib
 import json
 import shutil
 
+import httpx
 import pytest
 
 from benchmark.cli import main
@@ -73,7 +74,7 @@ def test_check_offline_and_against_the_server(instance, capsys, usb_fixture_dir,
 
 
 def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fixture_dir,
-                                                        tmp_path):
+                                                        tmp_path, monkeypatch):
     run = tmp_path / "run"
     (run / "predictions").mkdir(parents=True)
     for path in (usb_fixture_dir / "predictions").glob("*.jsonl"):
@@ -96,6 +97,20 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
                             server.url)
         assert code == 0 and json.loads(out)["model"] == "flan-large-lora"
+        hidden = httpx.post(f"{server.url}/api/v1/submissions/{answer['id']}/hide",
+                            headers={"Authorization": f"Bearer {instance['token']}"})
+        assert hidden.status_code == 200
+        code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
+                            server.url)
+        assert code == 2 and json.loads(out)["http_status"] == 404  # hidden from others
+        monkeypatch.setenv("SUMBENCH_LEADERBOARD_TOKEN", instance["token"])
+        code, out, _ = _run(capsys, "leaderboard", "status", str(answer["id"]), "--server",
+                            server.url)  # the owner's token, from the environment
+        assert code == 0 and json.loads(out)["hidden"] is True
+        monkeypatch.delenv("SUMBENCH_LEADERBOARD_TOKEN")
+        assert httpx.post(f"{server.url}/api/v1/submissions/{answer['id']}/unhide",
+                          headers={"Authorization": f"Bearer {instance['token']}"}
+                          ).status_code == 200
         code, out, err = _run(capsys, "leaderboard", "status", "999", "--server", server.url)
         assert code == 2 and json.loads(out)["http_status"] == 404
         assert err == ("sumbench leaderboard: error: no status for submission 999 (HTTP 404): "

@@ -133,9 +133,11 @@ def _submit_args(parser) -> None:
 
 
 def _status_args(parser) -> None:
-    parser.add_argument("id", type=positive_int)
-    parser.add_argument("--server", required=True, metavar="URL")
-    parser.add_argument("--token")
+    parser.add_argument("id", type=positive_int, help="the submission's number")
+    parser.add_argument("--server", required=True, metavar="URL",
+                        help="the leaderboard's address, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--token", help="an API token: its owner also sees a hidden "
+                                        "submission (or SUMBENCH_LEADERBOARD_TOKEN)")
 
 
 def _export_args(parser) -> None:

@@ -3,6 +3,7 @@ a server over HTTP, never to its database)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from tasks.errors import SumbenchError
@@ -75,7 +76,8 @@ def _detail_text(detail) -> str | None:
 def status(args) -> int:
     from leaderboard import client
 
-    answer = client.status(args.server, args.id, args.token)
+    answer = client.status(args.server, args.id,
+                           args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN"))
     print_json(answer)
     return 0 if answer.get("http_status") == 200 else refused(
         answer, f"no status for submission {args.id}")
