@@ -123,6 +123,9 @@ def test_unpacked_bytes_are_limited_across_archives_and_odd_members_count():
                                  "this instance's 1000 by the submission's other files")
     with pytest.raises(DataError, match="more than the 500 bytes left"):  # plain files count
         expand([Upload("b.zip", part), Upload("plain.jsonl", b" " * 500)], limits)
+    with_log = _zip({"log.txt": b" " * 600, "x.jsonl": b"{}\n"})  # members not read count
+    with pytest.raises(DataError, match="more than the 397 bytes left"):
+        expand([Upload("a.zip", with_log), Upload("b.zip", with_log)], limits)
     odd, _ = _file("odd", b"")
     odd.type, odd.size = b"Z", 5000
     with pytest.raises(DataError) as caught:
@@ -143,21 +146,28 @@ def test_a_zip_listing_too_long_for_the_member_limit_is_refused_before_it_is_par
     """ZipFile makes an object for every listed member at once (300,000 empty members in
     25 MB took 165 MB and 1.6 s before they could be counted), so the listing's size, as
     the end record gives it, is bounded first."""
-    import leaderboard.service.validate as validate
+    import leaderboard.service.archives as archives
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for i in range(2000):
             archive.writestr(zipfile.ZipInfo(f"{i}"), b"")
     data = buffer.getvalue()
-    listing = validate.central_directory_bytes(data)
+    listing = archives.central_directory_bytes(data)
     assert listing == sum(46 + len(str(i)) for i in range(2000))
-    assert validate.central_directory_bytes(b"not a zip") is None
-    monkeypatch.setattr(validate.zipfile, "ZipFile", lambda *_: pytest.fail("parsed"))
-    with pytest.raises(DataError) as caught:
-        expand([Upload("many.zip", data)], Limits(max_files=1))  # 16 members
-    assert str(caught.value) == (f"many.zip: the archive's listing is {listing} bytes, room "
-                                 f"for more than 16 members (16 per allowed file)")
+    assert archives.central_directory_bytes(b"not a zip") is None
+    damaged = data[:-10] + (0xFFFFFF).to_bytes(4, "little") + data[-6:]  # its listing size
+    with monkeypatch.context() as patched:
+        patched.setattr(archives.zipfile, "ZipFile", lambda *_: pytest.fail("parsed"))
+        with pytest.raises(DataError) as caught:
+            expand([Upload("many.zip", data)], Limits(max_files=1))  # 16 members
+        assert str(caught.value) == (f"many.zip: the archive's listing is {listing} bytes, "
+                                     f"room for more than 16 members (16 per allowed file)")
+        with pytest.raises(DataError) as caught:
+            expand([Upload("bad.zip", damaged)], Limits())
+        assert str(caught.value) == (f"bad.zip: not a readable zip archive (its end record "
+                                     f"gives a 16777215-byte listing in a {len(data)}-byte "
+                                     f"file)")
 
 
 def test_members_are_counted_while_listed_not_after():
@@ -314,15 +324,17 @@ def test_a_line_over_the_line_limit_is_refused_unread(abs_lines):
         "file": "a.jsonl", "line": len(rest) + 1, "field": None,
         "message": f"a line of {len(huge) - 1} bytes, over this instance's limit of 1048576 "
                    f"bytes per line"}]
-    exact = Limits(max_line_bytes=longest)  # the line's text counts, not how it was saved
-    crlf = abs_lines.replace(b"\n", b"\r\n")
-    for data in (crlf, b"\xef\xbb\xbf" + crlf):
-        checked = validate_submission(make_track("usb"), [Upload("crlf.jsonl", data)], None,
-                                      exact, "all").checked
-        assert len(checked["abstractive_summarization"]) == len(rest) + 1
-    with pytest.raises(SubmissionErrors, match=f"a line of {longest} bytes"):
-        validate_submission(make_track("usb"), [Upload("crlf.jsonl", crlf)], None,
-                            Limits(max_line_bytes=longest - 1), "all")
+    crlf = abs_lines.replace(b"\n", b"\r\n")  # the line's text counts, not how it was saved
+    bom_first = b"\xef\xbb\xbf" + first.replace(b"\n", b"\r\n")  # one line, with a BOM
+    for data, limit in ((crlf, longest), (bom_first, len(first) - 1)):
+        for size, accepted in ((limit, True), (limit - 1, False)):
+            try:
+                validate_submission(make_track("usb"), [Upload("crlf.jsonl", data)], None,
+                                    Limits(max_line_bytes=size), "all")
+            except SubmissionErrors as error:
+                assert not accepted and f"a line of {limit} bytes" in str(error)
+            else:
+                assert accepted
 
 
 def test_check_applies_the_limits_and_length_rule_the_server_states(abs_lines):

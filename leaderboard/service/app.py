@@ -7,10 +7,11 @@ API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Be
 POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
 /api/v1/manifest/{track}?variant= (item keys, and how this instance validates); POST
-/api/v1/admin/rescore and GET /api/v1/admin/audit (admin). Pages: /, /track/{name}, /submission/{id}, /compare?a=&b=,
-/chart/{track}.png. Every response carries a Content-Security-Policy without inline scripts.
-A submission without a valid token is answered 401 before its form is read
-(`middleware.TokenFirst`).
+/api/v1/admin/rescore and GET /api/v1/admin/audit (admin). Pages: /, /track/{name},
+/submission/{id}, /compare?a=&b=, /chart/{track}.png. Every response carries a
+Content-Security-Policy without inline scripts. A submission without a valid token is
+answered 401 before its form is read (`middleware.TokenFirst`); a form with a field the
+route does not take, or one given twice or empty, is refused (`form_problems`).
 """
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def create_app(db: str):
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
     """An HTTP error of a page as a page (the API's answers stay JSON)."""
     path = route_path(request.scope)  # as the router saw it (behind a proxy prefix too)
-    if path == "/api/v1/submissions" and request.method == "POST" and error.status_code == 400:
+    if _is_submission(request) and error.status_code == 400:
         return _unreadable_form(request, str(error.detail))
     if path.startswith(("/api/", "/static/")):
         return await http_exception_handler(request, error)
@@ -112,7 +113,13 @@ async def _malformed_request(request, error: RequestValidationError) -> Any:
                "field": ".".join(str(part) for part in item.get("loc", ())[1:]) or None,
                "message": str(item.get("msg", "invalid request"))}
               for item in error.errors()]
+    if _is_submission(request):  # the form's own problems too, not only the first found
+        errors += SubmissionErrors(await form_problems(request)).to_list()
     return JSONResponse({"status": "rejected", "errors": errors}, status_code=422)
+
+
+def _is_submission(request) -> bool:
+    return request.method == "POST" and route_path(request.scope) == "/api/v1/submissions"
 
 
 def _user(database: Database, authorization: str | None, required: bool = True):

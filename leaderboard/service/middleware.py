@@ -94,7 +94,8 @@ class TokenFirst:
     """ASGI middleware: a request to one of `routes` ((method, path) pairs that need a token)
     without a valid token is answered 401 before its body is read, so an anonymous client
     cannot make the server parse and spool an upload (the form binding would read it all
-    first). The route still authenticates as before."""
+    first); one with several Authorization headers, 400 (which one is meant is ambiguous).
+    The route still authenticates as before."""
 
     def __init__(self, app, database, routes: set[tuple[str, str]]):
         self.app, self.database, self.routes = app, database, routes
@@ -104,8 +105,8 @@ class TokenFirst:
             headers = [value for name, value in scope.get("headers") or ()
                        if name == b"authorization"]  # names come lower-case
             if len(headers) > 1:  # the route would read the first, a proxy maybe the last
-                return await send_json(send, 401, {
-                    "detail": f"{len(headers)} Authorization headers: send one"}, CHALLENGE)
+                return await send_json(send, 400, {
+                    "detail": f"{len(headers)} Authorization headers: send one"})
             token = bearer_token(headers[0].decode("latin-1") if headers else None)
             if await run_in_threadpool(authenticate, self.database, token) is None:
                 return await send_json(send, 401, {"detail": TOKEN_REQUIRED}, CHALLENGE)
