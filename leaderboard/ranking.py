@@ -22,6 +22,7 @@ Rules (also shown on the pages, see `aggregate_rule` and `band_rule`):
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -70,6 +71,28 @@ def interval(values: np.ndarray, confidence: float = CONFIDENCE) -> list[float] 
     tail = (100 - 100 * confidence) / 2
     low, high = np.percentile(defined, [tail, 100 - tail])
     return [float(low), float(high)]
+
+
+def intervals(rows: Sequence[np.ndarray], confidence: float = CONFIDENCE
+              ) -> list[list[float] | None]:
+    """`interval` of each row: rows of one length without NaN in one numpy call (numpy's
+    percentile along an axis computes each row as it computes one alone: the same numbers),
+    the others one by one. A board of 1,000 entries: 10,000 rows."""
+    tail = (100 - 100 * confidence) / 2
+    arrays = [np.asarray(row, dtype=float) for row in rows]
+    found: list[list[float] | None] = [None] * len(arrays)
+    by_length: dict[int, list[int]] = {}
+    for index, values in enumerate(arrays):
+        if values.ndim == 1 and values.size and not np.isnan(values).any():
+            by_length.setdefault(values.size, []).append(index)
+        else:
+            found[index] = interval(values, confidence)
+    for indices in by_length.values():
+        bounds = np.percentile(np.stack([arrays[i] for i in indices]), [tail, 100 - tail],
+                               axis=1)
+        for column, index in enumerate(indices):
+            found[index] = [float(bounds[0, column]), float(bounds[1, column])]
+    return found
 
 
 def mean_of(points: Mapping[str, float | None], parts: Sequence[str]) -> float | None:
@@ -188,8 +211,10 @@ def per_part_ranks(points: Mapping[str, Mapping[str, float | None]]) -> dict[str
     for part in parts:
         values = {entry: values[part] for entry, values in points.items()
                   if values.get(part) is not None}
-        for entry, value in values.items():
-            ranks[entry][part] = 1 + sum(other > value for other in values.values())
+        ordered = sorted(value for value in values.values() if value == value)  # not NaN
+        for entry, value in values.items():  # 1 + how many are higher (none above a NaN)
+            ranks[entry][part] = 1 + (len(ordered) - bisect.bisect_right(ordered, value)
+                                      if value == value else 0)
     return ranks
 
 

@@ -115,3 +115,35 @@ def test_per_part_ranks_share_ties_and_skip_undefined():
     ranks = per_part_ranks({"a": {"x": 5.0, "y": None}, "b": {"x": 5.0, "y": 1.0},
                             "c": {"x": 7.0}})
     assert ranks == {"a": {"x": 2}, "b": {"x": 2, "y": 1}, "c": {"x": 1}}
+
+
+def test_per_part_ranks_equal_counting_the_higher_values_in_linear_log_time():
+    """Ranks are 1 + how many defined values are higher (a NaN is never higher, and none is
+    higher than it), found by sorting: counting pairs took 1 s of a 1,000-entry board's
+    1.5 s rebuild, under the database's write lock."""
+    import math
+
+    rng = np.random.default_rng(3)
+    values = [float(v) for v in rng.integers(0, 40, 300)] + [math.nan, math.nan]
+    points = {f"e{i}": {"x": value, "y": None if i % 7 == 0 else -value}
+              for i, value in enumerate(values)}
+    expected = {entry: {part: 1 + sum(other[part] is not None and other[part] > value[part]
+                                      for other in points.values())
+                        for part in value if value[part] is not None}
+                for entry, value in points.items()}
+    assert per_part_ranks(points) == expected
+    assert per_part_ranks({"nan": {"x": math.nan}, "one": {"x": 1.0}}) == {
+        "nan": {"x": 1}, "one": {"x": 1}}
+
+
+def test_intervals_of_many_rows_equal_each_row_alone():
+    """One numpy call for the rows of one length (a 1,000-entry board's 10,000 intervals took
+    half a second one by one); NaN and empty rows one by one: the same numbers exactly."""
+    from leaderboard.ranking import interval, intervals
+
+    rng = np.random.default_rng(5)
+    rows = [rng.normal(size=size) * 40 for size in (100, 100, 100, 37, 1, 100)]
+    rows += [np.array([np.nan, 1.0, 2.0, 3.0]), np.array([np.nan]), np.array([])]
+    rows.append(rows[0].round(1))  # ties
+    assert intervals(rows) == [interval(row) for row in rows]
+    assert intervals(rows)[-4:-1] == [[1.05, 2.95], None, None] and intervals([]) == []

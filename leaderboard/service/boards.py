@@ -83,7 +83,7 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
                ) -> tuple[list[dict], list[dict], list[dict]]:
     """(ranked, partial, pending) entries with intervals, bands and per-part ranks; the
     intervals of `small_parts` (too few items to publish one) are withheld (None)."""
-    from leaderboard.ranking import BoardEntry, interval, per_part_ranks, rank_entries
+    from leaderboard.ranking import BoardEntry, intervals, per_part_ranks, rank_entries
 
     analysed = [e for e in entries if set(distributions.get(e["score_id"], {})) >= set(
         p for p in parts if e["headlines"].get(p) is not None)]
@@ -94,11 +94,14 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha)
     ranks = per_part_ranks({int(e["id"]): e["headlines"] for e in analysed})
     by_id = {int(e["id"]): e for e in analysed}
+    shown = [(e, part) for e in analysed for part in distributions.get(e["score_id"], {})
+             if part not in small_parts]  # every interval of the board in one call
+    bounds = iter(intervals([distributions[e["score_id"]][part] for e, part in shown]))
     for e in analysed:
-        dists = distributions.get(e["score_id"], {})
-        e["ci95"] = {part: None if part in small_parts else interval(dists[part])
-                     for part in dists}
+        e["ci95"] = dict.fromkeys(distributions.get(e["score_id"], {}))
         e["part_ranks"] = ranks[int(e["id"])]
+    for e, part in shown:
+        e["ci95"][part] = next(bounds)
     ranked_rows = []
     for row in ranked:
         entry = by_id[row.entry_id]
