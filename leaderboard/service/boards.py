@@ -85,9 +85,10 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     intervals of `small_parts` (too few items to publish one) are withheld (None)."""
     from leaderboard.ranking import BoardEntry, intervals, per_part_ranks, rank_entries
 
-    analysed = [e for e in entries if set(distributions.get(e["score_id"], {})) >= set(
-        p for p in parts if e["headlines"].get(p) is not None)]
-    pending = [e for e in entries if e not in analysed]
+    done = [set(distributions.get(e["score_id"], {})) >= set(
+        p for p in parts if e["headlines"].get(p) is not None) for e in entries]
+    analysed = [e for e, is_done in zip(entries, done) if is_done]
+    pending = [e for e, is_done in zip(entries, done) if not is_done]
     # integer ids: an exact tie ranks the earlier submission first (as text, id 5 came after 49)
     board_entries = [BoardEntry(int(e["id"]), e["headlines"], distributions.get(e["score_id"], {}))
                      for e in analysed]
