@@ -31,7 +31,9 @@ COMMAND_MODULES = (
 
 
 #: commands that write one output folder (--out): one process per folder at a time
-LOCKED_COMMANDS = ("train", "predict", "run", "demo")
+LOCKED_COMMANDS = ("train", "predict", "run", "demo", "baseline", "experiment")
+#: experiment kinds that run without the lock: `job` runs one job of a plan, many at once
+UNLOCKED_EXPERIMENT_KINDS = ("job",)
 
 #: exit codes of a command stopped by Ctrl-C (SIGINT) and by SIGTERM (what Slurm and
 #: `timeout` send): 128 + the signal number
@@ -86,16 +88,24 @@ def _handle(args: argparse.Namespace) -> int:
 
     check_out_file(args)
     out = getattr(args, "out", None)
-    if args.command in LOCKED_COMMANDS and out and not getattr(args, "print_spec", False):
+    if _takes_lock(args) and out:
         from pathlib import Path
 
         from tasks.locks import output_lock
 
         if Path(out).exists() and not Path(out).is_dir():
             raise SumbenchError(f"--out {out} is a file; give a folder")
-        with output_lock(out, args.command):
+        with output_lock(out, " ".join(filter(None, (
+                args.command, getattr(args, "experiment_command", None))))):
             return int(args.handler(args) or 0)
     return int(args.handler(args) or 0)
+
+
+def _takes_lock(args: argparse.Namespace) -> bool:
+    """Whether the command holds its --out folder's lock (a second process on the folder is
+    refused, naming the owner)."""
+    return args.command in LOCKED_COMMANDS and not getattr(args, "print_spec", False) and \
+        getattr(args, "experiment_command", None) not in UNLOCKED_EXPERIMENT_KINDS
 
 
 def _os_error_text(error: OSError) -> str:

@@ -114,9 +114,13 @@ def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path]:
     parent = lock_path(folder).parent
     missing = [parent, *parent.parents]
     missing = missing[:next(i for i, p in enumerate(missing) if p.exists())]
-    parent.mkdir(parents=True, exist_ok=True)
     try:
-        path = acquire(folder, command)
+        parent.mkdir(parents=True, exist_ok=True)  # its own error names the path at fault
+        try:
+            path = acquire(folder, command)
+        except OSError as error:  # name the folder asked for, not the lock file beside it
+            raise OSError(error.errno, f"cannot create {Path(folder).name} here "
+                          f"({error.strerror})", str(parent)) from None
         try:
             yield path
         finally:

@@ -363,6 +363,32 @@ def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
     assert "does not exist" in err and not lock_path(out).exists()
 
 
+def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):
+    """Two `baseline` runs on one --out both exited 0 with one output silently replaced, and
+    two experiments on one folder ran each other's jobs; `experiment job` (many at once on a
+    cluster) takes no lock."""
+    from tasks.locks import _process_start, lock_path
+
+    out = tmp_path / "shared-out"
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock_path(out).write_text(json.dumps({
+            "pid": owner.pid, "host": socket.gethostname(), "command": "experiment fractions",
+            "process_start": _process_start(owner.pid), "since": "2026-11-25T10:00:00"}))
+        for argv in (("baseline", "--data", workspace["data"], "--tasks", "abs", "--out", out),
+                     ("experiment", "fractions", "--data", workspace["data"], "--model", "m",
+                      "--fractions", "0.5", "--plan", "--out", out),
+                     ("experiment", "collect", out)):
+            code, _, err = sumbench(capsys, *argv)
+            assert code == 2 and not out.exists(), argv
+            assert f"{out} is in use by 'sumbench experiment fractions' (pid {owner.pid}" in err
+        code, _, err = sumbench(capsys, "experiment", "job", out, "1")
+        assert code == 2 and "in use" not in err  # refused for its missing plan instead
+    finally:
+        owner.kill()
+        owner.wait()
+
+
 def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
     from tasks.atomic import atomic_directory
 
