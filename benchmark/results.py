@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from tasks.errors import DataError, SumbenchError, unknown_names
+from tasks.errors import DataError, SumbenchError, json_type, unknown_names
 from tasks.io import file_sha256, json_text, read_json
 
 RESULTS_FILE = "results.json"
@@ -293,11 +293,30 @@ def validate_results(results: Any, path: str) -> None:
         RunSpec.from_dict(results["spec"])
     except (SumbenchError, TypeError) as error:
         raise DataError(str(error), path=path, field="spec") from None
-    for task, metrics in results["scores"].items():
+    _validate_scores(results["scores"], path)
+    if not isinstance(results["provenance"], Mapping):
+        raise DataError(f"expected a JSON object, got {json_type(results['provenance'])}",
+                        path=path, field="provenance")
+    for key in ("git", "packages", "seeds", "config", "command"):
+        if key not in results["provenance"]:
+            raise DataError("missing key", path=path, field=f"provenance.{key}")
+
+
+def _validate_scores(scores: Any, path: str) -> None:
+    """task -> metrics objects, numbers finite, each headline a number or null."""
+    if not isinstance(scores, Mapping):
+        raise DataError(f"expected an object of task scores, got {json_type(scores)}",
+                        path=path, field="scores")
+    for task, metrics in scores.items():
+        if not isinstance(metrics, Mapping):
+            raise DataError(f"expected an object of metrics, got {json_type(metrics)}",
+                            path=path, field=f"scores.{task}")
+        headline = metrics.get("headline")
+        if headline is not None and (isinstance(headline, bool)
+                                     or not isinstance(headline, (int, float))):
+            raise DataError(f"expected a number or null, got {json_type(headline)}",
+                            path=path, field=f"scores.{task}.headline")
         for metric, value in metrics.items():
             if isinstance(value, float) and not math.isfinite(value):
                 raise DataError("not a finite number", path=path,
                                 field=f"scores.{task}.{metric}")
-    for key in ("git", "packages", "seeds", "config", "command"):
-        if key not in results["provenance"]:
-            raise DataError("missing key", path=path, field=f"provenance.{key}")

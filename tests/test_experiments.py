@@ -201,6 +201,13 @@ def test_labels_experiment_rows_and_heuristic_reports(corpus, tmp_path):
 
 @pytest.mark.parametrize("extra, message", [
     (["transfer", "--domains", "biographies,moon"], "unknown domain 'moon'"),
+    (["transfer", "--domains", "biographie"], "unknown domain 'biographie': the data has "
+     "biographies, companies, disasters, landmarks, schools; did you mean 'biographies'?"),
+    (["transfer", "--domains", "all"], "unknown domain 'all'"),
+    (["fractions", "--fractions", "0.5,0.5000001"], "--fractions: 0.5 and 0.5000001 both read "
+     "0.5 (names keep 6 significant digits): give distinct fractions"),
+    (["fractions", "--fractions", "0.5", "--seeds=-1"], "--seeds must be >= 0; got [-1]"),
+    (["labels", "--human-fractions", "0.1,0.1000000001"], "both read 0.1"),
     (["transfer", "--domains", "landmarks"], "has no train split"),
     (["transfer", "--full-domain", "schools", "--domains", "biographies"],
      "--full-domain schools is not one of --domains"),
@@ -214,7 +221,28 @@ def test_bad_input_is_refused_before_training(corpus, tmp_path, capsys, extra, m
     out = tmp_path / "bad"
     code = main(["experiment", extra[0], *_common(corpus, out), *extra[1:]])
     assert code == 2 and message in capsys.readouterr().err
-    assert not (out / "models").exists()
+    assert not out.exists()  # nothing half made blocks the corrected command
+
+
+def test_collect_names_the_damaged_file_of_a_plan_or_a_job(corpus, tmp_path, capsys):
+    """collect used to end in a traceback on a damaged plan line or job output."""
+    out = tmp_path / "damaged"
+    assert main(["experiment", "fractions", *_common(corpus, out), "--tasks", "FAC",
+                 "--fractions", "1.0", "--plan"]) == 0
+    plan = (out / "plan.jsonl").read_text()
+    train_out = Path(next(job["out"] for job in map(json.loads, plan.splitlines())
+                          if job["kind"] == "train"))
+    train_out.mkdir(parents=True)
+    for text, message in (("garbage", "train_result.json:1: malformed JSON"),
+                          ("[1]", "train_result.json: expected a JSON object, got array")):
+        (train_out / "train_result.json").write_text(text)
+        capsys.readouterr()
+        assert main(["experiment", "collect", str(out)]) == 2
+        assert message in capsys.readouterr().err
+    (out / "plan.jsonl").write_text(plan + '{"name": 3}\n')
+    assert main(["experiment", "collect", str(out)]) == 2
+    assert (f"plan.jsonl:{len(plan.splitlines()) + 1}, field 'kind': missing field"
+            in capsys.readouterr().err)
 
 
 def test_counts_below_one_are_refused(corpus, tmp_path, capsys):

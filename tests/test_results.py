@@ -175,6 +175,10 @@ def test_bad_results_never_replace_a_good_file(tmp_path, fixture_scores):
     (lambda r: r.update(format="other/9"), "format"),
     (lambda r: r["spec"].update(mode="nope"), "spec"),
     (lambda r: r["provenance"].pop("git"), "provenance.git"),
+    (lambda r: r.update(provenance=["git"]), "provenance"),
+    (lambda r: r.update(scores=[1]), "scores"),  # these three used to be tracebacks
+    (lambda r: r["scores"].update(fac=[1]), "scores.fac"),
+    (lambda r: r["scores"].update(fac={"headline": "high"}), "scores.fac.headline"),
 ])
 def test_reading_names_the_faulty_field(tmp_path, change, field):
     spec = RunSpec(model="m", tasks=("fac",))

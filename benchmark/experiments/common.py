@@ -95,6 +95,19 @@ def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
     return table
 
 
+def check_distinct_names(fractions: Sequence[float], option: str) -> None:
+    """Fractions name their jobs and rows as `{f:g}` (6 significant digits): two that read
+    the same would share one model and one row, the second silently dropped."""
+    named: dict[str, float] = {}
+    for fraction in fractions:
+        name = f"{float(fraction):g}"
+        if name in named and named[name] != float(fraction):
+            raise SumbenchError(f"{option}: {named[name]!r} and {fraction!r} both read "
+                                f"{name} (names keep 6 significant digits): give distinct "
+                                f"fractions")
+        named[name] = float(fraction)
+
+
 def mean_or_none(values: Sequence[float | None]) -> float | None:
     defined = [value for value in values if value is not None and math.isfinite(value)]
     return sum(defined) / len(defined) if defined and len(defined) == len(values) else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.experiments.common import ModelSettings, cell_headlines
+from benchmark.experiments.common import ModelSettings, cell_headlines, check_distinct_names
 from benchmark.experiments.data import DataSource, split_article_ids
 from benchmark.experiments.jobs import Job
 from tasks.errors import SumbenchError
@@ -42,6 +42,9 @@ class FractionsSpec:
             raise SumbenchError(f"fractions must be in (0, 1]; got {bad}")
         if not self.seeds:
             raise SumbenchError("--seeds is empty")
+        if any(seed < 0 for seed in self.seeds):
+            raise SumbenchError(f"--seeds must be >= 0; got {list(self.seeds)}")
+        check_distinct_names(self.fractions, "--fractions")
 
     def to_dict(self) -> dict:
         return {"kind": "fractions", "source": dataclasses.asdict(self.source),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import shlex
 import sys
 import traceback
@@ -20,8 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tasks.errors import SumbenchError
-from tasks.io import write_jsonl
+from tasks.errors import DataError, SumbenchError, json_type
+from tasks.io import read_json, write_jsonl
+from tasks.validation import require_str, require_str_list
 
 PLAN_FILE = "plan.jsonl"
 LOG_DIR = "logs"
@@ -60,7 +60,11 @@ def job_done(job: Job) -> bool:
         result = out / "train_result.json"
         if not result.is_file():
             return False
-        final = json.loads(result.read_text(encoding="utf-8")).get("final")
+        written = read_json(result, what="training result")
+        if not isinstance(written, dict):
+            raise DataError(f"expected a JSON object, got {json_type(written)}",
+                            path=str(result))
+        final = written.get("final")
         return isinstance(final, str) and (out / final).exists()
     if job.kind == "cell":
         return (out / "results.json").is_file()
@@ -72,12 +76,21 @@ def write_plan(jobs: Sequence[Job], path: Path) -> None:
 
 
 def read_plan(path: Path) -> list[Job]:
+    """The jobs of a plan file; a line that is not a job is a DataError naming its field."""
     from tasks.io import iter_jsonl
 
     jobs = []
-    for _, record in iter_jsonl(path):
-        jobs.append(Job(record["name"], record["kind"], tuple(record["argv"]), record["out"],
-                        tuple(record["needs"])))
+    for line, record in iter_jsonl(path):
+        try:
+            kind = require_str(record, "kind")
+            if kind not in KINDS:
+                raise DataError(f"unknown job kind {kind!r} (one of {', '.join(KINDS)})",
+                                field="kind")
+            jobs.append(Job(require_str(record, "name"), kind,
+                            tuple(require_str_list(record, "argv")), require_str(record, "out"),
+                            tuple(require_str_list(record, "needs"))))
+        except DataError as error:
+            raise error.located(str(path), line) from None
     return jobs
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.experiments.common import ModelSettings, cell_headlines
+from benchmark.experiments.common import ModelSettings, cell_headlines, check_distinct_names
 from benchmark.experiments.data import DataSource
 from benchmark.experiments.jobs import Job
 from tasks.errors import SumbenchError
@@ -41,6 +41,7 @@ class LabelsSpec:
         if bad or not self.human_fractions:
             raise SumbenchError(f"--human-fractions must be in (0, 1]; got "
                                 f"{list(self.human_fractions)}")
+        check_distinct_names(self.human_fractions, "--human-fractions")
         for name, allowed in (("evidence", EVIDENCE_METHODS), ("corruption",
                                                                CORRUPTION_METHODS)):
             unknown = [m for m in getattr(self, name) if m not in allowed]

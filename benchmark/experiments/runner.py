@@ -9,6 +9,7 @@ Each kind of experiment is a module (transfer, fractions, labels) with: `spec_fr
 from __future__ import annotations
 
 import importlib
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,15 +35,21 @@ def start(kind: str, spec: Any, out: Path, *, resume: bool) -> tuple[Any, dict, 
     """Claim OUT, prepare the data (reused on resume) and write the plan."""
     module = kind_module(kind)
     out = out.resolve()
+    fresh = not out.exists()
     claim_folder(out, spec.to_dict(), resume)
-    prepared_path = out / PREPARED_FILE
-    if prepared_path.is_file():
-        prepared = read_json(prepared_path)
-    else:
-        prepared = module.prepare_experiment(spec, out)
-        write_json(prepared_path, prepared)
-    jobs = module.experiment_jobs(spec, out, prepared)
-    write_plan(jobs, out / PLAN_FILE)
+    try:
+        prepared_path = out / PREPARED_FILE
+        if prepared_path.is_file():
+            prepared = read_json(prepared_path)
+        else:
+            prepared = module.prepare_experiment(spec, out)
+            write_json(prepared_path, prepared)
+        jobs = module.experiment_jobs(spec, out, prepared)
+        write_plan(jobs, out / PLAN_FILE)
+    except SumbenchError:  # bad input found while preparing: no half-made folder is left
+        if fresh:          # to block the corrected command
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return module, prepared, jobs
 
 

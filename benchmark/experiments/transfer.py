@@ -55,6 +55,17 @@ class TransferSpec:
                 "counts": dict(zip(SPLITS, self.counts)), "full_domain": self.full_domain}
 
 
+def check_known_domains(domains: Sequence[str], available: Sequence[str]) -> None:
+    """Every training domain is one the data has (`all` is every domain at once, not one)."""
+    from tasks.errors import did_you_mean
+
+    known = [name for name in available if name != "all"]
+    for domain in domains:
+        if domain not in known:
+            raise SumbenchError(f"unknown domain {domain!r}: the data has "
+                                f"{', '.join(known) or 'none'}{did_you_mean(domain, known)}")
+
+
 def check_domains(spec: TransferSpec, data_dir: Path) -> list[str]:
     """The test-only domains present; errors for unknown domains and training domains without
     training articles, before anything is trained."""
@@ -77,6 +88,7 @@ def prepare(spec: TransferSpec, out: Path) -> tuple[Path, dict, list[str]]:
     test-only domains)."""
     variants = list(spec.domains) + list(TEST_ONLY_DOMAINS)
     available = spec.source.available_variants()
+    check_known_domains(spec.domains, available)  # before any data is derived
     data_dir = spec.source.task_datasets(out, [v for v in variants if v in available])
     test_only = check_domains(spec, data_dir)
     target = out / "data" / SUBSAMPLE_DIR
