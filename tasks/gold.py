@@ -8,7 +8,8 @@ fields (the official prediction record minus `prediction`, as `Task.prediction_r
 it), and refuses, naming file, line and field:
   - a record whose item is not in the gold split;
   - a record whose references differ from the gold item's (the first differing field);
-  - a task with gold items that no record covers (their count and the first one).
+  - a task with gold items that no record covers (their count and the first one);
+  - gold that lists one item twice (which copy a record is checked against is unclear).
 A field the scoring reads as a set (`Task.set_fields`: EVEXT's evidence lines) is compared
 as one; a record stitched from official windows (tasks.windowed) need not hold the fields they
 lack (EVEXT's claim).
@@ -67,12 +68,20 @@ class GoldCheck:
 
     def _items(self, task) -> dict[int, tuple[tuple[str, bytes], ...]]:
         if task.name not in self._gold:
-            self._gold[task.name] = {
-                record_digest(task, template): tuple(
-                    (field, value_digest(_compared(task, field, value)))
-                    for field, value in template.items())
-                for template in self._templates(task)}
-            self._seen[task.name] = set()
+            items: dict[int, tuple[tuple[str, bytes], ...]] = {}
+            first: dict[int, int] = {}
+            for number, template in enumerate(self._templates(task), start=1):
+                digest = record_digest(task, template)
+                if digest in items:  # which copy a record is checked against is unclear
+                    raise DataError(
+                        f"--data: the gold {self.split} split of {task.name} (variant "
+                        f"{self.variant!r}) lists one item twice, as its records "
+                        f"{first[digest]} and {number} ({describe(task, template)})",
+                        path=self.data_dir)
+                first[digest] = number
+                items[digest] = tuple((field, value_digest(_compared(task, field, value)))
+                                      for field, value in template.items())
+            self._gold[task.name], self._seen[task.name] = items, set()
         return self._gold[task.name]
 
     def _templates(self, task) -> list[dict]:

@@ -169,3 +169,17 @@ def test_a_task_without_the_variant_names_the_folder(capsys, tmp_path, data_dir)
     assert code == 2
     assert (f"{data_dir}: --data: cannot read the gold test split of qa_generation: unknown "
             f"variant 'all' of qa_generation") in err
+
+
+def test_gold_that_lists_an_item_twice_is_refused(capsys, tmp_path, predictions, data_dir):
+    """Which copy a record is checked against was unclear (the last one was kept), and a
+    copy with other references made the prediction file look wrong."""
+    data = Path(shutil.copytree(data_dir, tmp_path / "data"))
+    gold = data / "all" / "abstractive_summarization" / "test.jsonl"
+    first = gold.read_text().splitlines()[0]
+    gold.write_text(gold.read_text() + first + "\n")
+    code, out, err = score(capsys, predictions / "abstractive_summarization.jsonl", "--data",
+                           data)
+    assert code == 2 and out == ""
+    assert (f"{data}: --data: the gold test split of abstractive_summarization (variant "
+            f"'all') lists one item twice, as its records 1 and 4 (") in err
