@@ -183,3 +183,25 @@ def test_gold_that_lists_an_item_twice_is_refused(capsys, tmp_path, predictions,
     assert code == 2 and out == ""
     assert (f"{data}: --data: the gold test split of abstractive_summarization (variant "
             f"'all') lists one item twice, as its records 1 and 4 (") in err
+
+
+def test_empty_options_and_a_folder_of_several_datasets_are_refused(
+        capsys, tmp_path, predictions, data_dir):
+    """`--data ""` was the current folder, `--variant ""` was `all`, and a folder holding two
+    task-datasets folders gave the first by name."""
+    abs_file = predictions / "abstractive_summarization.jsonl"
+    for option, value in (("--data", ""), ("--variant", "")):
+        extra = () if option == "--data" else ("--data", data_dir)
+        code, _, err = score(capsys, abs_file, option, value, *extra)
+        assert code == 2 and f"{option} is given empty" in err
+    two = tmp_path / "two"
+    for name in ("a-data", "b-data"):
+        shutil.copytree(data_dir, two / name)
+    code, _, err = main(["baseline", "--data", str(two), "--tasks", "abs", "--out",
+                         str(tmp_path / "b")]), None, capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "b").exists()
+    assert (f"{two}: 2 task-datasets folders under this folder ({two / 'a-data'}, "
+            f"{two / 'b-data'}): give one of them") in err
+    code, _, err = main(["baseline", "--data", "", "--tasks", "abs", "--out",
+                         str(tmp_path / "b")]), None, capsys.readouterr().err
+    assert code == 2 and "the data folder is given empty" in err

@@ -93,4 +93,8 @@ def gold_check(args):
             raise SumbenchError(f"{' and '.join(given)} name what --data is checked against; "
                                 f"give --data DIR")
         return None
-    return GoldCheck(args.data, args.variant or "all", args.split or "test")
+    for option, value in (("--data", args.data), ("--variant", args.variant)):
+        if value is not None and not value.strip():  # "" would mean "." and "all"
+            raise SumbenchError(f"{option} is given empty")
+    return GoldCheck(args.data, "all" if args.variant is None else args.variant,
+                     args.split or "test")

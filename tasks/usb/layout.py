@@ -34,12 +34,17 @@ def _is_data_root(folder: Path) -> bool:
 
 
 def find_data_root(folder: str | Path, max_depth: int = 3) -> Path:
-    """The folder at or below `folder` (breadth first) that holds <variant>/<task>/."""
+    """The folder at or below `folder` (breadth first) that holds <variant>/<task>/; several
+    at the nearest depth that has any are an error (which one is meant is unclear)."""
     level = [Path(folder)]
     for _ in range(max_depth + 1):
-        for candidate in level:
-            if _is_data_root(candidate):
-                return candidate
+        found = [candidate for candidate in level if _is_data_root(candidate)]
+        if len(found) > 1:  # taking the first by name would pick one silently
+            raise DataError(f"{len(found)} task-datasets folders under this folder "
+                            f"({', '.join(str(f) for f in found[:5])}): give one of them",
+                            path=str(folder))
+        if found:
+            return found[0]
         level = sorted(child for parent in level if parent.is_dir()
                        for child in parent.iterdir() if child.is_dir())
     raise DataError("no <variant>/<task>/<split>.jsonl layout found in this folder "

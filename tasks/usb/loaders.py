@@ -30,6 +30,8 @@ def resolve_data_dir(data_dir: str | Path | None = None, *, downloader: Download
                      cache_dir: str | Path | None = None, revision: str | None = None) -> Path:
     """The processed-data folder: explicit > $SUMBENCH_DATA > the cached hub archive."""
     chosen = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
+    if isinstance(chosen, str) and not chosen.strip():  # Path("") would be the current folder
+        raise DataError("the data folder is given empty: give a task-datasets folder")
     if chosen is not None:
         folder = Path(chosen).expanduser()
         if not folder.is_dir():
