@@ -136,9 +136,30 @@ def name_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def check_settings(settings) -> None:
+    """What every training job would refuse, refused before the experiment starts (a job
+    failing on it would leave a folder of failed jobs): the tasks (the USB suite's), the
+    profile and --set fields, a local model that does not exist."""
+    from benchmark.cli import build_parser
+    from benchmark.commands.train import build_spec
+    from tasks import DEFAULT_SUITE, get_task, task_names
+    from tasks.errors import SumbenchError
+    from trainers.model_loading import check_model_source
+
+    outside = [name for name in settings.tasks if get_task(name).suite != DEFAULT_SUITE]
+    if outside:
+        suite = ", ".join(task_names(DEFAULT_SUITE))
+        raise SumbenchError(f"--tasks: {', '.join(outside)} not of the {DEFAULT_SUITE} suite "
+                            f"the experiments derive data for ({suite})")
+    build_spec(build_parser().parse_args(list(settings.train_argv(Path("data"), "all",
+                                                                   Path("out")))))
+    check_model_source(settings.model)
+
+
 def _execute(kind: str, spec, args) -> int:
     from benchmark.experiments.runner import all_finished, run_experiment
 
+    check_settings(spec.settings)
     result = run_experiment(kind, spec, Path(args.out), resume=args.resume,
                             plan_only=args.plan)
     if result is None:
