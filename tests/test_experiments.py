@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
 
 from benchmark.cli import main
+from tasks.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 DOMAINS = ("biographies", "companies", "disasters", "schools")
@@ -308,3 +310,28 @@ def test_a_signal_in_one_job_stops_the_whole_experiment(monkeypatch, tmp_path, c
     how = "terminated (SIGTERM)" if signum == "SIGTERM" else "interrupted"
     assert f"sumbench tasks: {how}; finished work is kept" in \
         (tmp_path / "logs" / "data__a.log").read_text()
+
+
+def test_collect_refuses_a_moved_plan_and_a_cell_result_of_another_job(transfer, tmp_path,
+                                                                       capsys):
+    """The plan names absolute folders: collecting a copy read the original's outputs; and a
+    results.json copied from another cell was collected as this cell's."""
+    from benchmark.experiments.jobs import PLAN_FILE, check_cell_results, read_plan
+
+    out, _ = transfer
+    copy = Path(shutil.copytree(out, tmp_path / "moved"))
+    capsys.readouterr()
+    assert main(["experiment", "collect", str(copy)]) == 2
+    assert (f"{copy / PLAN_FILE}: job train/biographies writes to {out / 'models'}/"
+            f"biographies, outside {copy}: the plan was made for another folder"
+            in capsys.readouterr().err)
+    assert main(["experiment", "job", str(copy), "1"]) == 2  # it would train into `out`
+    assert "the plan was made for another folder" in capsys.readouterr().err
+    cells = {job.name: job for job in read_plan(out / PLAN_FILE) if job.kind == "cell"}
+    own = cells["cell/biographies/biographies"]
+    check_cell_results(own, Path(own.out) / "results.json")  # its own: fine
+    for other, field in (("cell/biographies/companies", "spec.variant"),
+                         ("cell/companies/biographies", "spec.model")):
+        with pytest.raises(DataError) as caught:
+            check_cell_results(cells[other], Path(own.out) / "results.json")
+        assert caught.value.field == field and "made by another command" in str(caught.value)

@@ -232,7 +232,8 @@ def run_job(args) -> int:
     from benchmark.experiments.jobs import PLAN_FILE, job_argv, read_plan
     from tasks.errors import SumbenchError
 
-    jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE) if job.kind == args.kind]
+    jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE, Path(args.out))
+            if job.kind == args.kind]
     if args.index > len(jobs):
         raise SumbenchError(f"{Path(args.out) / PLAN_FILE} has {len(jobs)} {args.kind} jobs, "
                             f"not {args.index}")

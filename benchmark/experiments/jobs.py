@@ -67,16 +67,42 @@ def job_done(job: Job) -> bool:
         final = written.get("final")
         return isinstance(final, str) and (out / final).exists()
     if job.kind == "cell":
-        return (out / "results.json").is_file()
+        if not (out / "results.json").is_file():
+            return False
+        check_cell_results(job, out / "results.json")
+        return True
     return (out / "build_info.json").is_file()
+
+
+def _option(argv: Sequence[str], option: str) -> str | None:
+    return argv[argv.index(option) + 1] if option in argv[:-1] else None
+
+
+def check_cell_results(job: Job, path: Path) -> None:
+    """A cell's results.json must come from the cell's own command: the test variant and
+    the model it names (a results file copied from another cell would be collected as this
+    one's)."""
+    from benchmark.results import read_results
+
+    spec = read_results(path)["spec"]
+    for field, option in (("variant", "--variant"), ("model", "--model")):
+        wanted, found = _option(job.argv, option), spec.get(field)
+        same = found == wanted or (field == "model" and isinstance(found, str) and wanted
+                                   and Path(found).resolve() == Path(wanted).resolve())
+        if wanted is not None and not same:
+            raise DataError(f"made by another command: its {field} is {found!r}, while job "
+                            f"{job.name} runs {wanted!r}", path=str(path),
+                            field=f"spec.{field}")
 
 
 def write_plan(jobs: Sequence[Job], path: Path) -> None:
     write_jsonl(path, [job.to_dict() for job in jobs])
 
 
-def read_plan(path: Path) -> list[Job]:
-    """The jobs of a plan file; a line that is not a job is a DataError naming its field."""
+def read_plan(path: Path, out: Path | None = None) -> list[Job]:
+    """The jobs of a plan file; a line that is not a job is a DataError naming its field.
+    With `out` (the experiment folder), a job writing outside it is an error: the plan's
+    paths are absolute, so a moved or copied folder would read and write the original."""
     from tasks.io import iter_jsonl
 
     jobs = []
@@ -91,6 +117,11 @@ def read_plan(path: Path) -> list[Job]:
                             tuple(require_str_list(record, "needs"))))
         except DataError as error:
             raise error.located(str(path), line) from None
+        if out is not None and not Path(jobs[-1].out).resolve().is_relative_to(out.resolve()):
+            raise DataError(f"job {jobs[-1].name} writes to {jobs[-1].out}, outside "
+                            f"{out.resolve()}: the plan was made for another folder (moved or "
+                            f"copied since); use it where it was planned, or plan the "
+                            f"experiment here again", path=str(path))
     return jobs
 
 

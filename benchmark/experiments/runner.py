@@ -94,7 +94,7 @@ def collect_experiment(out: Path) -> dict:
     module = kind_module(data.get("kind"))
     spec = module.spec_from_dict(data)
     prepared = read_json(out / PREPARED_FILE, what="prepared experiment data")
-    jobs = read_plan(out / PLAN_FILE)
+    jobs = read_plan(out / PLAN_FILE, out)
     report = {job.name: collected_status(job, job_done(job)) for job in jobs}
     return finish(module, spec, out, prepared, report)
 
