@@ -5,6 +5,7 @@ partial behind. The command-line cases are one row each of CLI_CASES: the argv (
 exit code. Faults that need a server, a second process or a resource limit follow the table."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -337,25 +338,33 @@ def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path,
 
 
 # ---------------------------------------------------------------- one writer per --out
+@contextlib.contextmanager
+def live_lock(out, command: str):
+    """The lock of `out` held by another live process (its pid) for the block."""
+    from tasks.locks import _process_start, lock_path
+
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock_path(out).write_text(json.dumps({
+            "pid": owner.pid, "host": socket.gethostname(), "command": command,
+            "process_start": _process_start(owner.pid), "since": "2026-11-24T10:00:00"}))
+        yield owner.pid
+    finally:
+        owner.kill()
+        owner.wait()
+
+
 def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
         workspace, tmp_path, capsys):
     from tasks.locks import lock_path
 
     out = tmp_path / "run"
-    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        from tasks.locks import _process_start
-        lock_path(out).write_text(json.dumps({
-            "pid": owner.pid, "host": socket.gethostname(), "command": "predict",
-            "process_start": _process_start(owner.pid), "since": "2026-11-24T10:00:00"}))
+    with live_lock(out, "predict") as owner:
         code, _, err = sumbench(capsys, "predict", "--model", workspace["model"], "--tasks",
                                 "FAC", "--data", workspace["data"], "--out", out)
         assert code == 2 and not out.exists()
         assert (f"sumbench predict: error: {out} is in use by 'sumbench predict' (pid "
-                f"{owner.pid} on {socket.gethostname()}, since 2026-11-24T10:00:00)") in err
-    finally:
-        owner.kill()
-        owner.wait()
+                f"{owner} on {socket.gethostname()}, since 2026-11-24T10:00:00)") in err
     # the owner is gone: its lock is stale, replaced with a note, and released at the end
     code, _, err = sumbench(capsys, "predict", "--model", tmp_path / "no-model", "--tasks",
                             "FAC", "--data", workspace["data"], "--out", out)
@@ -367,26 +376,17 @@ def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path,
     """Two `baseline` runs on one --out both exited 0 with one output silently replaced, and
     two experiments on one folder ran each other's jobs; `experiment job` (many at once on a
     cluster) takes no lock."""
-    from tasks.locks import _process_start, lock_path
-
     out = tmp_path / "shared-out"
-    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        lock_path(out).write_text(json.dumps({
-            "pid": owner.pid, "host": socket.gethostname(), "command": "experiment fractions",
-            "process_start": _process_start(owner.pid), "since": "2026-11-25T10:00:00"}))
+    with live_lock(out, "experiment fractions") as owner:
         for argv in (("baseline", "--data", workspace["data"], "--tasks", "abs", "--out", out),
                      ("experiment", "fractions", "--data", workspace["data"], "--model", "m",
                       "--fractions", "0.5", "--plan", "--out", out),
                      ("experiment", "collect", out)):
             code, _, err = sumbench(capsys, *argv)
             assert code == 2 and not out.exists(), argv
-            assert f"{out} is in use by 'sumbench experiment fractions' (pid {owner.pid}" in err
+            assert f"{out} is in use by 'sumbench experiment fractions' (pid {owner}" in err
         code, _, err = sumbench(capsys, "experiment", "job", out, "1")
         assert code == 2 and "in use" not in err  # refused for its missing plan instead
-    finally:
-        owner.kill()
-        owner.wait()
 
 
 def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
