@@ -94,7 +94,8 @@ def _handle(args: argparse.Namespace) -> int:
         from tasks.locks import output_lock
 
         if Path(out).exists() and not Path(out).is_dir():
-            raise SumbenchError(f"--out {out} is a file; give a folder")
+            given = "OUT" if getattr(args, "experiment_command", None) == "collect" else "--out"
+            raise SumbenchError(f"{given} {out} is a file; give a folder")
         with output_lock(out, " ".join(filter(None, (
                 args.command, getattr(args, "experiment_command", None))))):
             return int(args.handler(args) or 0)

@@ -311,7 +311,13 @@ def _validate_scores(scores: Any, path: str) -> None:
         if not isinstance(metrics, Mapping):
             raise DataError(f"expected an object of metrics, got {json_type(metrics)}",
                             path=path, field=f"scores.{task}")
-        headline = metrics.get("headline")
+        if "headline" not in metrics:
+            raise DataError("missing key", path=path, field=f"scores.{task}.headline")
+        if not isinstance(metrics.get("ci95", {}), (Mapping, type(None))):
+            raise DataError(f"expected an object of intervals, got "
+                            f"{json_type(metrics['ci95'])}", path=path,
+                            field=f"scores.{task}.ci95")
+        headline = metrics["headline"]
         if headline is not None and (isinstance(headline, bool)
                                      or not isinstance(headline, (int, float))):
             raise DataError(f"expected a number or null, got {json_type(headline)}",

@@ -75,14 +75,24 @@ class GoldCheck:
                 if digest in items:  # which copy a record is checked against is unclear
                     raise DataError(
                         f"--data: the gold {self.split} split of {task.name} (variant "
-                        f"{self.variant!r}) lists one item twice, as its records "
-                        f"{first[digest]} and {number} ({describe(task, template)})",
-                        path=self.data_dir)
+                        f"{self.variant!r}) lists one item twice, as its items "
+                        f"{first[digest]} and {number} in file order "
+                        f"({describe(task, template)})", path=self._split_file(task))
                 first[digest] = number
                 items[digest] = tuple((field, value_digest(_compared(task, field, value)))
                                       for field, value in template.items())
             self._gold[task.name], self._seen[task.name] = items, set()
         return self._gold[task.name]
+
+    def _split_file(self, task) -> str:
+        """The gold split's file (the folder when the task has no such file)."""
+        from tasks.usb.loaders import task_split_path
+
+        try:
+            return str(task_split_path(Path(self.data_dir), task.name, self.split,
+                                       self.variant))
+        except DataError:
+            return self.data_dir
 
     def _templates(self, task) -> list[dict]:
         try:

@@ -10,6 +10,7 @@ resuming, "folder not empty" checks and the files a run writes never see it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -107,6 +108,13 @@ def release(path: Path) -> None:
             path.unlink()
 
 
+def _unlocked_is_fine(folder: str | os.PathLike, error: OSError) -> bool:
+    """A folder that exists and can be written, under a parent that cannot (a writable volume
+    mounted under a read-only one): the command runs, without the lock."""
+    return error.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and \
+        Path(folder).is_dir() and os.access(folder, os.W_OK | os.X_OK)
+
+
 @contextlib.contextmanager
 def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path]:
     """Hold the lock of `folder` for the duration of the block. Parent folders made for the
@@ -118,13 +126,19 @@ def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path]:
         parent.mkdir(parents=True, exist_ok=True)  # its own error names the path at fault
         try:
             path = acquire(folder, command)
-        except OSError as error:  # name the folder asked for, not the lock file beside it
-            raise OSError(error.errno, f"cannot create {Path(folder).name} here "
-                          f"({error.strerror})", str(parent)) from None
+        except OSError as error:
+            if not _unlocked_is_fine(folder, error):  # name the folder, not the lock file
+                what = "write the lock file beside" if Path(folder).exists() else "create"
+                raise OSError(error.errno, f"cannot {what} {Path(folder).name} here "
+                              f"({error.strerror})", str(parent)) from None
+            print(f"sumbench: note: running without a lock on {folder}: its parent folder "
+                  f"is not writable ({error.strerror})", file=sys.stderr)
+            path = None
         try:
             yield path
         finally:
-            release(path)
+            if path is not None:
+                release(path)
     finally:
         for made in missing:
             with contextlib.suppress(OSError):

@@ -372,6 +372,32 @@ def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
     assert "does not exist" in err and not lock_path(out).exists()
 
 
+def test_a_writable_out_under_a_read_only_parent_runs_without_the_lock(tmp_path, capsys,
+                                                                        monkeypatch):
+    """A writable volume mounted under a read-only folder (the lock file cannot be written
+    beside it): the command runs unlocked, with a note; a folder that does not exist yet is
+    still an error naming it."""
+    import errno as errnos
+
+    import tasks.locks as locks
+
+    def read_only(folder, command):
+        raise OSError(errnos.EROFS, "Read-only file system", str(locks.lock_path(folder)))
+
+    monkeypatch.setattr(locks, "acquire", read_only)
+    mounted = tmp_path / "volume"
+    mounted.mkdir()
+    with locks.output_lock(mounted, "experiment fractions") as held:
+        assert held is None
+    assert (f"sumbench: note: running without a lock on {mounted}: its parent folder is not "
+            f"writable (Read-only file system)") in capsys.readouterr().err
+    with pytest.raises(OSError) as caught:
+        with locks.output_lock(tmp_path / "new", "baseline"):
+            pass
+    assert caught.value.strerror == "cannot create new here (Read-only file system)"
+    assert caught.value.filename == str(tmp_path)
+
+
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):
     """Two `baseline` runs on one --out both exited 0 with one output silently replaced, and
     two experiments on one folder ran each other's jobs; `experiment job` (many at once on a

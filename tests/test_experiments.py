@@ -229,6 +229,9 @@ def test_bad_input_is_refused_before_training(corpus, tmp_path, capsys, extra, m
     code = main(["experiment", extra[0], *_common(corpus, out), *extra[1:]])
     assert code == 2 and message in capsys.readouterr().err
     assert not out.exists()  # nothing half made blocks the corrected command
+    out.mkdir()  # an empty folder given: it stays, empty
+    assert main(["experiment", extra[0], *_common(corpus, out), *extra[1:]]) == 2
+    assert out.is_dir() and not any(out.iterdir())
 
 
 def test_collect_names_the_damaged_file_of_a_plan_or_a_job(corpus, tmp_path, capsys):
@@ -327,6 +330,14 @@ def test_collect_refuses_a_moved_plan_and_a_cell_result_of_another_job(transfer,
             in capsys.readouterr().err)
     assert main(["experiment", "job", str(copy), "1"]) == 2  # it would train into `out`
     assert "the plan was made for another folder" in capsys.readouterr().err
+    link = tmp_path / "link"  # the same folder by another path (a mount, a symlink): fine
+    link.symlink_to(out)
+    from benchmark.experiments.jobs import within
+    assert within(Path(str(link / "models" / "biographies")), out)
+    assert not within(copy / "models", out)
+    (tmp_path / "a-file").write_text("x")
+    assert main(["experiment", "collect", str(tmp_path / "a-file")]) == 2
+    assert f"OUT {tmp_path / 'a-file'} is a file; give a folder" in capsys.readouterr().err
     cells = {job.name: job for job in read_plan(out / PLAN_FILE) if job.kind == "cell"}
     own = cells["cell/biographies/biographies"]
     check_cell_results(own, Path(own.out) / "results.json")  # its own: fine
@@ -335,3 +346,12 @@ def test_collect_refuses_a_moved_plan_and_a_cell_result_of_another_job(transfer,
         with pytest.raises(DataError) as caught:
             check_cell_results(cells[other], Path(own.out) / "results.json")
         assert caught.value.field == field and "made by another command" in str(caught.value)
+
+
+def test_a_plan_may_name_a_model_path_that_exists_only_where_jobs_run(corpus, tmp_path):
+    """Planned on a login node for a path on the cluster's disks; running here refuses it."""
+    args = ["experiment", "fractions", *_common(corpus, tmp_path / "plan"), "--tasks", "FAC",
+            "--fractions", "1.0", "--model", "/cluster/models/t5"]
+    assert main([*args, "--plan"]) == 0
+    plan = (tmp_path / "plan" / "plan.jsonl").read_text()
+    assert '"--model", "/cluster/models/t5"' in plan

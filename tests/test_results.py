@@ -179,6 +179,8 @@ def test_bad_results_never_replace_a_good_file(tmp_path, fixture_scores):
     (lambda r: r.update(scores=[1]), "scores"),  # these three used to be tracebacks
     (lambda r: r["scores"].update(fac=[1]), "scores.fac"),
     (lambda r: r["scores"].update(fac={"headline": "high"}), "scores.fac.headline"),
+    (lambda r: r["scores"].update(fac={"auc": 1.0}), "scores.fac.headline"),
+    (lambda r: r["scores"].update(fac={"headline": 1.0, "ci95": [1, 2]}), "scores.fac.ci95"),
 ])
 def test_reading_names_the_faulty_field(tmp_path, change, field):
     spec = RunSpec(model="m", tasks=("fac",))

@@ -181,8 +181,8 @@ def test_gold_that_lists_an_item_twice_is_refused(capsys, tmp_path, predictions,
     code, out, err = score(capsys, predictions / "abstractive_summarization.jsonl", "--data",
                            data)
     assert code == 2 and out == ""
-    assert (f"{data}: --data: the gold test split of abstractive_summarization (variant "
-            f"'all') lists one item twice, as its records 1 and 4 (") in err
+    assert (f"{gold}: --data: the gold test split of abstractive_summarization (variant "
+            f"'all') lists one item twice, as its items 1 and 4 in file order (") in err
 
 
 def test_empty_options_and_a_folder_of_several_datasets_are_refused(

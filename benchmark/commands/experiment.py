@@ -136,10 +136,11 @@ def name_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def check_settings(settings) -> None:
+def check_settings(settings, model: bool = True) -> None:
     """What every training job would refuse, refused before the experiment starts (a job
     failing on it would leave a folder of failed jobs): the tasks (the USB suite's), the
-    profile and --set fields, a local model that does not exist."""
+    profile and --set fields, and (`model`) a local model that does not exist; a --plan
+    may name a path that exists only where its jobs will run."""
     from benchmark.cli import build_parser
     from benchmark.commands.train import build_spec
     from tasks import DEFAULT_SUITE, get_task, task_names
@@ -153,13 +154,14 @@ def check_settings(settings) -> None:
                             f"the experiments derive data for ({suite})")
     build_spec(build_parser().parse_args(list(settings.train_argv(Path("data"), "all",
                                                                    Path("out")))))
-    check_model_source(settings.model)
+    if model:
+        check_model_source(settings.model)
 
 
 def _execute(kind: str, spec, args) -> int:
     from benchmark.experiments.runner import all_finished, run_experiment
 
-    check_settings(spec.settings)
+    check_settings(spec.settings, model=not args.plan)
     result = run_experiment(kind, spec, Path(args.out), resume=args.resume,
                             plan_only=args.plan)
     if result is None:

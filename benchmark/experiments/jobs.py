@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shlex
 import sys
 import traceback
@@ -99,6 +100,19 @@ def write_plan(jobs: Sequence[Job], path: Path) -> None:
     write_jsonl(path, [job.to_dict() for job in jobs])
 
 
+def within(path: Path, folder: Path) -> bool:
+    """Whether `path` is `folder` or inside it, by the file system's identity (the same
+    folder seen through another mount or a symlink counts; a copy does not)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            try:
+                if os.path.samefile(candidate, folder):
+                    return True
+            except OSError:
+                return False
+    return False
+
+
 def read_plan(path: Path, out: Path | None = None) -> list[Job]:
     """The jobs of a plan file; a line that is not a job is a DataError naming its field.
     With `out` (the experiment folder), a job writing outside it is an error: the plan's
@@ -117,7 +131,7 @@ def read_plan(path: Path, out: Path | None = None) -> list[Job]:
                             tuple(require_str_list(record, "needs"))))
         except DataError as error:
             raise error.located(str(path), line) from None
-        if out is not None and not Path(jobs[-1].out).resolve().is_relative_to(out.resolve()):
+        if out is not None and not within(Path(jobs[-1].out), out):
             raise DataError(f"job {jobs[-1].name} writes to {jobs[-1].out}, outside "
                             f"{out.resolve()}: the plan was made for another folder (moved or "
                             f"copied since); use it where it was planned, or plan the "

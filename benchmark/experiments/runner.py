@@ -35,7 +35,8 @@ def start(kind: str, spec: Any, out: Path, *, resume: bool) -> tuple[Any, dict, 
     """Claim OUT, prepare the data (reused on resume) and write the plan."""
     module = kind_module(kind)
     out = out.resolve()
-    fresh = not out.exists()
+    existed = out.exists()
+    fresh = not existed or (out.is_dir() and not any(out.iterdir()))
     claim_folder(out, spec.to_dict(), resume)
     try:
         prepared_path = out / PREPARED_FILE
@@ -47,10 +48,19 @@ def start(kind: str, spec: Any, out: Path, *, resume: bool) -> tuple[Any, dict, 
         jobs = module.experiment_jobs(spec, out, prepared)
         write_plan(jobs, out / PLAN_FILE)
     except SumbenchError:  # bad input found while preparing: no half-made folder is left
-        if fresh:          # to block the corrected command
-            shutil.rmtree(out, ignore_errors=True)
+        if fresh:          # to block the corrected command (an empty one given stays)
+            _remove_made(out, existed)
         raise
     return module, prepared, jobs
+
+
+def _remove_made(out: Path, existed: bool) -> None:
+    """Remove what this run made in `out`: all of it, or its content when it existed."""
+    for made in (list(out.iterdir()) if existed else [out]):
+        if made.is_dir() and not made.is_symlink():
+            shutil.rmtree(made, ignore_errors=True)
+        else:
+            made.unlink(missing_ok=True)
 
 
 def run_experiment(kind: str, spec: Any, out: Path, *, resume: bool = False,

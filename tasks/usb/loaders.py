@@ -31,7 +31,8 @@ def resolve_data_dir(data_dir: str | Path | None = None, *, downloader: Download
     """The processed-data folder: explicit > $SUMBENCH_DATA > the cached hub archive."""
     chosen = data_dir if data_dir is not None else os.environ.get(DATA_ENV) or None
     if isinstance(chosen, str) and not chosen.strip():  # Path("") would be the current folder
-        raise DataError("the data folder is given empty: give a task-datasets folder")
+        where = "" if data_dir is not None else f" (${DATA_ENV})"
+        raise DataError(f"the data folder{where} is given empty: give a task-datasets folder")
     if chosen is not None:
         folder = Path(chosen).expanduser()
         if not folder.is_dir():
