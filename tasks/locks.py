@@ -116,9 +116,11 @@ def _unlocked_is_fine(folder: str | os.PathLike, error: OSError) -> bool:
 
 
 @contextlib.contextmanager
-def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path]:
-    """Hold the lock of `folder` for the duration of the block. Parent folders made for the
-    lock are removed again when the block leaves them empty (a failed command leaves nothing)."""
+def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path | None]:
+    """Hold the lock of `folder` for the duration of the block (None: a writable folder under
+    a parent where no lock file can be written runs unlocked, with a note). Parent folders
+    made for the lock are removed again when the block leaves them empty (a failed command
+    leaves nothing)."""
     parent = lock_path(folder).parent
     missing = [parent, *parent.parents]
     missing = missing[:next(i for i, p in enumerate(missing) if p.exists())]
