@@ -42,6 +42,10 @@ from leaderboard.tracks import SubmissionErrors
 from tasks.errors import DataError, SumbenchError, did_you_mean, json_type
 from tasks.io import DuplicateKey, strict_loads
 
+API_PREFIX = "/api/v1"
+#: the route that takes uploads (its token is checked before the form is read)
+SUBMISSIONS_PATH = f"{API_PREFIX}/submissions"
+
 
 def rejection(status: int, error: Exception) -> Any:
     if isinstance(error, SubmissionErrors):
@@ -76,7 +80,7 @@ def create_app(db: str):
     app.add_exception_handler(StarletteHTTPException, _page_or_api_error)
     limited = BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
                         settings.max_upload_bytes)
-    return HeadAsGet(TokenFirst(limited, database, {("POST", "/api/v1/submissions")}))
+    return HeadAsGet(TokenFirst(limited, database, {("POST", SUBMISSIONS_PATH)}))
 
 
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
@@ -119,7 +123,7 @@ async def _malformed_request(request, error: RequestValidationError) -> Any:
 
 
 def _is_submission(request) -> bool:
-    return request.method == "POST" and route_path(request.scope) == "/api/v1/submissions"
+    return request.method == "POST" and route_path(request.scope) == SUBMISSIONS_PATH
 
 
 def _user(database: Database, authorization: str | None, required: bool = True):
@@ -160,7 +164,7 @@ def card_object(card: Any) -> dict:
 
 def api_router(database: Database):
     """The JSON API under /api/v1: submissions, boards, administration."""
-    router = APIRouter(prefix="/api/v1")
+    router = APIRouter(prefix=API_PREFIX)
     _submission_routes(router, database)
     _board_routes(router, database)
     _admin_routes(router, database)

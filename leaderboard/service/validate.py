@@ -18,6 +18,7 @@ one, only the shape is checked). Every problem is reported with its file, line a
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import posixpath
@@ -78,8 +79,8 @@ def expand(uploads: Sequence[Upload], limits: Limits,
 def line_length(raw: bytes, number: int) -> int:
     """A line's bytes without its end (`\\r` of CRLF) and, on the first line, the byte order
     mark: the same text counts the same however the file was saved."""
-    end = len(raw) - 1 if raw.endswith(b"\r") else len(raw)
-    return end - (3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+    text = raw.removeprefix(codecs.BOM_UTF8) if number == 1 else raw  # as json_line_object
+    return len(text) - text.endswith(b"\r")
 
 
 def located_records(files: Sequence[Upload], limits: Limits,
