@@ -35,7 +35,7 @@ def test_init_is_idempotent_and_token_prints_last(instance, capsys):
             "--pyramid", instance["pyramid"], "--set", "n_resamples=30")
     code, out, _ = _run(capsys, *args)
     report = json.loads(out)
-    assert code == 0 and report["revision"] == "0002"
+    assert code == 0 and report["revision"] == "0003"
     assert report["computed_rows"] == {"baseline": 1, "reference": 3, "builtin": 6}
     assert report["boards"] == {"evaluators": ["tinyset"], "summaries": ["tinyset"],
                                 "usb": ["all"]}

@@ -642,9 +642,9 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     database = Database(str(tmp_path / "fresh.sqlite"))
     with pytest.raises(SumbenchError, match="revision none"):
         check_schema(database)
-    assert migrate(database) == head_revision() == "0002"
+    assert migrate(database) == head_revision() == "0003"
     assert schema_differences(database) == []
-    assert migrate(database) == "0002"  # a second run changes nothing
+    assert migrate(database) == "0003"  # a second run changes nothing
     from sqlalchemy import text
     with database.session() as session:
         assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"

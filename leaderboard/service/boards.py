@@ -4,10 +4,10 @@
 board's version key, ranks the analysed ones (leaderboard.ranking: aggregate over all parts,
 95% intervals, paired tests against the entry above, rank bands), lists partial entries and
 entries whose analysis is pending apart, adds the published reference rows, renders the
-per-part bar chart; leaderboard.service.publish stores it with the rendered page, API document
-and CSV in ONE row, inside a write transaction (so concurrent rebuilds cannot overwrite a
-newer snapshot with an older one). A snapshot holds aggregates and
-intervals only: never a per-example score, reference or label.
+per-part bar chart; leaderboard.service.publish reads it in one snapshot transaction, renders it
+outside any transaction and stores it with the page, API document and CSV in ONE row (rebuild
+tickets keep a slower, older rebuild from replacing a newer snapshot). A snapshot holds
+aggregates and intervals only: never a per-example score, reference or label.
 """
 from __future__ import annotations
 

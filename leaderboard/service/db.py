@@ -160,6 +160,20 @@ class Board(Base):
     document: Mapped[str | None] = mapped_column(Text, nullable=True)    # the API's JSON
     csv: Mapped[str | None] = mapped_column(Text, nullable=True)
     computed_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
+    #: the rebuild ticket of the stored snapshot: a rebuild holding an older ticket read the
+    #: database earlier, so it never replaces this one (None: stored before tickets existed)
+    ticket: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class RebuildTicket(Base):
+    """Tickets taken by board rebuilds before they read the database: ids only grow (SQLite:
+    AUTOINCREMENT, so deleting old rows never lets an id be used again; PostgreSQL: a sequence).
+    A rebuild whose ticket is newer started reading later and saw every change committed
+    before it took its ticket."""
+    __tablename__ = "rebuild_tickets"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    taken_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Setting(Base):
@@ -239,6 +253,21 @@ class Database:
         """A transaction: committed on success, rolled back on error."""
         with self.sessions() as session, session.begin():
             yield session
+
+    @contextlib.contextmanager
+    def snapshot_session(self) -> Iterator[Session]:
+        """A read transaction whose statements all see one state of the database: SQLite in WAL
+        mode keeps the snapshot of its first read, PostgreSQL runs it as REPEATABLE READ (its
+        default, READ COMMITTED, gives each statement its own). It takes no write lock."""
+        options = {} if is_sqlite(self.engine) else {"isolation_level": "REPEATABLE READ"}
+        with self.sessions() as session:
+            session.connection(execution_options=options)  # begins here
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
 
     @contextlib.contextmanager
     def write_session(self) -> Iterator[Session]:

@@ -1,0 +1,165 @@
+"""Board rebuilds: read in one snapshot transaction, rendered outside the write lock, stored
+only when no newer rebuild stored first (tickets), on a real SQLite file and a throwaway
+PostgreSQL cluster; the migration that adds tickets upgrades and downgrades a live board."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+
+import pytest
+from sqlalchemy import select
+
+from lb_helpers import fixture_uploads, make_database
+from leaderboard.service import publish
+from leaderboard.service.auth import authenticate, create_token
+from leaderboard.service.boards import load_settings, read_board
+from leaderboard.service.db import Board, Database, RebuildTicket
+from leaderboard.service.publish import rebuild_board, render_outputs, store_board, take_ticket
+from leaderboard.service.submissions import accept, set_hidden
+from leaderboard.service.worker import Worker
+from servers import postgres_bin, postgres_cluster
+
+
+@pytest.fixture()
+def board_db(tmp_path, data_dir, usb_fixture_dir):
+    """A SQLite board with one scored FIX submission by `erin`; (database, user, id)."""
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir / "all", gold / "all")
+    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
+                                      computed_rows=False))
+    user = authenticate(database, create_token(database, "erin"))
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
+                                                               {"fixing_factuality"}))
+    Worker(database).drain()
+    return database, user, entry["id"]
+
+
+def _entries(snapshot: dict) -> list[str]:
+    """The models a snapshot lists (ranked, or partial: this FIX-only entry is partial)."""
+    return [entry["model"] for entry in snapshot["ranked"] + snapshot["partial"]]
+
+
+def _models(database) -> list[str]:
+    return _entries(read_board(database, "usb", "all")[0])
+
+
+def _lock_is_free(path: str) -> bool:
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:  # "database is locked"
+        return False
+    finally:
+        other.close()
+
+
+def test_a_rebuild_reads_and_renders_while_other_writers_can_write(board_db, monkeypatch):
+    database, _, _ = board_db
+    path = database.url.removeprefix("sqlite:///")
+    seen = []
+
+    def watched(name, function):
+        def call(*args, **kwargs):
+            seen.append((name, _lock_is_free(path)))
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(publish, "build_snapshot",
+                        watched("build_snapshot", publish.build_snapshot))
+    monkeypatch.setattr(publish, "render_outputs",
+                        watched("render_outputs", publish.render_outputs))
+    monkeypatch.setattr(publish, "_store", watched("_store", publish._store))
+    snapshot = rebuild_board(database, "usb", "all")
+    assert _entries(snapshot) == ["m"] == _models(database)
+    assert seen == [("build_snapshot", True), ("render_outputs", True), ("_store", False)]
+
+
+def test_an_older_rebuild_that_finishes_last_keeps_the_newer_snapshot(board_db):
+    database, user, submission_id = board_db
+    older = take_ticket(database)  # a slow rebuild took its ticket and read the board ...
+    with database.snapshot_session() as session:
+        stale = publish.build_snapshot(database, "usb", "all", session)
+    assert _entries(stale) == ["m"]
+    set_hidden(database, submission_id, user, True)  # ... then a change, and its own rebuild
+    assert _models(database) == []
+    assert not store_board(database, "usb", "all", older, render_outputs(stale))
+    assert _models(database) == []  # the hidden entry did not come back
+    with database.session() as session:
+        row = session.scalars(select(Board)).one()
+        assert row.ticket > older
+        assert json.loads(row.document)["entries"] == []
+        # tickets below the stored one are dropped; ids keep growing (SQLite AUTOINCREMENT)
+        assert session.scalars(select(RebuildTicket.id)).all() == [row.ticket]
+    set_hidden(database, submission_id, user, False)
+    assert _models(database) == ["m"]
+    assert take_ticket(database) > row.ticket
+
+
+def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):
+    from alembic import command
+
+    from leaderboard.service.schema import alembic_config, current_revision, migrate, \
+        schema_differences
+
+    database, _, _ = board_db
+    before = read_board(database, "usb", "all")
+    config = alembic_config(database.url)
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0002")
+    database.dispose()
+    assert current_revision(database) == "0002"
+    assert migrate(database) == "0003" and schema_differences(database) == []
+    with database.session() as session:
+        assert session.scalars(select(Board.ticket)).all() == [None]  # stored before tickets
+    assert read_board(database, "usb", "all") == before
+    rebuild_board(database, "usb", "all")  # a board without a ticket is replaced
+    assert _models(database) == ["m"]
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL 15 server binaries not found "
+                    "under /usr/lib/postgresql/15/bin (apt-get install postgresql)")
+def test_two_first_rebuilds_on_postgres_store_the_newer_ticket(tmp_path, data_dir,
+                                                               usb_fixture_dir, monkeypatch):
+    """Both find no board row, both insert it: the later insert fails on the unique key, and
+    that rebuild compares tickets again instead of failing or storing an older snapshot."""
+    from leaderboard.service.init import initialise
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir / "all", gold / "all")
+    with postgres_cluster() as url:
+        initialise(url, gold=str(gold), settings={"n_resamples": "20"}, computed_rows=False)
+        database = Database(url)
+        with database.write_session() as session:
+            session.execute(Board.__table__.delete())
+        tickets = [take_ticket(database), take_ticket(database)]
+        with database.snapshot_session() as session:
+            outputs = render_outputs(publish.build_snapshot(database, "usb", "all", session))
+        both_looked = threading.Barrier(2, timeout=30)
+        real_board_row, looks = publish.board_row, []
+
+        def board_row(session, track, board):
+            row = real_board_row(session, track, board)
+            looks.append(row is None)
+            if len(looks) <= 2:
+                both_looked.wait()  # each has seen no row before either inserts
+            return row
+
+        monkeypatch.setattr(publish, "board_row", board_row)
+        stored = {}
+        threads = [threading.Thread(target=lambda t=t: stored.update(
+            {t: store_board(database, "usb", "all", t, outputs)})) for t in tickets]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        with database.session() as session:
+            assert session.scalars(select(Board.ticket)).all() == [tickets[1]]
+        assert looks[:2] == [True, True] and len(looks) == 3  # one retried
+        assert stored[tickets[1]] is True
+        database.dispose()
