@@ -198,6 +198,7 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
     from leaderboard.service.app import create_app
     from leaderboard.service.worker import Worker
 
+    import leaderboard.service.gold as gold_module
     import leaderboard.service.system_rows as system_rows
 
     db = str(tmp_path / "lb.sqlite")
@@ -220,7 +221,7 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
             return function(value)
         return call
 
-    for module in (submissions, worker, system_rows):
+    for module in (submissions, worker, system_rows, gold_module):
         monkeypatch.setattr(module, "pack", watched(f"{module.__name__}.pack", module.pack))
     monkeypatch.setattr(worker, "unpack", watched("worker.unpack", worker.unpack))
     initialise(db, gold=str(gold), settings={"n_resamples": "20"})  # the baseline row
@@ -232,5 +233,6 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
     Worker(Database(db)).drain()
     names = {name for name, _ in seen}
     assert names == {"leaderboard.service.submissions.pack", "leaderboard.service.worker.pack",
-                     "leaderboard.service.system_rows.pack", "worker.unpack"}, seen
+                     "leaderboard.service.system_rows.pack", "leaderboard.service.gold.pack",
+                     "worker.unpack"}, seen
     assert all(free for _, free in seen), seen

@@ -25,7 +25,14 @@ _cache: dict[tuple, dict] = {}
 
 def store_gold(database: Database, track: str, gold: Mapping[str, Mapping[str, dict]]
                ) -> list[dict]:
-    """Insert or replace the gold parts of a track; returns what changed per part."""
+    """Insert or replace the gold parts of a track; returns what changed per part. The parts
+    that differ from the stored ones are packed before the write lock is taken."""
+    with database.session() as session:
+        stored = {(board, part): sha for board, part, sha in session.execute(
+            select(GoldPart.board, GoldPart.part, GoldPart.sha256).filter_by(track=track))}
+    packed = {(board, part): pack(payload) for board, parts in gold.items()
+              for part, payload in parts.items()
+              if stored.get((board, part)) != payload["sha256"]}
     changes = []
     with database.write_session() as session:
         for board, parts in sorted(gold.items()):
@@ -40,7 +47,8 @@ def store_gold(database: Database, track: str, gold: Mapping[str, Mapping[str, d
                     changes.append({"board": board, "part": part, "change": "unchanged"})
                     continue
                 change = "new" if row.id is None else "replaced"
-                row.sha256, row.payload = sha, pack(payload)
+                row.sha256 = sha  # packed here only if another init changed it since the read
+                row.payload = packed.get((board, part)) or pack(payload)
                 row.n_items = count_items(payload)
                 changes.append({"board": board, "part": part, "change": change})
     return changes
