@@ -54,6 +54,14 @@ CLI_CASES = [
     ("qa-batch-zero", ["qapyramid", "auto", "--dataset", "{pred}", "--qa-model", "m",
                        "--presence", "lexical", "--qa-batch-size", "0"],
      "argument --qa-batch-size: must be >= 1, got 0", 2),
+    # --- devices, refused before a model or data loads
+    ("predict-device", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--out",
+                        "{out}", "--device", "gpu"],
+     "PredictSpec.device must be auto, cpu, cuda, cuda:N or mps, got 'gpu'", 2),
+    ("run-device", ["run", "--tasks", "FAC", "--out", "{out}", "--device", "cuda:x"],
+     "RunSpec.device must be auto, cpu, cuda, cuda:N or mps, got 'cuda:x'", 2),
+    ("train-device", ["train", "--tasks", "FAC", "--out", "{out}", "--device", "mps"],
+     "training device must be auto, cpu, cuda or (one process) cuda:N; got 'mps'", 2),
     # --- non-finite or out-of-range numbers
     ("learning-rate-inf", ["run", "--tasks", "FAC", "--out", "{out}", "--learning-rate", "inf"],
      "argument --learning-rate: expected a finite number, got 'inf'", 2),

@@ -135,17 +135,25 @@ def init_distributed(device: str = "auto") -> Distributed:
     return Distributed(rank, world_size, placed, owns)
 
 
+def check_training_device_name(name: object, world_size: int = 1) -> None:
+    """Refuse what is not auto, cpu, cuda or (one process) cuda:N, without importing torch."""
+    ok = isinstance(name, str) and (name in ("auto", "cpu", "cuda") or (
+        name.startswith("cuda:") and name[5:].isdigit() and name[5:].isascii()
+        and world_size == 1))
+    if not ok:
+        raise SumbenchError(f"training device must be auto, cpu, cuda or (one process) cuda:N; "
+                            f"got {name!r}")
+
+
 def training_device(name: str, local_rank: int = 0, world_size: int = 1):
     """"auto": this process's GPU (the one of its LOCAL_RANK) when torch sees GPUs, else the
     CPU; "cpu"; "cuda" (that GPU, an error without one); "cuda:N" (one process only)."""
     import torch
 
+    check_training_device_name(name, world_size)
     if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
-    chosen = name.startswith("cuda:") and name[5:].isdigit() and world_size == 1
-    if not chosen and name not in ("auto", "cuda"):
-        raise SumbenchError(f"training device must be auto, cpu, cuda or (one process) cuda:N; "
-                            f"got {name!r}")
+    chosen = name.startswith("cuda:")
     if not torch.cuda.is_available():
         raise SumbenchError(f"training device {name!r} was asked for but torch sees no CUDA GPU")
     count = torch.cuda.device_count()

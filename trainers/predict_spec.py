@@ -14,6 +14,16 @@ from tasks.errors import SumbenchError, unknown_names
 DTYPES = ("float32", "bfloat16", "float16")
 #: which generated steps give Yes/No probabilities (see trainers.label_probs)
 LABEL_RULES = ("official", "positional")
+DEVICES = "auto, cpu, cuda, cuda:N or mps"
+
+
+def is_device_name(name: object) -> bool:
+    """Whether `name` names a prediction device: auto (a GPU when torch sees one), cpu, cuda,
+    cuda:N or mps. Checked without torch, before any model is loaded."""
+    if not isinstance(name, str):
+        return False
+    return name in ("auto", "cpu", "cuda", "mps") or (
+        name.startswith("cuda:") and name[5:].isdigit() and name[5:].isascii())
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class PredictSpec:
         if self.label_rule not in LABEL_RULES:
             raise SumbenchError(f"PredictSpec.label_rule must be one of {LABEL_RULES}, "
                                 f"got {self.label_rule!r}")
+        if not is_device_name(self.device):
+            raise SumbenchError(f"PredictSpec.device must be {DEVICES}, got {self.device!r}")
         if self.dtype not in DTYPES:
             raise SumbenchError(f"PredictSpec.dtype must be one of {DTYPES}, got {self.dtype!r}")
 

@@ -145,8 +145,13 @@ def check_settings(settings, model: bool = True) -> None:
     from benchmark.commands.train import build_spec
     from tasks import DEFAULT_SUITE, get_task, task_names
     from tasks.errors import SumbenchError
+    from trainers.distributed import check_training_device_name
     from trainers.model_loading import check_model_source
 
+    try:
+        check_training_device_name(settings.device)
+    except SumbenchError as error:
+        raise SumbenchError(f"--device: {error}") from None
     outside = [name for name in settings.tasks if get_task(name).suite != DEFAULT_SUITE]
     if outside:
         suite = ", ".join(task_names(DEFAULT_SUITE))

@@ -109,8 +109,10 @@ def _split_assignment(text: str) -> tuple[str, str]:
 
 def run_train(args: argparse.Namespace) -> int:
     from tasks import parse_task_list
+    from trainers.distributed import check_training_device_name
 
-    parse_task_list(args.tasks)  # a bad list fails before anything loads
+    parse_task_list(args.tasks)  # a bad list (or device) fails before anything loads
+    check_training_device_name(args.device)
     spec = build_spec(args)
     if args.print_spec:
         print(spec.to_json())
