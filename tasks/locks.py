@@ -4,8 +4,12 @@
 O_EXCL and writes the owner (pid, host, process start time, command, time) into it; a second
 process that wants the same folder refuses with a message naming the owner. A lock whose owner
 is gone (same host, and the pid is dead or now belongs to a process that started later) is
-stale: it is replaced, with a note on stderr. The lock sits beside the folder, not in it, so
-resuming, "folder not empty" checks and the files a run writes never see it.
+stale: it is replaced, with a note on stderr. The owner's liveness cannot be checked from
+another host (a cluster's shared file system), so the owner refreshes the lock file's
+modification time every `HEARTBEAT_SECONDS` while it runs, and another host's lock not
+refreshed for `STALE_AFTER_SECONDS` (a job killed with SIGKILL, a node that went down) is stale
+too. The lock sits beside the folder, not in it, so resuming, "folder not empty" checks and the
+files a run writes never see it.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +27,10 @@ from typing import Iterator
 from tasks.errors import SumbenchError
 
 LOCK_SUFFIX = ".sumbench-lock"
+HEARTBEAT_SECONDS = 60.0
+#: another host's lock not refreshed for this long is stale (ten heartbeats: a slow shared file
+#: system or clocks a few minutes apart do not make a live owner look gone)
+STALE_AFTER_SECONDS = 600.0
 
 
 class FolderInUseError(SumbenchError):
@@ -43,10 +52,19 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
-def _owner_alive(owner: dict) -> bool:
-    """Whether the owner recorded in a lock file still runs (unknowable on another host: True)."""
+def _seconds_since_refresh(path: Path) -> float | None:
+    try:
+        return max(0.0, time.time() - path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def _owner_alive(owner: dict, path: Path) -> bool:
+    """Whether the owner recorded in a lock file still runs; on another host, whether it
+    refreshed the lock within STALE_AFTER_SECONDS."""
     if owner.get("host") != socket.gethostname():
-        return True
+        age = _seconds_since_refresh(path)
+        return age is None or age < STALE_AFTER_SECONDS
     pid = owner.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False
@@ -88,17 +106,51 @@ def acquire(folder: str | os.PathLike, command: str) -> Path:
         if _create(path, owner):
             return path
         current = _read_owner(path)
-        if current and _owner_alive(current):
+        if current and _owner_alive(current, path):
             raise FolderInUseError(
                 f"{Path(folder)} is in use by 'sumbench {current.get('command', '?')}' "
                 f"(pid {current.get('pid')} on {current.get('host')}, since "
-                f"{current.get('since')}); wait for it to finish, or delete {path} if that "
-                "process is gone")
-        print(f"sumbench: note: removing the stale lock {path} (owner pid "
-              f"{current.get('pid', '?')} is gone)", file=sys.stderr)
+                f"{current.get('since')}{_refreshed(current, path)}); wait for it to finish, "
+                f"or delete {path} if that process is gone")
+        print(f"sumbench: note: removing the stale lock {path} ({_gone(current, path)})",
+              file=sys.stderr)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     raise FolderInUseError(f"cannot take the lock {path}: another process keeps taking it")
+
+
+def _refreshed(owner: dict, path: Path) -> str:
+    age = _seconds_since_refresh(path)
+    if owner.get("host") == socket.gethostname() or age is None:
+        return ""
+    return f"; refreshed {age:.0f} s ago, stale after {STALE_AFTER_SECONDS:.0f} s without"
+
+
+def _gone(owner: dict, path: Path) -> str:
+    pid, host = owner.get("pid", "?"), owner.get("host")
+    if host and host != socket.gethostname():
+        age = _seconds_since_refresh(path) or 0.0
+        return f"owner pid {pid} on {host} has not refreshed it for {age:.0f} s"
+    return f"owner pid {pid} is gone"
+
+
+class _Heartbeat:
+    """Refreshes a held lock's modification time every `interval` seconds until stopped."""
+
+    def __init__(self, path: Path, interval: float):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(path, interval),
+                                        name="sumbench-lock-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self, path: Path, interval: float) -> None:
+        while not self._stop.wait(interval):
+            with contextlib.suppress(OSError):  # a lock deleted by hand: nothing to refresh
+                os.utime(path)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def release(path: Path) -> None:
@@ -116,11 +168,12 @@ def _unlocked_is_fine(folder: str | os.PathLike, error: OSError) -> bool:
 
 
 @contextlib.contextmanager
-def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path | None]:
-    """Hold the lock of `folder` for the duration of the block (None: a writable folder under
-    a parent where no lock file can be written runs unlocked, with a note). Parent folders
-    made for the lock are removed again when the block leaves them empty (a failed command
-    leaves nothing)."""
+def output_lock(folder: str | os.PathLike, command: str,
+                heartbeat_seconds: float = HEARTBEAT_SECONDS) -> Iterator[Path | None]:
+    """Hold the lock of `folder` for the duration of the block, refreshing it every
+    `heartbeat_seconds` (None: a writable folder under a parent where no lock file can be
+    written runs unlocked, with a note). Parent folders made for the lock are removed again
+    when the block leaves them empty (a failed command leaves nothing)."""
     parent = lock_path(folder).parent
     missing = [parent, *parent.parents]
     missing = missing[:next(i for i, p in enumerate(missing) if p.exists())]
@@ -136,10 +189,12 @@ def output_lock(folder: str | os.PathLike, command: str) -> Iterator[Path | None
             print(f"sumbench: note: running without a lock on {folder}: its parent folder "
                   f"is not writable ({error.strerror})", file=sys.stderr)
             path = None
+        heartbeat = None if path is None else _Heartbeat(path, heartbeat_seconds)
         try:
             yield path
         finally:
-            if path is not None:
+            if heartbeat is not None:
+                heartbeat.stop()
                 release(path)
     finally:
         for made in missing:

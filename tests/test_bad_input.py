@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -404,6 +405,44 @@ def test_a_writable_out_under_a_read_only_parent_runs_without_the_lock(tmp_path,
             pass
     assert caught.value.strerror == "cannot create new here (Read-only file system)"
     assert caught.value.filename == str(tmp_path)
+
+
+def test_another_hosts_lock_is_stale_once_its_owner_stops_refreshing_it(tmp_path, capsys):
+    """A lock from another host (a cluster's shared file system) cannot be checked by pid: it
+    counts as alive while its owner refreshes it, and is replaced once it has not been
+    refreshed for STALE_AFTER_SECONDS (a job killed with SIGKILL used to block the folder until
+    someone deleted the lock by hand)."""
+    import time
+
+    import tasks.locks as locks
+
+    out = tmp_path / "run"
+    path = locks.lock_path(out)
+    path.write_text(json.dumps({"pid": 4242, "host": "node-7", "command": "train",
+                                "since": "2026-11-25T10:00:00"}))
+    now = time.time()
+    os.utime(path, (now - 30, now - 30))
+    with pytest.raises(locks.FolderInUseError) as caught:
+        with locks.output_lock(out, "predict"):
+            pass
+    message = re.sub(r"refreshed 3\d s ago", "refreshed 3x s ago", str(caught.value))
+    assert (f"{out} is in use by 'sumbench train' (pid 4242 on node-7, since "
+            f"2026-11-25T10:00:00; refreshed 3x s ago, stale after 600 s without)") in message
+    stale = now - locks.STALE_AFTER_SECONDS - 5
+    os.utime(path, (stale, stale))
+    with locks.output_lock(out, "predict", heartbeat_seconds=0.05) as held:
+        note = re.sub(r"for 6[01]\d s", "for 6xx s", capsys.readouterr().err)
+        assert f"removing the stale lock {path} (owner pid 4242 on node-7 has not refreshed " \
+               f"it for 6xx s)" in note
+        assert json.loads(held.read_text())["pid"] == os.getpid()
+        os.utime(held, (stale, stale))  # the heartbeat refreshes it again
+        deadline = time.monotonic() + 10
+        while time.time() - held.stat().st_mtime > 60 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert time.time() - held.stat().st_mtime < 60
+    assert not path.exists()
+    beats = [t for t in threading.enumerate() if t.name == "sumbench-lock-heartbeat"]
+    assert beats == []  # stopped with the lock
 
 
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):

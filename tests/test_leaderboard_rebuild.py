@@ -9,7 +9,7 @@ import sqlite3
 import threading
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from lb_helpers import fixture_uploads, make_database
 from leaderboard.service import publish
@@ -138,8 +138,13 @@ def test_two_first_rebuilds_on_postgres_store_the_newer_ticket(tmp_path, data_di
         with database.write_session() as session:
             session.execute(Board.__table__.delete())
         tickets = [take_ticket(database), take_ticket(database)]
-        with database.snapshot_session() as session:
+        with database.snapshot_session() as session:  # one view for every statement
+            assert session.execute(text("SHOW transaction_isolation")).scalar() == \
+                "repeatable read"
             outputs = render_outputs(publish.build_snapshot(database, "usb", "all", session))
+        with database.session() as session:  # the pooled connection is back to the default
+            assert session.execute(text("SHOW transaction_isolation")).scalar() == \
+                "read committed"
         both_looked = threading.Barrier(2, timeout=30)
         real_board_row, looks = publish.board_row, []
 
