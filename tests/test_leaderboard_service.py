@@ -342,6 +342,35 @@ def test_unknown_and_empty_form_fields_are_refused_not_passed_over(service, usb_
     assert _get(service, "/api/v1/leaderboard/usb").text == before
 
 
+def test_unknown_query_parameters_of_the_api_are_refused_not_passed_over(service,
+                                                                         usb_fixture_dir):
+    """A mistyped `?varaint=` used to answer the default board, and a `variant` put in a
+    submission's query instead of its form left it on the default board: the API refuses
+    both, naming the parameter; pages still ignore parameters they do not take."""
+    response = _get(service, "/api/v1/leaderboard/usb?varaint=all&x=1")
+    assert response.status_code == 422
+    assert response.json() == {"status": "rejected", "errors": [
+        {"file": None, "line": None, "field": "varaint",
+         "message": "not a query parameter of this endpoint (it takes variant); did you mean "
+                    "'variant'?"},
+        {"file": None, "line": None, "field": "x",
+         "message": "not a query parameter of this endpoint (it takes variant)"}]}
+    assert _get(service, "/api/v1/leaderboard/usb.csv?variant=all").status_code == 200
+    assert _get(service, "/api/v1/admin/audit?limt=5", headers=_auth(service, "admin")
+                ).json()["errors"][0]["message"].endswith("(it takes limit); did you mean "
+                                                          "'limit'?")
+    assert _get(service, "/api/v1/submissions/1?token=abc").json()["errors"][0][
+        "message"] == "not a query parameter of this endpoint (it takes none)"
+    fix = usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"
+    before = _get(service, "/api/v1/leaderboard/usb").text
+    response = service["client"].post(
+        "/api/v1/submissions?variant=biographies", headers=_auth(service, "alice"),
+        files=[("files", ("fix.jsonl", fix.read_bytes()))], data={"model": "query-variant"})
+    assert response.status_code == 422 and response.json()["errors"][0]["field"] == "variant"
+    assert _get(service, "/api/v1/leaderboard/usb").text == before
+    assert _get(service, "/track/usb?utm_source=mail").status_code == 200  # a page
+
+
 def test_tokens_are_required_and_stored_hashed(service):
     response = service["client"].post("/api/v1/submissions", files=[("files", ("a", b"{}"))],
                                       data={"model": "m"})

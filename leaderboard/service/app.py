@@ -11,7 +11,8 @@ POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner o
 /submission/{id}, /compare?a=&b=, /chart/{track}.png. Every response carries a
 Content-Security-Policy without inline scripts. A submission without a valid token is
 answered 401 before its form is read (`middleware.TokenFirst`); a form with a field the
-route does not take, or one given twice or empty, is refused (`form_problems`).
+route does not take, or one given twice or empty, is refused (`form_problems`), and so is a
+query parameter an API route does not take (`known_query_parameters`).
 """
 from __future__ import annotations
 
@@ -162,9 +163,31 @@ def card_object(card: Any) -> dict:
                     field="card")
 
 
+def known_query_parameters(request: Request) -> None:
+    """Refuse a query parameter the API route does not take: a mistyped `?varaint=` (or a
+    `variant` put in a submission's query instead of its form) would otherwise be passed over
+    and the default board answered. Pages keep the web's habit of ignoring them."""
+    route = request.scope.get("route")
+    if route is None:
+        return
+    known, dependants = set(), [route.dependant]
+    while dependants:  # the route's own parameters and those of its dependencies
+        dependant = dependants.pop()
+        known.update(param.alias for param in dependant.query_params)
+        dependants.extend(dependant.dependencies)
+    known = sorted(known)
+    unknown = sorted(set(request.query_params) - set(known))
+    if unknown:
+        takes = f"it takes {', '.join(known)}" if known else "it takes none"
+        raise RequestValidationError([
+            {"loc": ("query", key), "type": "extra_forbidden",
+             "msg": f"not a query parameter of this endpoint ({takes})"
+                    f"{did_you_mean(key, known)}"} for key in unknown])
+
+
 def api_router(database: Database):
     """The JSON API under /api/v1: submissions, boards, administration."""
-    router = APIRouter(prefix=API_PREFIX)
+    router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query_parameters)])
     _submission_routes(router, database)
     _board_routes(router, database)
     _admin_routes(router, database)
