@@ -91,3 +91,43 @@ def make_database(path: Path, usb_data: Path | None = None, pyramid: Path | None
                pyramids=[str(pyramid)] if pyramid else [], settings=changes,
                computed_rows=computed_rows, score=True)
     return f"sqlite:///{os.path.abspath(path)}"
+
+
+def sqlite_write_lock_is_free(path: str) -> bool:
+    """Whether another connection could take the SQLite file's write lock right now."""
+    import sqlite3
+
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:  # "database is locked"
+        return False
+    finally:
+        other.close()
+
+
+def scored_fix_submission(tmp_path: Path, data_dir: Path, usb_fixture_dir: Path,
+                          score: bool = True):
+    """A SQLite leaderboard on the `all` gold with one FIX submission by `erin`, scored and
+    analysed unless `score` is False: (database, user, submission id)."""
+    import shutil
+
+    from leaderboard.service.auth import authenticate, create_token
+    from leaderboard.service.boards import load_settings
+    from leaderboard.service.db import Database
+    from leaderboard.service.submissions import accept
+    from leaderboard.service.worker import Worker
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir / "all", gold / "all")
+    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
+                                      computed_rows=False))
+    user = authenticate(database, create_token(database, "erin"))
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
+                                                               {"fixing_factuality"}))
+    if score:
+        Worker(database).drain()
+    return database, user, entry["id"]

@@ -266,7 +266,6 @@ def test_counts_below_one_are_refused(corpus, tmp_path, capsys):
 
 def test_cells_are_submitted_to_a_leaderboard(corpus, tmp_path, capsys):
     """--submit pushes every finished cell to a leaderboard whose gold is the same data."""
-    from benchmark.synthetic import SyntheticSpec  # noqa: F401 - the corpus fixture's kind
     from leaderboard.service.auth import create_token
     from leaderboard.service.db import Database
     from leaderboard.service.init import initialise

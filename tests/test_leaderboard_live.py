@@ -15,7 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from lb_helpers import gold_strings, minimal_lines
+from lb_helpers import gold_strings, minimal_lines, sqlite_write_lock_is_free
 from leaderboard.service.auth import create_token
 from leaderboard.service.db import Database, Job, Score, Submission
 from leaderboard.service.init import initialise
@@ -189,8 +189,6 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
                                                               monkeypatch):
     """Compressing a submission's predictions or material, and reading them back, happens
     while other writers can write: every pack/unpack call finds SQLite's write lock free."""
-    import sqlite3
-
     from fastapi.testclient import TestClient
 
     import leaderboard.service.submissions as submissions
@@ -204,20 +202,9 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
     db = str(tmp_path / "lb.sqlite")
     seen: list[tuple[str, bool]] = []
 
-    def lock_is_free() -> bool:
-        other = sqlite3.connect(db, timeout=0, isolation_level=None)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-            other.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError:  # "database is locked"
-            return False
-        finally:
-            other.close()
-
     def watched(name, function):
         def call(value):
-            seen.append((name, lock_is_free()))
+            seen.append((name, sqlite_write_lock_is_free(db)))
             return function(value)
         return call
 

@@ -5,36 +5,24 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import threading
 
 import pytest
 from sqlalchemy import select, text
 
-from lb_helpers import fixture_uploads, make_database
+from lb_helpers import scored_fix_submission, sqlite_write_lock_is_free
 from leaderboard.service import publish
-from leaderboard.service.auth import authenticate, create_token
-from leaderboard.service.boards import load_settings, read_board
+from leaderboard.service.boards import read_board
 from leaderboard.service.db import Board, Database, RebuildTicket
 from leaderboard.service.publish import rebuild_board, render_outputs, store_board, take_ticket
-from leaderboard.service.submissions import accept, set_hidden
-from leaderboard.service.worker import Worker
+from leaderboard.service.submissions import set_hidden
 from servers import postgres_bin, postgres_cluster
 
 
 @pytest.fixture()
 def board_db(tmp_path, data_dir, usb_fixture_dir):
     """A SQLite board with one scored FIX submission by `erin`; (database, user, id)."""
-    gold = tmp_path / "gold"
-    shutil.copytree(data_dir / "all", gold / "all")
-    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
-                                      computed_rows=False))
-    user = authenticate(database, create_token(database, "erin"))
-    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
-                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
-                                                               {"fixing_factuality"}))
-    Worker(database).drain()
-    return database, user, entry["id"]
+    return scored_fix_submission(tmp_path, data_dir, usb_fixture_dir)
 
 
 def _entries(snapshot: dict) -> list[str]:
@@ -46,18 +34,6 @@ def _models(database) -> list[str]:
     return _entries(read_board(database, "usb", "all")[0])
 
 
-def _lock_is_free(path: str) -> bool:
-    other = sqlite3.connect(path, timeout=0, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        other.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:  # "database is locked"
-        return False
-    finally:
-        other.close()
-
-
 def test_a_rebuild_reads_and_renders_while_other_writers_can_write(board_db, monkeypatch):
     database, _, _ = board_db
     path = database.url.removeprefix("sqlite:///")
@@ -65,7 +41,7 @@ def test_a_rebuild_reads_and_renders_while_other_writers_can_write(board_db, mon
 
     def watched(name, function):
         def call(*args, **kwargs):
-            seen.append((name, _lock_is_free(path)))
+            seen.append((name, sqlite_write_lock_is_free(path)))
             return function(*args, **kwargs)
         return call
 

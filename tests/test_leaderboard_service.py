@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from lb_helpers import fixture_uploads, gold_strings, make_database, minimal_lines, \
-    write_pyramid_folder
+    scored_fix_submission, write_pyramid_folder
 from leaderboard.service.auth import create_token
 from leaderboard.service.boards import load_settings, save_settings
 from leaderboard.service.db import AuditEntry, Database, Score, Submission, Token
@@ -687,22 +687,16 @@ def test_a_write_by_a_request_while_the_worker_claims_a_submission_costs_no_retr
     import threading
 
     import leaderboard.service.worker as worker_module
-    from leaderboard.service.auth import audit, authenticate
-    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.auth import audit
+    from leaderboard.service.submissions import public_view
 
-    gold = tmp_path / "gold"
-    shutil.copytree(data_dir / "all", gold / "all")
-    database = Database(make_database(tmp_path / "lb.sqlite", usb_data=gold, n_resamples=20,
-                                      computed_rows=False))
-    user = authenticate(database, create_token(database, "erin"))
-    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
-                   model="m", card={}, uploads=fixture_uploads(usb_fixture_dir,
-                                                               {"fixing_factuality"}))
+    database, _, submission_id = scored_fix_submission(tmp_path, data_dir, usb_fixture_dir,
+                                                       score=False)
     written = threading.Event()
 
     def request_writes():
         with database.write_session() as session:
-            audit(session, "erin", "hide", "accepted", submission_id=entry["id"])
+            audit(session, "erin", "hide", "accepted", submission_id=submission_id)
         written.set()
 
     real_unpack = worker_module.unpack
@@ -719,6 +713,6 @@ def test_a_write_by_a_request_while_the_worker_claims_a_submission_costs_no_retr
     assert written.wait(timeout=60)  # the request's write went through after the claim
     with database.session() as session:
         job = session.scalars(select(worker_module.Job).filter_by(
-            submission_id=entry["id"], kind="score")).one()
+            submission_id=submission_id, kind="score")).one()
         assert (job.state, job.attempts, job.error) == ("done", 1, None)
-    assert public_view(database, entry["id"])["status"] == "scored"
+    assert public_view(database, submission_id)["status"] == "scored"

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
 
-from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 
 from trainers.pair_encoding import PairEncoder, call_tokenizer  # noqa: E402
 

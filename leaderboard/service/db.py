@@ -260,21 +260,21 @@ class Database:
         mode keeps the snapshot of its first read, PostgreSQL runs it as REPEATABLE READ (its
         default, READ COMMITTED, gives each statement its own). It takes no write lock."""
         options = {} if is_sqlite(self.engine) else {"isolation_level": "REPEATABLE READ"}
-        with self.sessions() as session:
-            session.connection(execution_options=options)  # begins here
-            try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        with self._transaction(options) as session:
+            yield session
 
     @contextlib.contextmanager
     def write_session(self) -> Iterator[Session]:
         """A transaction that holds the write lock from its start on SQLite (BEGIN
         IMMEDIATE); on PostgreSQL row locks (FOR UPDATE SKIP LOCKED) do the claiming."""
+        with self._transaction({"write_lock": True}) as session:
+            yield session
+
+    @contextlib.contextmanager
+    def _transaction(self, options: dict) -> Iterator[Session]:
+        """A session whose transaction begins at once with these connection options."""
         with self.sessions() as session:
-            session.connection(execution_options={"write_lock": True})  # begins here
+            session.connection(execution_options=options)  # begins here
             try:
                 yield session
                 session.commit()
