@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from lb_helpers import scored_fix_submission, sqlite_write_lock_is_free
 from leaderboard.service import publish
 from leaderboard.service.boards import read_board
-from leaderboard.service.db import Board, Database, RebuildTicket
+from leaderboard.service.db import Board, Database, RebuildTicket, Submission
 from leaderboard.service.publish import rebuild_board, render_outputs, store_board, take_ticket
 from leaderboard.service.submissions import set_hidden
 from servers import postgres_bin, postgres_cluster
@@ -55,11 +55,17 @@ def test_a_rebuild_reads_and_renders_while_other_writers_can_write(board_db, mon
     assert seen == [("build_snapshot", True), ("render_outputs", True), ("_store", False)]
 
 
+def _read(database) -> tuple[int, dict]:
+    """What a rebuild reads: (its snapshot's horizon, the snapshot)."""
+    with database.snapshot_session() as session:
+        return publish.newest_ticket(session), publish.build_snapshot(database, "usb", "all",
+                                                                      session)
+
+
 def test_an_older_rebuild_that_finishes_last_keeps_the_newer_snapshot(board_db):
     database, user, submission_id = board_db
-    older = take_ticket(database)  # a slow rebuild took its ticket and read the board ...
-    with database.snapshot_session() as session:
-        stale = publish.build_snapshot(database, "usb", "all", session)
+    take_ticket(database)  # a slow rebuild took its ticket and read the board ...
+    older, stale = _read(database)
     assert _entries(stale) == ["m"]
     set_hidden(database, submission_id, user, True)  # ... then a change, and its own rebuild
     assert _models(database) == []
@@ -74,6 +80,41 @@ def test_an_older_rebuild_that_finishes_last_keeps_the_newer_snapshot(board_db):
     set_hidden(database, submission_id, user, False)
     assert _models(database) == ["m"]
     assert take_ticket(database) > row.ticket
+
+
+def test_snapshots_are_ordered_by_when_they_were_read_not_by_their_tickets(board_db):
+    """Rebuild A takes a ticket before rebuild B, but reads after a change that B missed:
+    A's board stays (ordering by the ticket taken used to let B's older read replace it and
+    show a hidden entry again until the change's own rebuild stored)."""
+    database, _, submission_id = board_db
+    take_ticket(database)  # A
+    take_ticket(database)  # B, which reads at once
+    horizon_b, snapshot_b = _read(database)
+    with database.write_session() as session:  # a change commits; its rebuild C takes a ticket
+        session.get(Submission, submission_id).hidden = True
+    take_ticket(database)
+    horizon_a, snapshot_a = _read(database)  # A reads only now
+    assert (_entries(snapshot_b), _entries(snapshot_a)) == (["m"], [])
+    assert horizon_a > horizon_b
+    assert store_board(database, "usb", "all", horizon_a, render_outputs(snapshot_a))
+    assert not store_board(database, "usb", "all", horizon_b, render_outputs(snapshot_b))
+    assert _models(database) == []
+
+
+def test_settings_changed_by_init_are_published_on_every_board(board_db):
+    """`init --set` used to store new settings and leave every built board as it was (its
+    alpha, and intervals that a larger min_public_items withholds)."""
+    from leaderboard.service.init import initialise
+
+    database, _, _ = board_db
+    before = read_board(database, "usb", "all")[0]
+    assert before["parameters"]["alpha"] == 0.05 and len(before["withheld_intervals"]) == 5
+    initialise(database.url, settings={"alpha": "0.1", "min_public_items": "1000"},
+               computed_rows=False)
+    snapshot = read_board(database, "usb", "all")[0]
+    assert (snapshot["parameters"]["alpha"], snapshot["parameters"]["min_public_items"]) == \
+        (0.1, 1000)
+    assert snapshot["withheld_intervals"] == snapshot["parts"] and len(snapshot["parts"]) == 8
 
 
 def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):

@@ -4,10 +4,11 @@
 board's version key, ranks the analysed ones (leaderboard.ranking: aggregate over all parts,
 95% intervals, paired tests against the entry above, rank bands), lists partial entries and
 entries whose analysis is pending apart, adds the published reference rows, renders the
-per-part bar chart; leaderboard.service.publish reads it in one snapshot transaction, renders it
-outside any transaction and stores it with the page, API document and CSV in ONE row (rebuild
-tickets keep a slower, older rebuild from replacing a newer snapshot). A snapshot holds
-aggregates and intervals only: never a per-example score, reference or label.
+per-part bar chart, reading settings, gold and entries in the one transaction it is given;
+leaderboard.service.publish gives it a snapshot transaction, renders outside any transaction
+and stores the result with the page, API document and CSV in ONE row (rebuild tickets keep a
+snapshot read earlier from replacing one read later). A snapshot holds aggregates and
+intervals only: never a per-example score, reference or label.
 """
 from __future__ import annotations
 
@@ -30,11 +31,14 @@ CARD_BADGE = "self-reported metadata"
 CHART_ROWS = 10
 
 
-def load_settings(database: Database) -> InstanceSettings:
-    with database.session() as session:
-        row = session.get(Setting, SETTINGS_KEY)
-        return InstanceSettings() if row is None else \
-            InstanceSettings.from_dict(json.loads(row.value))
+def load_settings(database: Database, session=None) -> InstanceSettings:
+    """The instance settings, read in `session` when given, else in a transaction of its own."""
+    if session is None:
+        with database.session() as own:
+            return load_settings(database, own)
+    row = session.get(Setting, SETTINGS_KEY)
+    return InstanceSettings() if row is None else \
+        InstanceSettings.from_dict(json.loads(row.value))
 
 
 def save_settings(database: Database, settings: InstanceSettings) -> None:
@@ -117,9 +121,9 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
     from leaderboard.published import published_usb_rows
     from leaderboard.ranking import aggregate_rule, band_rule
 
-    settings = load_settings(database)
+    settings = load_settings(database, session)
     track = settings.track(track_name)
-    gold = gold_for(database, track.name)
+    gold = gold_for(database, track.name, session)
     if board not in gold:
         return None
     key, versions = score_versions(track, board, gold)

@@ -160,16 +160,15 @@ class Board(Base):
     document: Mapped[str | None] = mapped_column(Text, nullable=True)    # the API's JSON
     csv: Mapped[str | None] = mapped_column(Text, nullable=True)
     computed_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
-    #: the rebuild ticket of the stored snapshot: a rebuild holding an older ticket read the
-    #: database earlier, so it never replaces this one (None: stored before tickets existed)
+    #: the horizon of the stored snapshot (the newest rebuild ticket its reads saw): a snapshot
+    #: of a lower horizon was read earlier and never replaces it (None: stored before tickets)
     ticket: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class RebuildTicket(Base):
     """Tickets taken by board rebuilds before they read the database: ids only grow (SQLite:
-    AUTOINCREMENT, so deleting old rows never lets an id be used again; PostgreSQL: a sequence).
-    A rebuild whose ticket is newer started reading later and saw every change committed
-    before it took its ticket."""
+    AUTOINCREMENT, so deleting old rows never lets an id be used again; PostgreSQL: a
+    sequence). The newest ticket a snapshot sees orders snapshots (leaderboard.service.publish)."""
     __tablename__ = "rebuild_tickets"
     __table_args__ = {"sqlite_autoincrement": True}
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

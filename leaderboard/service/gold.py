@@ -61,19 +61,22 @@ def count_items(payload: Mapping) -> int:
     return 0
 
 
-def gold_for(database: Database, track: str) -> dict[str, dict[str, dict]]:
-    """board -> part -> payload of a track, cached per process until a part changes."""
-    with database.session() as session:
-        marks = tuple(session.execute(
-            select(GoldPart.board, GoldPart.part, GoldPart.sha256)
-            .filter_by(track=track).order_by(GoldPart.board, GoldPart.part)).all())
-        key = (database.url, track, marks)
-        with _cache_lock:
-            if key in _cache:
-                return _cache[key]
-        gold: dict[str, dict[str, dict]] = {}
-        for row in session.scalars(select(GoldPart).filter_by(track=track)):
-            gold.setdefault(row.board, {})[row.part] = unpack(row.payload)
+def gold_for(database: Database, track: str, session=None) -> dict[str, dict[str, dict]]:
+    """board -> part -> payload of a track, cached per process until a part changes; read in
+    `session` when given (a board rebuild's snapshot), else in a transaction of its own."""
+    if session is None:
+        with database.session() as own:
+            return gold_for(database, track, own)
+    marks = tuple(session.execute(
+        select(GoldPart.board, GoldPart.part, GoldPart.sha256)
+        .filter_by(track=track).order_by(GoldPart.board, GoldPart.part)).all())
+    key = (database.url, track, marks)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    gold: dict[str, dict[str, dict]] = {}
+    for row in session.scalars(select(GoldPart).filter_by(track=track)):
+        gold.setdefault(row.board, {})[row.part] = unpack(row.payload)
     with _cache_lock:
         for old in [k for k in _cache if k[:2] == key[:2]]:
             del _cache[old]

@@ -70,6 +70,7 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
     database = Database(db)
     try:
         revision = migrate(database)
+        before = load_settings(database).to_dict()
         instance = configure(database, settings or {}, evaluators)
         changes = load_all_gold(database, instance, gold, pyramids)
         added = add_computed_rows(database, instance) if computed_rows else {}
@@ -82,7 +83,8 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
         built = set(all_boards(database))
         for track, names in boards.items():
             for board in names:
-                if (track, board) in stale or (track, board) not in built:
+                if instance.to_dict() != before or (track, board) in stale or \
+                        (track, board) not in built:  # new settings show on every board
                     rebuild_board(database, track, board)
         return {"database": database.url.split("@")[-1], "revision": revision,
                 "settings": instance.to_dict(), "gold": changes, "computed_rows": added,

@@ -1,19 +1,22 @@
 """Rebuilding a board: its snapshot, chart, rendered page, API document and CSV, stored in one
 row, so that page and API requests only read a stored text.
 
-Only the final store holds the write lock. A rebuild first takes a ticket (a short write: ids
-only grow), then reads everything it ranks in one snapshot transaction and renders outside any
-transaction, then stores, in a write transaction that locks the board row, unless the row
-already holds a snapshot of a newer ticket. A newer ticket was taken later, so its reads began
-later and saw at least as much: a slow rebuild never replaces a newer snapshot with an older
-one. The rebuild that took the newest ticket always stores, and every change is followed by a
-rebuild that takes its ticket after the change committed, so the stored board ends up current.
+Only the final store holds the write lock. A rebuild first takes a ticket (a short write;
+ticket ids only grow), then reads settings, gold and entries in one snapshot transaction,
+together with the newest ticket that snapshot sees (its horizon), renders outside any
+transaction, and stores in a write transaction that locks the board row, unless the row holds
+a snapshot of a higher horizon. Snapshots only grow, and each holds every ticket committed
+before it, so a higher horizon means a snapshot read later: a slow rebuild never replaces a
+board read later than its own. A change (a new score, hiding, deleting, new gold or settings)
+commits before its rebuild takes a ticket, so any snapshot whose horizon reaches that ticket
+holds the change: once the change's own rebuild has stored, no store can take the board back
+past it, and the rebuild with the newest ticket always stores.
 """
 from __future__ import annotations
 
 import json
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from leaderboard.service.boards import build_snapshot, chart_of
@@ -24,14 +27,20 @@ from leaderboard.service.views import Links, render
 
 def rebuild_board(database: Database, track: str, board: str) -> dict | None:
     """Recompute and store one board; returns the snapshot (None: the board has no gold).
-    A snapshot that a newer rebuild already replaced is returned but not stored."""
-    ticket = take_ticket(database)
+    A snapshot older than the stored one is returned but not stored."""
+    take_ticket(database)
     with database.snapshot_session() as session:
+        horizon = newest_ticket(session)
         snapshot = build_snapshot(database, track, board, session)
     if snapshot is None:
         return None
-    store_board(database, track, board, ticket, render_outputs(snapshot))
+    store_board(database, track, board, horizon, render_outputs(snapshot))
     return snapshot
+
+
+def newest_ticket(session) -> int:
+    """The horizon of a snapshot: the newest ticket it sees."""
+    return session.scalar(select(func.max(RebuildTicket.id))) or 0
 
 
 def take_ticket(database: Database) -> int:
@@ -50,15 +59,15 @@ def render_outputs(snapshot: dict) -> dict:
             "document": json.dumps(board_document(snapshot)), "csv": board_csv(snapshot)}
 
 
-def store_board(database: Database, track: str, board: str, ticket: int,
+def store_board(database: Database, track: str, board: str, horizon: int,
                 outputs: dict) -> bool:
-    """Store the rendered outputs unless the board holds a newer ticket's; True when stored.
-    Two first rebuilds of a board may both find no row on PostgreSQL: the one that inserts
-    second fails on the unique key and compares tickets again."""
+    """Store the rendered outputs unless the board holds a snapshot of a higher horizon; True
+    when stored. Two first rebuilds of a board may both find no row on PostgreSQL: the one
+    that inserts second fails on the unique key and compares horizons again."""
     for attempt in range(2):
         try:
             with database.write_session() as session:
-                return _store(session, track, board, ticket, outputs)
+                return _store(session, track, board, horizon, outputs)
         except IntegrityError:
             if attempt:
                 raise
@@ -70,16 +79,16 @@ def board_row(session, track: str, board: str) -> Board | None:
                            .with_for_update()).one_or_none()
 
 
-def _store(session, track: str, board: str, ticket: int, outputs: dict) -> bool:
+def _store(session, track: str, board: str, horizon: int, outputs: dict) -> bool:
     row = board_row(session, track, board)
-    if row is not None and (row.ticket or 0) > ticket:
+    if row is not None and (row.ticket or 0) > horizon:
         return False
     if row is None:
         row = Board(track=track, board=board)
         session.add(row)
     for name, value in outputs.items():
         setattr(row, name, value)
-    row.ticket, row.computed_at = ticket, utcnow()
-    session.flush()
-    session.execute(delete(RebuildTicket).where(RebuildTicket.id < ticket))
+    row.ticket, row.computed_at = horizon, utcnow()
+    session.flush()  # older tickets go; the newest stays, so the horizon never goes back
+    session.execute(delete(RebuildTicket).where(RebuildTicket.id < horizon))
     return True
