@@ -61,8 +61,11 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
     from tasks import get_task
 
     out = Path(out_dir).resolve()
+    from trainers.generation import resolve_device
+
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
+    resolve_device(spec.device)  # and a device torch cannot use here
     resume = prepare_out_dir(spec, out, resume)
     state = RunState(spec, out, prepare_data(spec, out, log), log,
                      config=dict(extra_config or {}))
@@ -113,7 +116,7 @@ def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> bool:
     if spec_path.is_file():
         try:
             earlier = RunSpec.from_json(spec_path.read_text(encoding="utf-8"))
-        except (ValueError, TypeError) as error:
+        except (SumbenchError, ValueError, TypeError) as error:
             raise SumbenchError(f"{spec_path}: unreadable run spec ({error})") from None
         changed = spec.differences(earlier)
         unfinished = not (out / "results.json").is_file()

@@ -77,6 +77,22 @@ def test_invalid_run_specs_are_refused(changes, message):
         RunSpec.from_dict({"model": "m", "tasks": ["fac"], "temperature": 1})
 
 
+def test_a_stored_run_spec_is_read_whatever_its_device_and_a_bad_one_names_its_file(tmp_path):
+    """A run folder written with another device (xpu, cpu:0) is resumed; a stored spec the
+    validation refuses names its file instead of only the field."""
+    from benchmark.run import RUN_SPEC_FILE, prepare_out_dir
+
+    spec = dataclasses.replace(full_spec(), device="cpu")
+    stored = json.loads(spec.to_json())
+    (tmp_path / RUN_SPEC_FILE).write_text(json.dumps({**stored, "device": "xpu:0"}))
+    assert prepare_out_dir(spec, tmp_path, resume=True) is True
+    (tmp_path / RUN_SPEC_FILE).write_text(json.dumps({**stored, "mode": "zero-shot"}))
+    with pytest.raises(SumbenchError) as caught:
+        prepare_out_dir(spec, tmp_path, resume=True)
+    assert str(caught.value).startswith(f"{tmp_path / RUN_SPEC_FILE}: unreadable run spec "
+                                        "(RunSpec.mode must be one of")
+
+
 @pytest.fixture(scope="module")
 def fixture_scores(usb_fixture_dir):
     from tasks.scoring import score_files

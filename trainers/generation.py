@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from trainers.padding import right_padded, row_mask
-from trainers.predict_spec import PredictSpec
+from tasks.errors import SumbenchError
+from trainers.predict_spec import DEVICES, PredictSpec, is_device_name
 
 
 
@@ -63,12 +64,23 @@ def model_device(model):
 
 
 def resolve_device(name: str) -> str:
-    """"auto" means the first CUDA device when there is one, else the CPU."""
-    if name != "auto":
-        return name
+    """"auto" means the first CUDA device when there is one, else the CPU; another name must
+    be one torch can use here (a SumbenchError names what is missing)."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not is_device_name(name):
+        raise SumbenchError(f"device must be {DEVICES}; got {name!r}")
+    kind, _, index = name.partition(":")
+    backend = {"cuda": torch.cuda, "xpu": getattr(torch, "xpu", None),
+               "mps": getattr(torch.backends, "mps", None)}.get(kind)
+    if kind != "cpu" and (backend is None or not backend.is_available()):
+        raise SumbenchError(f"device {name!r} was asked for but torch sees no {kind} device")
+    count = getattr(backend, "device_count", lambda: 1)() if kind != "cpu" else 1
+    if index and kind != "cpu" and int(index) >= count:
+        raise SumbenchError(f"device {name!r}: torch sees {count} {kind} device(s)")
+    return name
 
 
 def prepare_model(model, spec: "PredictSpec"):

@@ -14,16 +14,23 @@ from tasks.errors import SumbenchError, unknown_names
 DTYPES = ("float32", "bfloat16", "float16")
 #: which generated steps give Yes/No probabilities (see trainers.label_probs)
 LABEL_RULES = ("official", "positional")
-DEVICES = "auto, cpu, cuda, cuda:N or mps"
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+DEVICES = "auto, cpu, cuda, cuda:N, mps or xpu"
+
+
+def device_index_ok(text: str) -> bool:
+    """A device index as torch parses it: 0, or digits without a leading zero."""
+    return text == "0" or (text.isascii() and text.isdigit() and text[0] != "0"
+                           and len(text) < 10)
 
 
 def is_device_name(name: object) -> bool:
-    """Whether `name` names a prediction device: auto (a GPU when torch sees one), cpu, cuda,
-    cuda:N or mps. Checked without torch, before any model is loaded."""
+    """Whether `name` names a prediction device: auto (a GPU when torch sees one), or cpu,
+    cuda, mps or xpu with an optional :N. Checked without torch, before any model loads."""
     if not isinstance(name, str):
         return False
-    return name in ("auto", "cpu", "cuda", "mps") or (
-        name.startswith("cuda:") and name[5:].isdigit() and name[5:].isascii())
+    kind, colon, index = name.partition(":")
+    return name == "auto" or (kind in DEVICE_TYPES and (not colon or device_index_ok(index)))
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,6 @@ class PredictSpec:
         if self.label_rule not in LABEL_RULES:
             raise SumbenchError(f"PredictSpec.label_rule must be one of {LABEL_RULES}, "
                                 f"got {self.label_rule!r}")
-        if not is_device_name(self.device):
-            raise SumbenchError(f"PredictSpec.device must be {DEVICES}, got {self.device!r}")
         if self.dtype not in DTYPES:
             raise SumbenchError(f"PredictSpec.dtype must be one of {DTYPES}, got {self.dtype!r}")
 

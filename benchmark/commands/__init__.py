@@ -85,3 +85,25 @@ def fraction(text: str) -> float:
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
     return value
+
+
+def device_name(text: str) -> str:
+    """An argparse type: a prediction device (auto, cpu, cuda, cuda:N, mps, xpu), checked
+    before any model loads."""
+    from trainers.predict_spec import DEVICES, is_device_name
+
+    if not is_device_name(text):
+        raise argparse.ArgumentTypeError(f"must be {DEVICES}, got {text!r}")
+    return text
+
+
+def training_device_name(text: str) -> str:
+    """An argparse type: a training device (auto, cpu, cuda, or cuda:N for one process)."""
+    from tasks.errors import SumbenchError
+    from trainers.distributed import check_training_device_name
+
+    try:
+        check_training_device_name(text)
+    except SumbenchError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmark.commands import positive_int
+from benchmark.commands import device_name, positive_int
 
 SPEC_OPTIONS = ("batch_size", "max_input_tokens", "window_tokens", "max_new_tokens", "num_beams",
                 "label_num_beams", "label_rule", "device", "dtype")
@@ -51,7 +51,8 @@ def register(subparsers) -> None:
                         help="beams for label tasks (default 1: greedy, as the release)")
     parser.add_argument("--label-rule", choices=("official", "positional"),
                         help="which steps are label positions (default official)")
-    parser.add_argument("--device", help="cpu, cuda, cuda:N or auto (default)")
+    parser.add_argument("--device", type=device_name,
+                        help="auto (default), cpu, cuda, cuda:N, mps or xpu")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")
@@ -96,9 +97,11 @@ def spec_file_fields(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from tasks import get_task, parse_task_list
     from tasks.io import write_json
+    from trainers.generation import resolve_device
     from trainers.predict import load_model, prepared_fingerprint, run_task
 
     spec = build_spec(args)
+    resolve_device(spec.device)  # a device torch cannot use here fails before anything loads
     names = list(parse_task_list(args.tasks))
     inputs = {}  # every input is read and checked before the model loads
     for name in names:

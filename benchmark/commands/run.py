@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_float, positive_int, resample_count
+from benchmark.commands import device_name, non_negative_int, positive_float, positive_int, \
+    resample_count
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
 from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 
@@ -94,9 +95,9 @@ def _add_prediction_arguments(predict) -> None:
     predict.add_argument("--label-rule", choices=("official", "positional"), default="official",
                          help="which generated steps give Yes/No probabilities (default: the "
                               "release's rule, every generated Yes/No token)")
-    predict.add_argument("--device", default="auto",
+    predict.add_argument("--device", default="auto", type=device_name,
                          help="where to train and predict: auto (default: the GPU when torch "
-                              "sees one), cpu, cuda or cuda:N")
+                              "sees one), cpu, cuda or cuda:N (few-shot runs also mps, xpu)")
 
 
 def _add_fewshot_arguments(shots) -> None:
@@ -152,6 +153,9 @@ def build_run_spec(args: argparse.Namespace):
         model = get_profile(args.profile).model
     if not model:
         raise SumbenchError("--model is required (few-shot runs, and profiles without a model)")
+    if args.mode == "finetune" and args.training != "none":
+        from trainers.distributed import check_training_device_name
+        check_training_device_name(args.device)  # before the run's folder is written
     return RunSpec(
         model=local_or_id(model), tasks=task_list(args.tasks), mode=args.mode,
         variant=args.variant, split=args.split, seed=args.seed, revision=args.revision,

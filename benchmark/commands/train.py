@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import fraction, non_negative_int, positive_int
+from benchmark.commands import fraction, non_negative_int, positive_int, \
+    training_device_name
 from benchmark.results import EARLY_STOPPING
 
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric",
                         help="validation signal for early stopping and best-model selection: "
                              "the tasks' headline metric (default), minus the loss, or none")
-    parser.add_argument("--device", default="auto",
+    parser.add_argument("--device", default="auto", type=training_device_name,
                         help="auto (default: this process's GPU when torch sees GPUs), cpu, "
                              "cuda or, for one process, cuda:N")
     parser.add_argument("--resume", action="store_true",
@@ -109,10 +110,8 @@ def _split_assignment(text: str) -> tuple[str, str]:
 
 def run_train(args: argparse.Namespace) -> int:
     from tasks import parse_task_list
-    from trainers.distributed import check_training_device_name
 
-    parse_task_list(args.tasks)  # a bad list (or device) fails before anything loads
-    check_training_device_name(args.device)
+    parse_task_list(args.tasks)  # a bad list fails before anything loads
     spec = build_spec(args)
     if args.print_spec:
         print(spec.to_json())
