@@ -249,6 +249,18 @@ def test_an_unmigrated_database_is_refused(capsys, tmp_path):
     assert code == 2 and "run `sumbench leaderboard init" in err
 
 
+def test_rows_the_server_computes_are_not_held_to_the_submitters_limits(capsys, tmp_path,
+                                                                        data_dir):
+    """Tiny upload limits (set by an admin for submitters) used to fail `init` on the
+    server's own baseline rows."""
+    shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
+    code, out, err = _run(capsys, "leaderboard", "init", "--db", str(tmp_path / "lb.sqlite"),
+                          "--gold", str(tmp_path / "gold"), "--set", "n_resamples=20",
+                          "--set", "max_line_bytes=64", "--set", "max_upload_bytes=1024")
+    assert code == 0, err
+    assert json.loads(out)["computed_rows"]["baseline"] > 0
+
+
 def test_demo_instance_has_gold_baselines_and_a_scored_demo_entry(capsys, tmp_path):
     code, out, _ = _run(capsys, "leaderboard", "init", "--db", str(tmp_path / "lb.sqlite"),
                         "--demo", "--demo-docs", "12", "--set", "n_resamples=20")
