@@ -65,7 +65,8 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
 
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
-    resolve_device(spec.device)  # and a device torch cannot use here
+    if spec.mode == "finetune" or spec.fewshot_backend != "openai":
+        resolve_device(spec.device)  # and a device torch cannot use here (a model runs here)
     resume = prepare_out_dir(spec, out, resume)
     state = RunState(spec, out, prepare_data(spec, out, log), log,
                      config=dict(extra_config or {}))

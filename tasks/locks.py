@@ -87,6 +87,23 @@ def _read_owner(path: Path) -> dict:
 
 
 def _create(path: Path, owner: dict) -> bool:
+    """Create `path` holding `owner`, only if it does not exist. The content is written to a
+    file of its own first and linked into place, so a lock is never seen empty (where hard
+    links are not supported, O_EXCL creation and then the write)."""
+    spare = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    try:
+        spare.write_text(json.dumps(owner), encoding="utf-8")
+        try:
+            os.link(spare, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+    finally:
+        with contextlib.suppress(OSError):
+            spare.unlink()
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
@@ -96,13 +113,42 @@ def _create(path: Path, owner: dict) -> bool:
     return True
 
 
+#: a breaker lock older than this was left by a process killed while removing a stale lock
+BREAKER_STALE_SECONDS = 30.0
+
+
+def _remove_stale(path: Path, seen: dict) -> None:
+    """Remove the lock `seen` as stale, under a breaker lock (`<lock>.break`) so that two
+    processes never both remove a lock and one of them the other's new one: the lock is read
+    again under it and removed only if it is still the stale one. Returns at once when
+    another process is removing it (the caller tries again)."""
+    breaker = path.with_name(path.name + ".break")
+    if not _create(breaker, {"pid": os.getpid(), "host": socket.gethostname()}):
+        age = _seconds_since_refresh(breaker)
+        if age is not None and age > BREAKER_STALE_SECONDS:
+            with contextlib.suppress(FileNotFoundError):
+                breaker.unlink()
+        time.sleep(0.05)
+        return
+    try:
+        current = _read_owner(path)
+        if current == seen and not (current and _owner_alive(current, path)):
+            print(f"sumbench: note: removing the stale lock {path} ({_gone(current, path)})",
+                  file=sys.stderr)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            breaker.unlink()
+
+
 def acquire(folder: str | os.PathLike, command: str) -> Path:
     """Take the lock of `folder` for `command` or raise FolderInUseError naming the owner."""
     path = lock_path(folder)
     owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
              "process_start": _process_start(os.getpid()),
              "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    for _ in range(3):
+    for _ in range(100):  # a few seconds, while other processes remove a stale lock
         if _create(path, owner):
             return path
         current = _read_owner(path)
@@ -112,10 +158,7 @@ def acquire(folder: str | os.PathLike, command: str) -> Path:
                 f"(pid {current.get('pid')} on {current.get('host')}, since "
                 f"{current.get('since')}{_refreshed(current, path)}); wait for it to finish, "
                 f"or delete {path} if that process is gone")
-        print(f"sumbench: note: removing the stale lock {path} ({_gone(current, path)})",
-              file=sys.stderr)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        _remove_stale(path, current)
     raise FolderInUseError(f"cannot take the lock {path}: another process keeps taking it")
 
 
@@ -154,8 +197,11 @@ class _Heartbeat:
 
 
 def release(path: Path) -> None:
-    """Drop a lock this process holds (a lock owned by someone else is left alone)."""
-    if _read_owner(path).get("pid") == os.getpid():
+    """Drop a lock this process holds (a lock owned by someone else, on another host or by an
+    earlier process of the same pid, is left alone)."""
+    owner = _read_owner(path)
+    if (owner.get("pid"), owner.get("host"), owner.get("process_start")) == \
+            (os.getpid(), socket.gethostname(), _process_start(os.getpid())):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 

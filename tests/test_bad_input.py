@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -422,8 +423,6 @@ def test_another_hosts_lock_is_stale_once_its_owner_stops_refreshing_it(tmp_path
     counts as alive while its owner refreshes it, and is replaced once it has not been
     refreshed for STALE_AFTER_SECONDS (a job killed with SIGKILL used to block the folder until
     someone deleted the lock by hand)."""
-    import time
-
     import tasks.locks as locks
 
     out = tmp_path / "run"
@@ -453,6 +452,41 @@ def test_another_hosts_lock_is_stale_once_its_owner_stops_refreshing_it(tmp_path
     assert not path.exists()
     beats = [t for t in threading.enumerate() if t.name == "sumbench-lock-heartbeat"]
     assert beats == []  # stopped with the lock
+
+
+def test_a_stale_lock_is_removed_only_while_it_is_still_the_stale_one(tmp_path, capsys):
+    """Two processes that both found the same stale lock: the slower one used to remove the
+    lock the faster one had just taken, and both held the folder. Removal now happens under
+    a breaker lock and only if the lock still holds the stale owner; a process releases only
+    its own lock (same pid on another host, or an earlier process of the pid, is not it)."""
+    import tasks.locks as locks
+
+    path = locks.lock_path(tmp_path / "run")
+    stale = {"pid": 4242, "host": "node-7", "command": "train", "since": "2026-11-25"}
+    fresh = {"pid": 4243, "host": "node-8", "command": "train", "since": "2026-11-25"}
+    path.write_text(json.dumps(fresh))  # taken by another process since `stale` was read
+    locks._remove_stale(path, stale)
+    assert json.loads(path.read_text()) == fresh
+    breaker = path.with_name(path.name + ".break")
+    breaker.write_text("{}")  # another process is removing it: this one waits its turn
+    path.write_text(json.dumps(stale))
+    old = time.time() - locks.STALE_AFTER_SECONDS - 60
+    os.utime(path, (old, old))
+    locks._remove_stale(path, stale)
+    assert path.exists() and breaker.exists()
+    breaker.unlink()
+    locks._remove_stale(path, stale)
+    assert not path.exists() and not breaker.exists()
+    assert "owner pid 4242 on node-7 has not refreshed it" in capsys.readouterr().err
+    mine = {"pid": os.getpid(), "host": "node-9", "command": "train"}
+    path.write_text(json.dumps(mine))
+    locks.release(path)  # the same pid on another host is another process
+    assert path.exists()
+    path.write_text(json.dumps({**mine, "host": socket.gethostname(), "process_start": "1"}))
+    locks.release(path)  # an earlier process of this pid
+    assert path.exists()
+    assert locks._create(path, {"pid": 1}) is False  # and creation never replaces a lock
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no spare files
 
 
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):

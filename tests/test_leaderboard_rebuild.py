@@ -101,6 +101,36 @@ def test_snapshots_are_ordered_by_when_they_were_read_not_by_their_tickets(board
     assert _models(database) == []
 
 
+def test_of_two_snapshots_with_the_same_horizon_the_first_stored_stays(board_db):
+    """Two reads can see the same newest ticket with a change committed between them: the
+    earlier read must not replace the later one (it did with equal horizons allowed)."""
+    database, _, submission_id = board_db
+    take_ticket(database)
+    take_ticket(database)
+    horizon_a, snapshot_a = _read(database)
+    with database.write_session() as session:  # a change, its rebuild not started yet
+        session.get(Submission, submission_id).hidden = True
+    horizon_b, snapshot_b = _read(database)
+    assert horizon_a == horizon_b and (_entries(snapshot_a), _entries(snapshot_b)) == (["m"], [])
+    assert store_board(database, "usb", "all", horizon_b, render_outputs(snapshot_b))
+    assert not store_board(database, "usb", "all", horizon_a, render_outputs(snapshot_a))
+    assert _models(database) == []
+
+
+def test_an_init_that_failed_after_saving_settings_rebuilds_the_boards_when_run_again(
+        board_db, tmp_path):
+    from leaderboard.service.init import initialise
+    from tasks.errors import SumbenchError
+
+    database, _, _ = board_db
+    with pytest.raises(SumbenchError, match="no-such-gold"):
+        initialise(database.url, gold=str(tmp_path / "no-such-gold"), settings={"alpha": "0.1"},
+                   computed_rows=False)
+    assert read_board(database, "usb", "all")[0]["parameters"]["alpha"] == 0.05
+    initialise(database.url, computed_rows=False)  # nothing changes now, but the boards lag
+    assert read_board(database, "usb", "all")[0]["parameters"]["alpha"] == 0.1
+
+
 def test_settings_changed_by_init_are_published_on_every_board(board_db):
     """`init --set` used to store new settings and leave every built board as it was (its
     alpha, and intervals that a larger min_public_items withholds)."""
@@ -185,3 +215,42 @@ def test_two_first_rebuilds_on_postgres_store_the_newer_ticket(tmp_path, data_di
         assert looks[:2] == [True, True] and len(looks) == 3  # one retried
         assert stored[tickets[1]] is True
         database.dispose()
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL 15 server binaries not found "
+                    "under /usr/lib/postgresql/15/bin (apt-get install postgresql)")
+def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
+    """gold_for reads the parts' digests, then their payloads, and caches them under the
+    digests: a gold change committed between the two statements used to be cached as the old
+    digests with the new payloads (READ COMMITTED), which a later rebuild then used."""
+    from sqlalchemy import event
+
+    from leaderboard.service.db import GoldPart, pack, unpack
+    import leaderboard.service.gold as gold_module
+    from leaderboard.service.gold import gold_for
+    from leaderboard.service.init import initialise
+
+    gold = tmp_path / "gold"
+    shutil.copytree(data_dir / "all", gold / "all")
+    new_sha = "f" * 64
+    with postgres_cluster() as url:
+        initialise(url, gold=str(gold), settings={"n_resamples": "20"}, computed_rows=False)
+        database, writer = Database(url), Database(url)
+
+        def change_gold_midway(conn, cursor, statement, *rest):
+            if "gold_parts.payload" in statement and not changed:
+                changed.append(True)
+                with writer.write_session() as session:
+                    row = session.scalars(select(GoldPart).filter_by(
+                        part="fixing_factuality")).one()
+                    row.sha256 = new_sha
+                    row.payload = pack({**unpack(row.payload), "sha256": new_sha})
+
+        changed: list[bool] = []
+        event.listen(database.engine, "before_cursor_execute", change_gold_midway)
+        gold_module._cache.clear()  # as in a fresh worker process
+        first = gold_for(database, "usb")["all"]["fixing_factuality"]["sha256"]
+        second = gold_for(database, "usb")["all"]["fixing_factuality"]["sha256"]
+        assert changed and first != new_sha and second == new_sha
+        database.dispose()
+        writer.dispose()

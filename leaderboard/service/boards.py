@@ -143,9 +143,17 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "parameters": {"n_resamples": settings.n_resamples, "seed": settings.seed,
                            "alpha": settings.alpha,
                            "min_public_items": settings.min_public_items},
-            "withheld_intervals": sorted(small),
+            "withheld_intervals": sorted(small), "settings_sha256": settings_sha256(settings),
             "ranked": ranked, "partial": partial, "pending": pending, "published": published,
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
+
+
+def settings_sha256(settings: InstanceSettings) -> str:
+    """The fingerprint of the settings a snapshot was built under."""
+    import hashlib
+
+    text = json.dumps(settings.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:

@@ -64,8 +64,8 @@ def count_items(payload: Mapping) -> int:
 def gold_for(database: Database, track: str, session=None) -> dict[str, dict[str, dict]]:
     """board -> part -> payload of a track, cached per process until a part changes; read in
     `session` when given (a board rebuild's snapshot), else in a transaction of its own."""
-    if session is None:
-        with database.session() as own:
+    if session is None:  # one view for the marks and the payloads (the cache is shared)
+        with database.snapshot_session() as own:
             return gold_for(database, track, own)
     marks = tuple(session.execute(
         select(GoldPart.board, GoldPart.part, GoldPart.sha256)

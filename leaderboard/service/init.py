@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from leaderboard.service.boards import all_boards, load_settings, save_settings
+from leaderboard.service.boards import load_settings, read_board, save_settings, \
+    settings_sha256
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of, store_gold
@@ -63,6 +64,13 @@ def add_computed_rows(database: Database, settings) -> dict[str, int]:
     return added
 
 
+def built_with(database: Database, track: str, board: str, settings) -> bool:
+    """Whether the board's stored snapshot was built under these settings (an init that failed
+    after saving new settings, run again, still rebuilds the boards)."""
+    stored = read_board(database, track, board)
+    return stored is not None and stored[0].get("settings_sha256") == settings_sha256(settings)
+
+
 def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = (),
                settings: Mapping[str, str] | None = None, evaluators: Sequence[str] = (),
                computed_rows: bool = True, score: bool = True) -> dict:
@@ -70,7 +78,6 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
     database = Database(db)
     try:
         revision = migrate(database)
-        before = load_settings(database).to_dict()
         instance = configure(database, settings or {}, evaluators)
         changes = load_all_gold(database, instance, gold, pyramids)
         added = add_computed_rows(database, instance) if computed_rows else {}
@@ -80,11 +87,9 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
             jobs = Worker(database).drain()
         boards = boards_of(database)
         stale = {(c["track"], c["board"]) for c in changes if c["change"] != "unchanged"}
-        built = set(all_boards(database))
         for track, names in boards.items():
             for board in names:
-                if instance.to_dict() != before or (track, board) in stale or \
-                        (track, board) not in built:  # new settings show on every board
+                if (track, board) in stale or not built_with(database, track, board, instance):
                     rebuild_board(database, track, board)
         return {"database": database.url.split("@")[-1], "revision": revision,
                 "settings": instance.to_dict(), "gold": changes, "computed_rows": added,

@@ -4,13 +4,14 @@ row, so that page and API requests only read a stored text.
 Only the final store holds the write lock. A rebuild first takes a ticket (a short write;
 ticket ids only grow), then reads settings, gold and entries in one snapshot transaction,
 together with the newest ticket that snapshot sees (its horizon), renders outside any
-transaction, and stores in a write transaction that locks the board row, unless the row holds
-a snapshot of a higher horizon. Snapshots only grow, and each holds every ticket committed
-before it, so a higher horizon means a snapshot read later: a slow rebuild never replaces a
-board read later than its own. A change (a new score, hiding, deleting, new gold or settings)
-commits before its rebuild takes a ticket, so any snapshot whose horizon reaches that ticket
-holds the change: once the change's own rebuild has stored, no store can take the board back
-past it, and the rebuild with the newest ticket always stores.
+transaction, and stores in a write transaction that locks the board row, only if its horizon
+is higher than the stored snapshot's. Snapshots only grow, and each holds every ticket
+committed before it, so a snapshot of a lower horizon was read earlier (of an equal one,
+perhaps earlier): a slow rebuild never replaces a board read later than its own. A change (a
+new score, hiding, deleting, new gold or settings) commits before its rebuild takes a ticket,
+so a snapshot without the change has a horizon below that ticket and one whose horizon reaches
+it holds the change: once the change's own rebuild has stored (or a later one, in its stead),
+no store takes the board back past it.
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def render_outputs(snapshot: dict) -> dict:
 
 def store_board(database: Database, track: str, board: str, horizon: int,
                 outputs: dict) -> bool:
-    """Store the rendered outputs unless the board holds a snapshot of a higher horizon; True
+    """Store the rendered outputs if their horizon is higher than the stored snapshot's; True
     when stored. Two first rebuilds of a board may both find no row on PostgreSQL: the one
     that inserts second fails on the unique key and compares horizons again."""
     for attempt in range(2):
@@ -81,8 +82,8 @@ def board_row(session, track: str, board: str) -> Board | None:
 
 def _store(session, track: str, board: str, horizon: int, outputs: dict) -> bool:
     row = board_row(session, track, board)
-    if row is not None and (row.ticket or 0) > horizon:
-        return False
+    if row is not None and row.ticket is not None and row.ticket >= horizon:
+        return False  # read no later than the stored one (an equal horizon may be earlier)
     if row is None:
         row = Board(track=track, board=board)
         session.add(row)
