@@ -489,6 +489,54 @@ def test_a_stale_lock_is_removed_only_while_it_is_still_the_stale_one(tmp_path, 
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no spare files
 
 
+RACER = """
+import json, os, sys, time
+from pathlib import Path
+from tasks.locks import FolderInUseError, output_lock
+out, start = Path(sys.argv[1]), Path(sys.argv[2])
+while not start.exists():
+    time.sleep(0.001)
+try:
+    with output_lock(out, "race"):
+        holders = out.parent / "holders"
+        mine = holders / str(os.getpid())
+        mine.touch()
+        time.sleep(0.3)
+        others = [p.name for p in holders.iterdir() if p != mine]
+        mine.unlink()
+        print(json.dumps({"held": True, "others": others}))
+except FolderInUseError:
+    print(json.dumps({"held": False}))
+"""
+
+
+def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path):
+    """Eight processes find the same stale lock at once (a requeued cluster array): whoever
+    takes the folder holds it alone."""
+    import tasks.locks as locks
+
+    out, start = tmp_path / "run", tmp_path / "start"
+    (tmp_path / "holders").mkdir()
+    path = locks.lock_path(out)
+    path.write_text(json.dumps({"pid": 4242, "host": "node-7", "command": "train"}))
+    old = time.time() - locks.STALE_AFTER_SECONDS - 60
+    os.utime(path, (old, old))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(out), str(start)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for _ in range(8)]
+    time.sleep(1.0)  # every racer is waiting at the start line
+    start.touch()
+    results = []
+    for racer in racers:
+        stdout, stderr = racer.communicate(timeout=120)
+        assert racer.returncode == 0, stderr
+        results.append(json.loads(stdout))
+    held = [result for result in results if result["held"]]
+    assert held and all(result["others"] == [] for result in held)
+    assert not path.exists()
+
+
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):
     """Two `baseline` runs on one --out both exited 0 with one output silently replaced, and
     two experiments on one folder ran each other's jobs; `experiment job` (many at once on a
