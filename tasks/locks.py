@@ -86,21 +86,49 @@ def _read_owner(path: Path) -> dict:
     return owner if isinstance(owner, dict) else {}
 
 
+#: a breaker lock older than this was left by a process killed while removing a stale lock
+BREAKER_STALE_SECONDS = 10.0
+#: an empty lock younger than this is being written (file systems without hard links)
+EMPTY_GRACE_SECONDS = 10.0
+#: how long `acquire` keeps trying while other processes remove a stale lock
+ACQUIRE_SECONDS = 15.0
+#: a spare file (written, then linked as the lock) older than this was left by a killed process
+SPARE_STALE_SECONDS = 60.0
+
+
+def _owner_record(command: str) -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+            "process_start": _process_start(os.getpid()),
+            "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _write_spare(spare: Path, owner: dict) -> None:
+    spare.write_text(json.dumps(owner), encoding="utf-8")
+
+
 def _create(path: Path, owner: dict) -> bool:
     """Create `path` holding `owner`, only if it does not exist. The content is written to a
-    file of its own first and linked into place, so a lock is never seen empty (where hard
-    links are not supported, O_EXCL creation and then the write)."""
-    spare = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.new")
+    spare file first and linked into place, so the lock is never seen empty; where hard links
+    are not supported, O_EXCL creation and then the write (`acquire` gives an empty lock
+    EMPTY_GRACE_SECONDS to be written)."""
+    if os.path.lexists(path):
+        return False
+    spare = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}."
+                           f"{threading.get_ident()}.new")
     try:
-        spare.write_text(json.dumps(owner), encoding="utf-8")
+        try:
+            _write_spare(spare, owner)
+        except OSError:
+            if os.path.lexists(path):  # a parent we cannot write, and a lock in it
+                return False
+            raise
         try:
             os.link(spare, path)
             return True
         except FileExistsError:
             return False
-        except OSError as error:
-            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-                raise
+        except OSError:  # no hard links here (vfat, some FUSE and SMB mounts, sshfs)
+            pass
     finally:
         with contextlib.suppress(OSError):
             spare.unlink()
@@ -113,22 +141,36 @@ def _create(path: Path, owner: dict) -> bool:
     return True
 
 
-#: a breaker lock older than this was left by a process killed while removing a stale lock
-BREAKER_STALE_SECONDS = 30.0
+def _sweep_spares(path: Path) -> None:
+    """Remove spare files of `path` that a killed process left (they live microseconds)."""
+    with contextlib.suppress(OSError):
+        for spare in path.parent.glob(f"{path.name}.*.new"):
+            age = _seconds_since_refresh(spare)
+            if age is not None and age > SPARE_STALE_SECONDS:
+                with contextlib.suppress(OSError):
+                    spare.unlink()
+
+
+def _breaker_abandoned(breaker: Path) -> bool:
+    holder, age = _read_owner(breaker), _seconds_since_refresh(breaker)
+    if holder.get("host") == socket.gethostname() and not _owner_alive(holder, breaker):
+        return True  # its process is gone
+    return age is not None and age > BREAKER_STALE_SECONDS
 
 
 def _remove_stale(path: Path, seen: dict) -> None:
     """Remove the lock `seen` as stale, under a breaker lock (`<lock>.break`) so that two
     processes never both remove a lock and one of them the other's new one: the lock is read
     again under it and removed only if it is still the stale one. Returns at once when
-    another process is removing it (the caller tries again)."""
+    another process is removing it (the caller tries again); removes a breaker whose process
+    is gone or that is older than BREAKER_STALE_SECONDS."""
     breaker = path.with_name(path.name + ".break")
-    if not _create(breaker, {"pid": os.getpid(), "host": socket.gethostname()}):
-        age = _seconds_since_refresh(breaker)
-        if age is not None and age > BREAKER_STALE_SECONDS:
+    if not _create(breaker, _owner_record("remove a stale lock")):
+        if _breaker_abandoned(breaker):
             with contextlib.suppress(FileNotFoundError):
                 breaker.unlink()
-        time.sleep(0.05)
+        else:
+            time.sleep(0.05)
         return
     try:
         current = _read_owner(path)
@@ -144,11 +186,10 @@ def _remove_stale(path: Path, seen: dict) -> None:
 
 def acquire(folder: str | os.PathLike, command: str) -> Path:
     """Take the lock of `folder` for `command` or raise FolderInUseError naming the owner."""
-    path = lock_path(folder)
-    owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-             "process_start": _process_start(os.getpid()),
-             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    for _ in range(100):  # a few seconds, while other processes remove a stale lock
+    path, owner = lock_path(folder), _owner_record(command)
+    _sweep_spares(path)
+    deadline = time.monotonic() + ACQUIRE_SECONDS
+    while time.monotonic() < deadline:
         if _create(path, owner):
             return path
         current = _read_owner(path)
@@ -158,6 +199,9 @@ def acquire(folder: str | os.PathLike, command: str) -> Path:
                 f"(pid {current.get('pid')} on {current.get('host')}, since "
                 f"{current.get('since')}{_refreshed(current, path)}); wait for it to finish, "
                 f"or delete {path} if that process is gone")
+        if not current and (_seconds_since_refresh(path) or 0.0) < EMPTY_GRACE_SECONDS:
+            time.sleep(0.05)  # an owner may be writing it
+            continue
         _remove_stale(path, current)
     raise FolderInUseError(f"cannot take the lock {path}: another process keeps taking it")
 

@@ -489,6 +489,63 @@ def test_a_stale_lock_is_removed_only_while_it_is_still_the_stale_one(tmp_path, 
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no spare files
 
 
+def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeypatch, capsys):
+    """Hard links missing (ENOSYS on sshfs), a parent that cannot be written holding a live
+    lock, a breaker and a spare file left by killed processes, and an empty lock whose owner
+    is still writing it (file systems without hard links)."""
+    import errno as errnos
+
+    import tasks.locks as locks
+
+    def no_links(source, target):
+        raise OSError(errnos.ENOSYS, "Function not implemented")
+
+    out = tmp_path / "run"
+    path = locks.lock_path(out)
+    with monkeypatch.context() as patched:
+        patched.setattr(locks.os, "link", no_links)
+        with locks.output_lock(out, "train") as held:
+            assert json.loads(held.read_text())["command"] == "train"
+    assert not path.exists()
+
+    live = {**locks._owner_record("slow writer")}
+    def lock_appears_then_no_room(spare, owner):  # another process made the lock meanwhile
+        path.write_text(json.dumps(live))
+        raise PermissionError(errnos.EACCES, "Permission denied", str(spare))
+    with monkeypatch.context() as patched:
+        patched.setattr(locks, "_write_spare", lock_appears_then_no_room)
+        with pytest.raises(locks.FolderInUseError, match="in use by 'sumbench slow writer'"):
+            locks.acquire(out, "train")
+    path.unlink()
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    old = time.time() - 3600
+    path.write_text(json.dumps({"pid": int(dead), "host": socket.gethostname()}))
+    breaker = path.with_name(path.name + ".break")
+    breaker.write_text(json.dumps({"pid": int(dead), "host": socket.gethostname()}))
+    spare = path.with_name(f"{path.name}.node-3.77.88.new")
+    spare.write_text("{}")
+    os.utime(spare, (old, old))
+    started = time.monotonic()
+    with locks.output_lock(out, "train"):
+        assert time.monotonic() - started < 5  # no waiting for the breaker to age
+        assert not breaker.exists() and not spare.exists()
+    assert "removing the stale lock" in capsys.readouterr().err
+
+    monkeypatch.setattr(locks, "EMPTY_GRACE_SECONDS", 2.0)
+    path.write_text("")  # created, its owner not written yet
+    threading.Timer(0.3, lambda: path.write_text(json.dumps(live))).start()
+    with pytest.raises(locks.FolderInUseError, match="in use by 'sumbench slow writer'"):
+        locks.acquire(out, "train")
+    path.write_text("")
+    old = time.time() - 60
+    os.utime(path, (old, old))  # an empty lock nobody wrote for a minute is stale
+    assert locks.acquire(out, "train") == path
+    locks.release(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 RACER = """
 import json, os, sys, time
 from pathlib import Path
