@@ -203,7 +203,10 @@ def _swap_in(staging: Path, path: Path) -> None:
     """Replace the existing `path` by `staging`; if that fails, the old `path` is restored."""
     backup = path.with_name(f".{path.name}.old")
     _remove(backup)
-    os.replace(path, backup)
+    try:
+        os.replace(path, backup)
+    except OSError as error:  # name the output, not the internal backup beside it
+        raise OSError(error.errno, f"cannot replace it ({error.strerror})", str(path)) from None
     try:
         os.replace(staging, path)
     except BaseException:

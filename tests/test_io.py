@@ -118,6 +118,34 @@ def test_failed_swap_restores_the_old_folder(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no backup, no staging
 
 
+def test_a_folder_that_cannot_be_moved_aside_is_named_not_its_backup(tmp_path, monkeypatch):
+    """An output folder that cannot be renamed (immutable, a mount point) used to be reported
+    as 'out -> .out.old', naming an internal backup the user never made."""
+    import errno
+
+    target = tmp_path / "out"
+    with atomic_directory(target) as staging:
+        (staging / "v.txt").write_text("old")
+    real_replace = os.replace
+
+    def immutable(src, dst):
+        if os.fspath(src) == str(target):
+            raise PermissionError(errno.EPERM, "Operation not permitted", os.fspath(src),
+                                  None, os.fspath(dst))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(io_module.os, "replace", immutable)
+    with pytest.raises(OSError) as caught:
+        with atomic_directory(target) as staging:
+            (staging / "v.txt").write_text("new")
+    assert (caught.value.errno, caught.value.filename, caught.value.filename2) == \
+        (errno.EPERM, str(target), None)
+    assert caught.value.strerror == "cannot replace it (Operation not permitted)"
+    monkeypatch.undo()
+    assert (target / "v.txt").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
 def test_replacing_a_file_by_a_folder_leaves_no_backup(tmp_path):
     target = tmp_path / "out"
     target.write_text("was a file")
