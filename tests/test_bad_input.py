@@ -401,7 +401,7 @@ def test_a_writable_out_under_a_read_only_parent_runs_without_the_lock(tmp_path,
 
     import tasks.locks as locks
 
-    def read_only(folder, command):
+    def read_only(folder, command, owner=None):
         raise OSError(errnos.EROFS, "Read-only file system", str(locks.lock_path(folder)))
 
     monkeypatch.setattr(locks, "acquire", read_only)
@@ -456,26 +456,35 @@ def test_another_hosts_lock_is_stale_once_its_owner_stops_refreshing_it(tmp_path
 
 def test_a_stale_lock_is_removed_only_while_it_is_still_the_stale_one(tmp_path, capsys):
     """Two processes that both found the same stale lock: the slower one used to remove the
-    lock the faster one had just taken, and both held the folder. Removal now happens under
-    a breaker lock and only if the lock still holds the stale owner; a process releases only
-    its own lock (same pid on another host, or an earlier process of the pid, is not it)."""
+    lock the faster one had just taken, and both held the folder. Removal now happens while
+    holding the breaker (flock) and only if the lock is still the file judged stale; a
+    process releases only its own lock (same pid on another host, or an earlier process of
+    the pid, is not it)."""
+    import fcntl
+
     import tasks.locks as locks
 
     path = locks.lock_path(tmp_path / "run")
     stale = {"pid": 4242, "host": "node-7", "command": "train", "since": "2026-11-25"}
     fresh = {"pid": 4243, "host": "node-8", "command": "train", "since": "2026-11-25"}
-    path.write_text(json.dumps(fresh))  # taken by another process since `stale` was read
-    locks._remove_stale(path, stale)
-    assert json.loads(path.read_text()) == fresh
-    breaker = path.with_name(path.name + ".break")
-    breaker.write_text("{}")  # another process is removing it: this one waits its turn
-    path.write_text(json.dumps(stale))
     old = time.time() - locks.STALE_AFTER_SECONDS - 60
+    path.write_text(json.dumps(stale))
     os.utime(path, (old, old))
-    locks._remove_stale(path, stale)
-    assert path.exists() and breaker.exists()
-    breaker.unlink()
-    locks._remove_stale(path, stale)
+    judged = locks._identity(path)
+    path.unlink()
+    path.write_text(json.dumps(fresh))  # taken by another process since it was judged
+    locks._remove_stale(path, stale, judged)
+    assert json.loads(path.read_text()) == fresh
+    path.write_text(json.dumps(stale))
+    os.utime(path, (old, old))
+    judged = locks._identity(path)
+    breaker = path.with_name(path.name + ".break")
+    holder = os.open(breaker, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another process is removing it: this one waits
+    locks._remove_stale(path, stale, judged)
+    assert path.exists()
+    os.close(holder)  # as when that process dies: the kernel lets go of the breaker
+    locks._remove_stale(path, stale, judged)
     assert not path.exists() and not breaker.exists()
     assert "owner pid 4242 on node-7 has not refreshed it" in capsys.readouterr().err
     mine = {"pid": os.getpid(), "host": "node-9", "command": "train"}
@@ -508,7 +517,7 @@ def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeyp
             assert json.loads(held.read_text())["command"] == "train"
     assert not path.exists()
 
-    live = {**locks._owner_record("slow writer")}
+    live = {**locks._owner_record("slow writer")}  # this process, as another taking
     def lock_appears_then_no_room(spare, owner):  # another process made the lock meanwhile
         path.write_text(json.dumps(live))
         raise PermissionError(errnos.EACCES, "Permission denied", str(spare))
@@ -567,31 +576,92 @@ except FolderInUseError:
 """
 
 
-def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path):
+def _dead_pid() -> int:
+    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout)
+
+
+STALE_LOCKS = {  # what a racer finds where the lock is, all of it left long ago
+    "another host's": lambda: json.dumps({"pid": 4242, "host": "node-7", "command": "train"}),
+    "a dead process's": lambda: json.dumps({"pid": _dead_pid(), "host": socket.gethostname()}),
+    "a damaged": lambda: "{not json",
+    "an empty": lambda: "",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STALE_LOCKS))
+def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind):
     """Eight processes find the same stale lock at once (a requeued cluster array): whoever
-    takes the folder holds it alone."""
+    takes the folder holds it alone. Five rounds per kind (a damaged or empty lock let two
+    processes in about one round in 40)."""
     import tasks.locks as locks
 
-    out, start = tmp_path / "run", tmp_path / "start"
-    (tmp_path / "holders").mkdir()
-    path = locks.lock_path(out)
-    path.write_text(json.dumps({"pid": 4242, "host": "node-7", "command": "train"}))
-    old = time.time() - locks.STALE_AFTER_SECONDS - 60
-    os.utime(path, (old, old))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(out), str(start)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for _ in range(8)]
-    time.sleep(1.0)  # every racer is waiting at the start line
-    start.touch()
-    results = []
-    for racer in racers:
-        stdout, stderr = racer.communicate(timeout=120)
-        assert racer.returncode == 0, stderr
-        results.append(json.loads(stdout))
-    held = [result for result in results if result["held"]]
-    assert held and all(result["others"] == [] for result in held)
-    assert not path.exists()
+    for round_number in range(5):
+        root = tmp_path / str(round_number)
+        (root / "holders").mkdir(parents=True)
+        out, start = root / "run", root / "start"
+        path = locks.lock_path(out)
+        path.write_text(STALE_LOCKS[kind]())
+        old = time.time() - locks.STALE_AFTER_SECONDS - 60
+        os.utime(path, (old, old))
+        racers = [subprocess.Popen([sys.executable, "-c", RACER, str(out), str(start)],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True) for _ in range(8)]
+        time.sleep(1.0)  # every racer is waiting at the start line
+        start.touch()
+        results = []
+        for racer in racers:
+            stdout, stderr = racer.communicate(timeout=120)
+            assert racer.returncode == 0, stderr
+            results.append(json.loads(stdout))
+        held = [result for result in results if result["held"]]
+        assert held and all(result["others"] == [] for result in held), (kind, results)
+        assert sorted(p.name for p in root.iterdir()) == ["holders", "start"]
+
+
+def test_a_zombie_owner_an_interrupt_and_a_vanishing_parent(tmp_path, monkeypatch):
+    """A killed owner its parent has not reaped (a container without init) counted as alive;
+    an interrupt right after the lock was linked in left it behind; a sibling command that
+    removed the parent folder it had made, between this one's mkdir and its lock, failed
+    this one."""
+    import tasks.locks as locks
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = locks._process_start(child.pid)
+    deadline = time.monotonic() + 30
+    while (locks._proc_stat(child.pid) or ["?"])[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)  # exited, not reaped: a zombie
+    owner = {"pid": child.pid, "host": socket.gethostname(), "process_start": started}
+    assert not locks._owner_alive(owner, tmp_path / "none")
+    child.wait()
+
+    out = tmp_path / "run"
+    real_link = os.link
+
+    def link_then_interrupt(source, target):
+        real_link(source, target)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(locks.os, "link", link_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            with locks.output_lock(out, "train"):
+                pass
+    assert not locks.lock_path(out).exists()
+
+    deep = tmp_path / "new" / "deeper" / "out0"
+    real_acquire, calls = locks.acquire, []
+
+    def sibling_cleans_up_first(folder, command, owner=None):
+        calls.append(folder)
+        if len(calls) == 1:
+            (tmp_path / "new" / "deeper").rmdir()  # as the sibling's failed command does
+        return real_acquire(folder, command, owner)
+
+    monkeypatch.setattr(locks, "acquire", sibling_cleans_up_first)
+    with locks.output_lock(deep, "train") as held:
+        assert held.exists() and len(calls) == 2
 
 
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):
