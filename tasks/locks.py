@@ -332,11 +332,14 @@ def _acquire_in(parent: Path, folder, command: str, owner: dict) -> Path:
     """Make the lock's parent folder and take the lock; again when a sibling command removed
     the parent it had made in between (a failed command leaves nothing)."""
     for attempt in range(3):
-        parent.mkdir(parents=True, exist_ok=True)  # its own error names the path at fault
         try:
+            # mkdir's own error names the path at fault; FileExistsError is its answer when
+            # a folder it found is removed before it checks it is a folder
+            parent.mkdir(parents=True, exist_ok=True)
             return acquire(folder, command, owner)
-        except FileNotFoundError:
-            if attempt == 2:
+        except (FileNotFoundError, FileExistsError):
+            if attempt == 2 or any(p.exists() and not p.is_dir()
+                                   for p in (parent, *parent.parents)):
                 raise
     raise AssertionError("unreachable")
 
