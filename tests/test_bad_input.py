@@ -662,6 +662,19 @@ def test_a_zombie_owner_an_interrupt_and_a_vanishing_parent(tmp_path, monkeypatc
     monkeypatch.setattr(locks, "acquire", sibling_cleans_up_first)
     with locks.output_lock(deep, "train") as held:
         assert held.exists() and len(calls) == 2
+    monkeypatch.undo()
+
+    real_mkdir, made = Path.mkdir, []
+
+    def removed_while_checked(self, *args, **kwargs):  # what mkdir says in that race
+        made.append(self)
+        if len(made) == 1:
+            raise FileExistsError(17, "File exists", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", removed_while_checked)
+    with locks.output_lock(tmp_path / "other" / "out1", "train") as held:
+        assert held.exists() and len(made) >= 2
 
 
 def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path, capsys):
