@@ -59,10 +59,9 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
     """Run every stage and write DIR/results.json; returns the results document."""
     from tasks.scoring import score_files
     from tasks import get_task
-
-    out = Path(out_dir).resolve()
     from trainers.generation import resolve_device
 
+    out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
     if spec.mode == "finetune" or spec.fewshot_backend != "openai":
