@@ -73,21 +73,6 @@ def _process_start(pid: int) -> str | None:
     return fields[19] if fields is not None and len(fields) > 19 else None
 
 
-def _pid_runs(pid: int) -> bool:
-    """Whether a process of this pid runs (a zombie has exited; its parent only has not
-    reaped it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    fields = _proc_stat(pid)
-    if fields is None:
-        return not _HAS_PROC  # gone since (Linux), or no /proc to ask
-    return fields[0] != "Z"
-
-
 def _seconds_since_refresh(path: Path) -> float | None:
     try:
         return max(0.0, time.time() - path.stat().st_mtime)
@@ -102,10 +87,21 @@ def _owner_alive(owner: dict, path: Path) -> bool:
         age = _seconds_since_refresh(path)
         return age is not None and age < STALE_AFTER_SECONDS
     pid = owner.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or not _pid_runs(pid):
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    fields = _proc_stat(pid)  # read once: the state and the start time
+    if fields is None:
+        return not _HAS_PROC  # gone since (Linux), or no /proc to ask
+    if fields[0] == "Z":  # a zombie has exited; its parent only has not reaped it
         return False
     started = owner.get("process_start")
-    return started is None or _process_start(pid) in (None, started)
+    return started is None or len(fields) <= 19 or fields[19] == started
 
 
 def _read_owner(path: Path) -> dict:
