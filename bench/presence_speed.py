@@ -6,14 +6,16 @@ and median of each, ratio of medians). `--sample pairs` (default) takes evenly s
 (nearly every pair has its own summary); `--sample examples` takes evenly spaced whole examples
 (every system's summary against each of the example's SCUs, as a Pyramid run pairs them, so
 each summary comes with ~11 units and a few pairs repeat):
-  ours      NLIBackend: length-sorted batches of `--batch-size`, dynamic padding, each distinct
-            pair once, each distinct text tokenized once (trainers.pair_encoding), the last
-            layer for the first token only (trainers.first_token; about half of this 2-layer
-            model's work, ~4% of a 24-layer one), two batches at a time on CPU worker
-            threads (trainers.cpu_workers; `--workers N` to choose);
+  ours      NLIBackend: length-sorted batches of at most `--batch-size` that weigh padding
+            against a batch's fixed cost (trainers.batch_plan), dynamic padding, each
+            distinct pair once, each distinct text tokenized once (trainers.pair_encoding),
+            the last layer for the first token only, its keys and values folded into the
+            query (trainers.first_token; about half of this 2-layer model's work, ~4% of a
+            24-layer one), two batches at a time on CPU worker threads
+            (trainers.cpu_workers; `--workers N` to choose);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
-  one pair  one pair per forward pass ("ratio_one_pair").
+  one pair  one pair per forward pass, truncated at 400 tokens too ("ratio_one_pair").
 "identical": every probability within 1e-5 (padding changes float rounding). `--full` also
 streams all pairs and reports RSS at 25/50/100%: memory stays flat (one chunk at a time;
 `malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers);
@@ -138,9 +140,11 @@ def full_pair_encoding(model, tokenizer, dataset, args) -> dict:
 
 
 def naive_scores(model, tokenizer, pairs) -> list[float]:
-    """The plain loop: tokenize one pair, one forward pass, softmax over the entailment class."""
+    """The plain loop: tokenize one pair (truncated at 400 tokens, as ours and the release),
+    one forward pass, softmax over the entailment class."""
     import torch
 
+    from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH
     from leaderboard.evaluators.presence_models import entailment_index
     from trainers.generation import model_device
 
@@ -148,7 +152,7 @@ def naive_scores(model, tokenizer, pairs) -> list[float]:
     values = []
     with torch.inference_mode():
         for summary, unit in pairs:
-            encoded = tokenizer(summary, unit, truncation=True, max_length=512,
+            encoded = tokenizer(summary, unit, truncation=True, max_length=NLI_MAX_LENGTH,
                                 return_tensors="pt").to(model_device(model))
             values.append(torch.softmax(model(**encoded).logits[0], -1)[entail].item())
     return values

@@ -70,6 +70,54 @@ def test_padding_rows_change_nothing():
         assert torch.allclose(forward(**batch)[0], model(**alone).logits[0], atol=1e-5, rtol=0)
 
 
+def projections_called(model, forward, batch) -> dict:
+    """How often the last layer's key and value maps run in `forward(**batch)`."""
+    attention = model.base_model.encoder.layer[-1].attention.self
+    counts = {"key": 0, "value": 0}
+    hooks = [getattr(attention, name).register_forward_hook(
+        lambda *_, name=name: counts.__setitem__(name, counts[name] + 1)) for name in counts]
+    try:
+        with torch.inference_mode():
+            forward(**batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return counts
+
+
+def test_the_last_layer_folds_its_keys_and_values_into_the_query():
+    """Keys and values of every position are never projected in the last layer, and the
+    logits are still the model's (test_the_shortcut_gives_the_model_logits)."""
+    model = bert(layers=2)
+    forward, _ = first_token_forward(model)
+    batch = padded_batch(torch.Generator().manual_seed(2))
+    assert projections_called(model, model, batch) == {"key": 1, "value": 1}
+    assert projections_called(model, forward, batch) == {"key": 0, "value": 0}
+
+
+class ShiftedLinear(torch.nn.Linear):
+    """A linear map whose output is not its weight's alone (as an adapter's would be)."""
+
+    def forward(self, states):
+        return super().forward(states) + 0.5
+
+
+def test_keys_and_values_that_are_not_plain_linear_maps_are_projected():
+    model = bert(layers=2)
+    attention = model.bert.encoder.layer[-1].attention.self
+    for name in ("key", "value"):
+        plain = getattr(attention, name)
+        shifted = ShiftedLinear(plain.in_features, plain.out_features)
+        shifted.load_state_dict(plain.state_dict())
+        setattr(attention, name, shifted)
+    forward, reason = first_token_forward(model)
+    batch = padded_batch(torch.Generator().manual_seed(4))
+    with torch.inference_mode():
+        expected, got = model(**batch).logits, forward(**batch)
+    assert reason is None and torch.allclose(got, expected, atol=1e-5, rtol=0)
+    assert projections_called(model, forward, batch) == {"key": 1, "value": 1}
+
+
 def test_models_outside_the_shape_are_refused_with_the_reason():
     token_classifier = bert(model_class=transformers.BertForTokenClassification)
     assert first_token_forward(token_classifier) == (None, unsupported_reason(token_classifier))

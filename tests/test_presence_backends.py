@@ -11,6 +11,7 @@ from leaderboard.evaluators.presence import (
     nli_outputs, presence_values, pyramid_factory, unit_token_recall)
 from tasks.metrics.classification import binary_scores
 from tasks.qapyramid.presence_detection import PresenceDetection
+from trainers.batch_plan import planned_batches
 
 TEXTS = [
     "Police said the thieves took jewels from a store in London on Sunday.",
@@ -227,10 +228,44 @@ def test_nli_is_batch_size_independent_and_cached(classifier_dir, tmp_path):
     first = batched.score(PAIRS)
     for a, b in zip(one, first):
         assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-5)
-    assert batched.forward_calls == 2  # chunks of 3 and 2 pairs
+    # chunks of 3 and 2 pairs, each cut as trainers.batch_plan plans its lengths
+    assert batched.forward_calls == sum(len(planned_batches(planned_lengths(batched, chunk), 4))
+                                        for chunk in (PAIRS[:3], PAIRS[3:]))
+    fixed = NLIBackend(str(classifier_dir), batch_size=4, chunk_size=3)
+    fixed.plan_batches = False
+    assert [r.details for r in fixed.score(PAIRS)] == [r.details for r in first]
+    assert fixed.forward_calls == 2 and fixed.fast_paths()["batches"] == "fixed"
     again = NLIBackend(str(classifier_dir), batch_size=4, cache=cache)
     assert again.score(PAIRS) == first and again.forward_calls == 0
     assert again.revision.startswith("files:")
+
+
+def planned_lengths(backend, pairs) -> list[int]:
+    """The backend's token lengths of `pairs`, longest first (as it sorts them)."""
+    return sorted((len(feature["input_ids"]) for feature in backend.prepare(pairs)),
+                  reverse=True)
+
+
+def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
+    """Length-sorted batches weigh padding against a batch's cost (trainers.batch_plan): the
+    long pairs run in their own small batches, the short ones fill whole batches, and the
+    numbers are those of fixed batches (up to float rounding: other padded shapes)."""
+    long_summary = " ".join(TEXTS * 4)
+    pairs = [(long_summary, "Thieves took jewels.", "ex0")] + \
+        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+    planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400)
+    fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400)
+    fixed.plan_batches = False
+    sizes, forward = [], planned.forward
+    planned.forward = lambda features: sizes.append(len(features)) or forward(features)
+    got, expected = planned.score(pairs), fixed.score(pairs)
+    assert planned_lengths(planned, pairs[:1])[0] > 3 * planned_lengths(planned, pairs[1:])[0]
+    assert sorted(sizes) == [1, 4, 8] and sizes[0] == 1  # the longest first, alone
+    assert fixed.forward_calls == 2 and planned.forward_calls == 3
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
+    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
+    assert planned.fast_paths()["batches"] == "planned"
 
 
 def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):
@@ -442,12 +477,13 @@ def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir
                      (TEXTS[2], "Thieves took jewels.", "ex2")] * 2
     plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False, workers=2)
     assembled = NLIBackend(str(classifier_dir), batch_size=3, workers=2)
-    assert assembled.fast_paths() == {"workers": 2, "first_token_shortcut": "unchecked",
+    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
+                                      "first_token_shortcut": "unchecked",
                                       "pair_encoding": "unchecked"}
     assert [r.details for r in assembled.score(pairs)] == \
         [r.details for r in plain.score(pairs)]
-    assert assembled.fast_paths() == {"workers": 2, "first_token_shortcut": "on",
-                                      "pair_encoding": "on"}
+    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
+                                      "first_token_shortcut": "on", "pair_encoding": "on"}
     assert plain.fast_paths()["pair_encoding"] == "off: turned off"
 
 

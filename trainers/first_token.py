@@ -7,9 +7,17 @@ last exactly as the model's modules do, and the last layer for the first positio
 query, attention over every key, its feed-forward), then the model's own head. The saving is
 most of one layer: nearly half of a 2-layer test model, about 4% of roberta-large (24 layers).
 
-The logits equal the model's forward up to float rounding (the same attention kernel, other
-matrix shapes); callers check that on real inputs (`agrees`) before trusting the shortcut.
-A model outside the supported shape gets `None` and the reason, never an approximation.
+With a single query the last layer need not project the keys and values of every position
+(`_first_position_layer`). Per head h, with q the scaled query and x_j the layer's input at
+position j, the score q . (W_k x_j + b_k) = (W_k^T q) . x_j + q . b_k, and the last term is
+the same for every j, so the softmax drops it; the attended value sum_j p_j (W_v x_j + b_v) =
+W_v (sum_j p_j x_j) + b_v, since the weights p_j sum to 1. Two small products per pair and
+head replace two projections of every position: about 5% of the 2-layer test model's
+forward passes on 2 CPU cores. That needs plain `torch.nn.Linear` keys and values (their weight is the whole map); other
+modules (adapters, quantized layers) get the keys and values projected as the model does.
+
+The logits equal the model's forward up to float rounding (other kernels and matrix shapes);
+callers check that on real inputs (`agrees`) before trusting the shortcut. A model outside the supported shape gets `None` and the reason, never an approximation.
 """
 from __future__ import annotations
 
@@ -76,6 +84,38 @@ def _layer(layer: Any, queries: Any, keys: Any, mask: Any, heads: int) -> Any:
     return layer.output.LayerNorm(layer.output.dense(layer.intermediate(attended)) + attended)
 
 
+def _folds(attention: Any) -> bool:
+    """Whether the key and value maps are plain linear layers (their weight is the map)."""
+    import torch
+
+    return all(type(getattr(attention, name)) is torch.nn.Linear
+               for name in ("key", "value"))
+
+
+def _first_position_layer(layer: Any, hidden: Any, mask: Any, heads: int) -> Any:
+    """One BERT layer's output at the first position (batch, 1, hidden), its keys and values
+    folded into the query and the attention weights (the module docstring has the algebra)."""
+    import torch
+
+    attention = layer.attention.self
+    if not _folds(attention):
+        return _layer(layer, hidden[:, :1], hidden, mask, heads)
+    batch, _, width = hidden.shape
+    size = width // heads
+    first = hidden[:, :1]
+    query = attention.query(first).view(batch, heads, size) * size ** -0.5
+    folded = torch.einsum("bhs,hsw->bhw", query, attention.key.weight.view(heads, size, width))
+    scores = torch.einsum("bhw,blw->bhl", folded, hidden)
+    weights = torch.softmax(scores.masked_fill(~mask[:, 0], float("-inf")), dim=-1)
+    mixed = torch.einsum("bhl,blw->bhw", weights, hidden)
+    context = torch.einsum("bhw,hsw->bhs", mixed, attention.value.weight.view(heads, size, width))
+    if attention.value.bias is not None:
+        context = context + attention.value.bias.view(heads, size)
+    context = context.reshape(batch, 1, width)
+    attended = layer.attention.output.LayerNorm(layer.attention.output.dense(context) + first)
+    return layer.output.LayerNorm(layer.output.dense(layer.intermediate(attended)) + attended)
+
+
 def first_token_forward(model: Any) -> tuple[Callable[..., Any] | None, str | None]:
     """(forward, None) for a supported classifier, where `forward(input_ids, attention_mask,
     token_type_ids=None)` returns the logits; (None, reason) otherwise."""
@@ -94,7 +134,7 @@ def first_token_forward(model: Any) -> tuple[Callable[..., Any] | None, str | No
         mask = attention_mask.bool()[:, None, None, :]
         for layer in layers[:-1]:
             hidden = _layer(layer, hidden, hidden, mask, heads)
-        return head(_layer(layers[-1], hidden[:, :1], hidden, mask, heads))
+        return head(_first_position_layer(layers[-1], hidden, mask, heads))
 
     return forward, None
 

@@ -24,7 +24,8 @@ name here is importable from `leaderboard.evaluators.presence` too.
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
   probabilities after `ANSWER:`.
-`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches (on a CPU, two
+`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches of at most
+`batch_size` whose padding stays small (trainers.batch_plan; on a CPU, two
 batches at a time on worker threads, `workers`; trainers.cpu_workers) and caches raw outputs
 on disk keyed by (backend, model id, revision, settings, the exact model input);
 revision = the given one, else a hash of a local folder's weight, config and tokenizer files,
@@ -46,6 +47,7 @@ from leaderboard.evaluators.presence import (BACKEND_CLASSES, NLI_MODES, FewShot
                                              PresenceResult, pair_parts, pair_progress,
                                              presence_task)
 from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
+from trainers.batch_plan import fixed_batches, planned_batches
 from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
 from trainers.first_token import agrees, first_token_forward
@@ -123,13 +125,17 @@ class BatchedModelBackend(PresenceBackend):
         self.forward_calls = 0
         #: batches run side by side on CPU worker threads (trainers.cpu_workers)
         self.workers = auto_workers(device, workers)
+        #: on a CPU, batches weigh padding against their fixed cost (trainers.batch_plan);
+        #: elsewhere (uncalibrated) fixed `batch_size` batches
+        self.plan_batches = str(device).split(":")[0] == "cpu"
 
     def settings(self) -> str:
         return ""
 
     def fast_paths(self) -> dict:
         """How batches ran and the exact shortcuts taken (results record them)."""
-        return {"workers": self.workers}
+        return {"workers": self.workers,
+                "batches": "planned" if self.plan_batches else "fixed"}
 
     def check_pending(self) -> bool:
         """Whether the next batch settles a check (then it runs before the others)."""
@@ -181,14 +187,17 @@ class BatchedModelBackend(PresenceBackend):
         return [outputs[slot] for slot in slots]
 
     def _run_distinct(self, pairs: list) -> list[list[float]]:
-        """Length-sorted batches, `self.workers` at a time (trainers.cpu_workers); while a
+        """Length-sorted batches of at most `batch_size` with little padding
+        (trainers.batch_plan), `self.workers` at a time (trainers.cpu_workers); while a
         first-batch check is pending, the first (longest) batch runs alone to settle it."""
         import torch
 
         features = self.prepare(pairs)
         order = sorted(range(len(features)), key=lambda j: (-len(features[j]["input_ids"]), j))
-        batches = [order[start:start + self.batch_size]
-                   for start in range(0, len(order), self.batch_size)]
+        lengths = [len(features[j]["input_ids"]) for j in order]
+        spans = planned_batches(lengths, self.batch_size) if self.plan_batches else \
+            fixed_batches(len(order), self.batch_size)
+        batches = [order[span.start:span.stop] for span in spans]
 
         def run(batch: list) -> tuple[list, list]:
             return batch, self.forward([features[j] for j in batch])
