@@ -9,15 +9,17 @@ most of one layer: nearly half of a 2-layer test model, about 4% of roberta-larg
 
 With a single query the last layer need not project the keys and values of every position
 (`_first_position_layer`). Per head h, with q the scaled query and x_j the layer's input at
-position j, the score q . (W_k x_j + b_k) = (W_k^T q) . x_j + q . b_k, and the last term is
-the same for every j, so the softmax drops it; the attended value sum_j p_j (W_v x_j + b_v) =
-W_v (sum_j p_j x_j) + b_v, since the weights p_j sum to 1. Two small products per pair and
-head replace two projections of every position: about 5% of the 2-layer test model's
-forward passes on 2 CPU cores. That needs plain `torch.nn.Linear` keys and values (their weight is the whole map); other
-modules (adapters, quantized layers) get the keys and values projected as the model does.
+position j, the score q . (W_k x_j + b_k) = (W_k^T q) . x_j + q . b_k, and the last term is the
+same for every j, so the softmax drops it; the attended value sum_j p_j (W_v x_j + b_v) = W_v
+(sum_j p_j x_j) + b_v, since the weights p_j sum to 1. Two small products per pair and head
+replace two projections of every position: about 5% of the 2-layer test model's forward passes
+on 2 CPU cores. That needs plain `torch.nn.Linear` keys and values (their weight is the whole
+map); other modules (adapters, quantized layers) get the keys and values projected as the model
+does.
 
 The logits equal the model's forward up to float rounding (other kernels and matrix shapes);
-callers check that on real inputs (`agrees`) before trusting the shortcut. A model outside the supported shape gets `None` and the reason, never an approximation.
+callers check that on real inputs (`agrees`) before trusting the shortcut. A model outside the
+supported shape gets `None` and the reason, never an approximation.
 """
 from __future__ import annotations
 
