@@ -9,7 +9,8 @@ transformers = pytest.importorskip("transformers")
 
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 
-from trainers.pair_encoding import PairEncoder, call_tokenizer  # noqa: E402
+from trainers.pair_encoding import (AssembledPairs, PairEncoder, call_tokenizer,  # noqa: E402
+                                    feature_lengths)
 
 CORPUS = ["The cat sat on the mat.", "A dog ran across the park, barking.",
           "Émigrés drank naïve café au lait in 日本.", "the the the [SEP] </s> <s>"] * 10
@@ -94,6 +95,27 @@ def test_every_length_pair_after_the_check_equals_the_call(build, max_length):
     assert sum(len(f["input_ids"]) == max_length for f in expected) > len(expected) // 2
     assert encoder(firsts, seconds) == expected
     assert encoder.state == "on"
+    lazy = encoder(firsts, seconds, lazy=True)  # lengths known before any pair is built
+    assert lazy.lengths == feature_lengths(expected) == [len(f["input_ids"]) for f in expected]
+    assert list(lazy) == expected and lazy[-1] == expected[-1]
+
+
+def test_lazy_pairs_are_built_when_read_and_checked_like_the_list():
+    tokenizer = bert()
+    encoder = PairEncoder(tokenizer, 12)
+    expected = call_tokenizer(tokenizer, FIRSTS, SECONDS, 12)
+    lazy = encoder(FIRSTS, SECONDS, lazy=True)
+    assert isinstance(lazy, AssembledPairs) and encoder.state == "on"  # checked on this call
+    assert len(lazy) == len(expected) and [lazy[i] for i in range(len(lazy))] == expected
+    assert feature_lengths(lazy) == [len(f["input_ids"]) for f in expected]
+    assert lazy[0] is not lazy[0] and lazy[0] == lazy[0]  # a fresh dict per read
+    with pytest.raises(TypeError, match="by integer index"):
+        lazy[0:2]
+    with pytest.raises(IndexError):
+        lazy[len(expected)]
+    slow = PairEncoder(transformers.ByT5Tokenizer(), 20)  # no shortcut: the call's list
+    assert slow(FIRSTS, SECONDS, lazy=True) == call_tokenizer(slow.tokenizer, FIRSTS,
+                                                              SECONDS, 20)
 
 
 def test_changes_to_the_tokenizer_after_the_first_call_are_followed():
@@ -146,6 +168,7 @@ def test_a_tokenizer_whose_call_differs_falls_back_with_a_warning(capsys):
     assert encoder.state.startswith("off: pair 0 differs from the tokenizer call")
     assert "using the tokenizer call" in capsys.readouterr().err
     assert encoder(SECONDS, FIRSTS) == call_tokenizer(tokenizer, SECONDS, FIRSTS, 64)
+    assert encoder(SECONDS, FIRSTS, lazy=True) == call_tokenizer(tokenizer, SECONDS, FIRSTS, 64)
 
 
 def test_slow_tokenizers_and_impossible_lengths_use_the_call():

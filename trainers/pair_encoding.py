@@ -11,6 +11,11 @@ longest first, the tokenizer's truncation side, its `split_special_tokens`), so 
 tokenizer is never changed; a change the caller makes later (truncation side,
 `split_special_tokens`, added tokens) makes new copies, checked again.
 
+With `lazy=True` the encoder returns `AssembledPairs`: every pair's length at once (for
+sorting and batch plans) and each pair built when it is read, so that batches running on
+worker threads assemble their own pairs while other batches compute (3% of the presence
+benchmark's time) and a chunk's ids are never all held at once.
+
 The ids equal the tokenizer call's by construction. The first call checks that anyway on a
 sample (`CHECK_PAIRS` pairs and every pair that was truncated) against the tokenizer's own
 output; a difference turns the shortcut off for good, with a warning, and the tokenizer call
@@ -23,6 +28,7 @@ assembled.
 from __future__ import annotations
 
 import sys
+from collections import abc
 from typing import Any, Sequence
 
 #: pairs of the first call compared with the tokenizer call (plus every truncated pair)
@@ -95,7 +101,10 @@ class PairEncoder:
         self._signature = settings_signature(self.tokenizer) if self._backends else None
         self.state = "unchecked" if self._backends is not None else f"off: {reason}"
 
-    def __call__(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
+    def __call__(self, firsts: Sequence[str], seconds: Sequence[str],
+                 lazy: bool = False) -> Sequence[dict]:
+        """One feature dict per pair: a list, or with `lazy` (where the shortcut is on) an
+        `AssembledPairs` that builds each pair when it is read and knows every length now."""
         if len(firsts) != len(seconds):
             raise ValueError(f"{len(firsts)} first texts but {len(seconds)} second texts")
         if self._backends is not None and settings_signature(self.tokenizer) != self._signature:
@@ -107,28 +116,25 @@ class PairEncoder:
             self._check(firsts, seconds, features)
             if self._backends is None:
                 return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
-        return features
+        return features if lazy else list(features)
 
-    def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> list[dict]:
+    def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> "AssembledPairs":
         text_backend, pair_backend = self._backends
         encode = getattr(text_backend, "encode_batch_fast", text_backend.encode_batch)
         texts = list(dict.fromkeys([*firsts, *seconds]))
         encoded = dict(zip(texts, encode(texts, add_special_tokens=False)))
-        with_types = "token_type_ids" in self.names
-        features = []
-        for first, second in zip(firsts, seconds):
-            pair = pair_backend.post_process(encoded[first], encoded[second])
-            features.append({"input_ids": pair.ids, "token_type_ids": pair.type_ids}
-                            if with_types else {"input_ids": pair.ids})
-        return features
+        return AssembledPairs([(encoded[first], encoded[second])
+                               for first, second in zip(firsts, seconds)],
+                              pair_backend, self.max_length, "token_type_ids" in self.names)
 
-    def _check(self, firsts: Sequence[str], seconds: Sequence[str], features: list[dict]):
+    def _check(self, firsts: Sequence[str], seconds: Sequence[str],
+               features: "AssembledPairs") -> None:
         sample = sorted(set(range(min(CHECK_PAIRS, len(features)))) | {
-            i for i, feature in enumerate(features)
-            if len(feature["input_ids"]) >= self.max_length})
+            i for i, length in enumerate(features.lengths) if length >= self.max_length})
         expected = call_tokenizer(self.tokenizer, [firsts[i] for i in sample],
                                   [seconds[i] for i in sample], self.max_length)
-        differ = [i for i, want in zip(sample, expected) if features[i] != want]
+        differ = [i for i, want in zip(sample, expected)
+                  if features[i] != want or features.lengths[i] != len(want["input_ids"])]
         if not differ:
             self.state = "on"
             return
@@ -137,3 +143,37 @@ class PairEncoder:
         self._backends = None
         print(f"warning: pair encoding: {self.state}; using the tokenizer call",
               file=sys.stderr)
+
+
+class AssembledPairs(abc.Sequence):
+    """The pairs' feature dicts, each built by the library's `post_process` when it is read
+    (so on the thread that reads it: batches assemble their pairs on their worker threads
+    while other batches run), with every pair's length known at once: the two texts' tokens
+    plus the special tokens, at most `max_length` (longest-first truncation cuts a longer
+    pair to exactly that)."""
+
+    def __init__(self, encodings: list[tuple[Any, Any]], pair_backend: Any, max_length: int,
+                 with_types: bool):
+        self._encodings, self._backend, self._with_types = encodings, pair_backend, with_types
+        specials = pair_backend.num_special_tokens_to_add(True)
+        #: each pair's token count, as its features will have it
+        self.lengths = [min(len(first) + len(second) + specials, max_length)
+                        for first, second in encodings]
+
+    def __len__(self) -> int:
+        return len(self._encodings)
+
+    def __getitem__(self, index: int) -> dict:
+        if not isinstance(index, int):
+            raise TypeError(f"pairs are read one at a time, by integer index, not {index!r}")
+        pair = self._backend.post_process(*self._encodings[index])
+        return {"input_ids": pair.ids, "token_type_ids": pair.type_ids} if self._with_types \
+            else {"input_ids": pair.ids}
+
+
+def feature_lengths(features: Sequence[dict]) -> list[int]:
+    """Every feature's token count (known up front for `AssembledPairs`)."""
+    lengths = getattr(features, "lengths", None)
+    return list(lengths) if lengths is not None else \
+        [len(feature["input_ids"]) for feature in features]
+

@@ -52,7 +52,7 @@ from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
 from trainers.first_token import agrees, first_token_forward
 from trainers.padding import right_padded, row_mask
-from trainers.pair_encoding import PairEncoder
+from trainers.pair_encoding import PairEncoder, feature_lengths
 
 
 # ---- model backends: shared batching, sorting and caching -------------------------------
@@ -193,8 +193,9 @@ class BatchedModelBackend(PresenceBackend):
         import torch
 
         features = self.prepare(pairs)
-        order = sorted(range(len(features)), key=lambda j: (-len(features[j]["input_ids"]), j))
-        lengths = [len(features[j]["input_ids"]) for j in order]
+        every_length = feature_lengths(features)
+        order = sorted(range(len(features)), key=lambda j: (-every_length[j], j))
+        lengths = [every_length[j] for j in order]
         spans = planned_batches(lengths, self.batch_size) if self.plan_batches else \
             fixed_batches(len(order), self.batch_size)
         batches = [order[span.start:span.stop] for span in spans]
@@ -267,7 +268,7 @@ class NLIBackend(BatchedModelBackend):
 
     def prepare(self, pairs):
         premises, hypotheses = zip(*(pair_parts(p)[:2] for p in pairs))
-        return self.pair_encoder(premises, hypotheses)
+        return self.pair_encoder(premises, hypotheses, lazy=True)
 
     def forward(self, features):
         tensors = self._tensors(features)
