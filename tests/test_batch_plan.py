@@ -72,7 +72,7 @@ def test_plans_cover_every_input_in_order_within_the_batch_size():
     ([3, 5], 4, {}, "sorted longest first"),
     ([5, 3], 0, {}, "batch_size must be an integer >= 1"),
     ([5, 3], True, {}, "batch_size must be an integer >= 1"),
-    ([5, 3], 4, {"overhead": -1}, "overhead must be an integer >= 0"),
+    ([5, 3], 4, {"overhead": 0}, "overhead must be an integer >= 1"),
     ([5, 3], 4, {"span": 0}, "span must be an integer >= 1"),
     ([5, 3], 4, {"span": 1.5}, "span must be an integer >= 1"),
 ])

@@ -70,29 +70,62 @@ def test_padding_rows_change_nothing():
         assert torch.allclose(forward(**batch)[0], model(**alone).logits[0], atol=1e-5, rtol=0)
 
 
-def projections_called(model, forward, batch) -> dict:
-    """How often the last layer's key and value maps run in `forward(**batch)`."""
-    attention = model.base_model.encoder.layer[-1].attention.self
-    counts = {"key": 0, "value": 0}
-    hooks = [getattr(attention, name).register_forward_hook(
-        lambda *_, name=name: counts.__setitem__(name, counts[name] + 1)) for name in counts]
-    try:
-        with torch.inference_mode():
-            forward(**batch)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return counts
+def full_layers_run(forward, batch, monkeypatch) -> int:
+    """How many layers `forward(**batch)` runs with every position's keys and values
+    projected (`_layer`); the folded last layer does not count. (Hooks on the maps would
+    themselves stop the fold, so the layer function is counted instead.)"""
+    from trainers import first_token
+
+    calls, layer = [], first_token._layer
+    monkeypatch.setattr(first_token, "_layer", lambda *args: calls.append(1) or layer(*args))
+    with torch.inference_mode():
+        forward(**batch)
+    monkeypatch.setattr(first_token, "_layer", layer)
+    return len(calls)
 
 
-def test_the_last_layer_folds_its_keys_and_values_into_the_query():
+def test_the_last_layer_folds_its_keys_and_values_into_the_query(monkeypatch):
     """Keys and values of every position are never projected in the last layer, and the
     logits are still the model's (test_the_shortcut_gives_the_model_logits)."""
-    model = bert(layers=2)
+    model = bert(layers=3)
     forward, _ = first_token_forward(model)
     batch = padded_batch(torch.Generator().manual_seed(2))
-    assert projections_called(model, model, batch) == {"key": 1, "value": 1}
-    assert projections_called(model, forward, batch) == {"key": 0, "value": 0}
+    assert full_layers_run(forward, batch, monkeypatch) == 2
+
+
+@pytest.mark.parametrize("build", [bert, roberta])
+def test_the_folded_layer_keeps_every_bias(build, monkeypatch):
+    """A fresh model's linear biases are zero; trained ones are not. With random biases on
+    every linear map (the key's drops out of the softmax, the value's is added back after the
+    weights), the shortcut still gives the model's logits."""
+    model = build(layers=2)
+    generator = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear) and module.bias is not None:
+                module.bias.copy_(torch.randn(module.bias.shape, generator=generator))
+    forward, _ = first_token_forward(model)
+    batch = padded_batch(torch.Generator().manual_seed(6))
+    if build is roberta:
+        batch.pop("token_type_ids")
+    with torch.inference_mode():
+        expected, got = model(**batch).logits, forward(**batch)
+    assert full_layers_run(forward, batch, monkeypatch) == 1
+    assert torch.allclose(got, expected, atol=1e-5, rtol=0)
+    assert not torch.allclose(expected, torch.zeros_like(expected), atol=1e-2)
+
+
+def test_linear_maps_with_hooks_are_not_folded(monkeypatch):
+    """A hook (as offloading wrappers add) may change what the map computes: projected."""
+    model = bert(layers=2)
+    value = model.bert.encoder.layer[-1].attention.self.value
+    value.register_forward_hook(lambda module, inputs, output: output * 2.0)
+    forward, _ = first_token_forward(model)
+    batch = padded_batch(torch.Generator().manual_seed(8))
+    with torch.inference_mode():
+        expected, got = model(**batch).logits, forward(**batch)
+    assert torch.allclose(got, expected, atol=1e-5, rtol=0)
+    assert full_layers_run(forward, batch, monkeypatch) == 2
 
 
 class ShiftedLinear(torch.nn.Linear):
@@ -102,7 +135,7 @@ class ShiftedLinear(torch.nn.Linear):
         return super().forward(states) + 0.5
 
 
-def test_keys_and_values_that_are_not_plain_linear_maps_are_projected():
+def test_keys_and_values_that_are_not_plain_linear_maps_are_projected(monkeypatch):
     model = bert(layers=2)
     attention = model.bert.encoder.layer[-1].attention.self
     for name in ("key", "value"):
@@ -115,7 +148,7 @@ def test_keys_and_values_that_are_not_plain_linear_maps_are_projected():
     with torch.inference_mode():
         expected, got = model(**batch).logits, forward(**batch)
     assert reason is None and torch.allclose(got, expected, atol=1e-5, rtol=0)
-    assert projections_called(model, forward, batch) == {"key": 1, "value": 1}
+    assert full_layers_run(forward, batch, monkeypatch) == 2
 
 
 def test_models_outside_the_shape_are_refused_with_the_reason():

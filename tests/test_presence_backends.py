@@ -11,7 +11,6 @@ from leaderboard.evaluators.presence import (
     nli_outputs, presence_values, pyramid_factory, unit_token_recall)
 from tasks.metrics.classification import binary_scores
 from tasks.qapyramid.presence_detection import PresenceDetection
-from trainers.batch_plan import planned_batches
 
 TEXTS = [
     "Police said the thieves took jewels from a store in London on Sunday.",
@@ -228,44 +227,67 @@ def test_nli_is_batch_size_independent_and_cached(classifier_dir, tmp_path):
     first = batched.score(PAIRS)
     for a, b in zip(one, first):
         assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-5)
-    # chunks of 3 and 2 pairs, each cut as trainers.batch_plan plans its lengths
-    assert batched.forward_calls == sum(len(planned_batches(planned_lengths(batched, chunk), 4))
-                                        for chunk in (PAIRS[:3], PAIRS[3:]))
-    fixed = NLIBackend(str(classifier_dir), batch_size=4, chunk_size=3)
-    fixed.plan_batches = False
-    assert [r.details for r in fixed.score(PAIRS)] == [r.details for r in first]
-    assert fixed.forward_calls == 2 and fixed.fast_paths()["batches"] == "fixed"
+    assert batched.forward_calls == 2  # chunks of 3 and 2 pairs
     again = NLIBackend(str(classifier_dir), batch_size=4, cache=cache)
     assert again.score(PAIRS) == first and again.forward_calls == 0
     assert again.revision.startswith("files:")
+
+
+def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
+    """Length-sorted batches weigh padding against a batch's cost (trainers.batch_plan): once
+    the shortcut is checked, the long pair runs in its own batch, the short ones fill whole
+    batches, and the numbers are those of fixed batches (up to float rounding: other padded
+    shapes)."""
+    long_summary = " ".join(TEXTS * 4)
+    pairs = [(long_summary, "Thieves took jewels.", "ex0")] + \
+        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+    planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    fixed.plan_batches = False
+    sizes, forward = [], planned.forward
+    planned.forward = lambda features: sizes.append(len(features)) or forward(features)
+    expected = fixed.score(pairs)
+    assert planned.score(pairs) and sizes == [8, 5]  # the check's batch: the 8 longest
+    sizes.clear()
+    got = planned.score(pairs)
+    lengths = planned_lengths(planned, pairs)
+    assert lengths[0] > 3 * lengths[1] and sizes == [1, 4, 8]
+    assert fixed.forward_calls == 2 and planned.forward_calls == 2 + 3
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
+    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
+    assert (planned.fast_paths()["batches"], fixed.fast_paths()["batches"]) == \
+        ("planned", "fixed")
+
+
+def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifier_dir,
+                                                                         monkeypatch):
+    """The plan would run the long pair alone, unpadded; the check runs the `batch_size`
+    longest pairs together instead, so a shortcut that mishandled padding (here: one that
+    ignores the attention mask) is caught and turned off."""
+    import torch
+
+    from trainers import first_token
+
+    folded = first_token._first_position_layer
+    monkeypatch.setattr(first_token, "_first_position_layer",
+                        lambda layer, hidden, mask, heads:
+                        folded(layer, hidden, torch.ones_like(mask), heads))
+    pairs = [(" ".join(TEXTS * 4), "Thieves took jewels.", "ex0")] + \
+        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+    backend = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    plain = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1,
+                       first_token_shortcut=False)
+    got = backend.score(pairs)
+    assert backend.shortcut.startswith("off: it differs from the model's forward")
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in plain.score(pairs)], abs=1e-6)
 
 
 def planned_lengths(backend, pairs) -> list[int]:
     """The backend's token lengths of `pairs`, longest first (as it sorts them)."""
     return sorted((len(feature["input_ids"]) for feature in backend.prepare(pairs)),
                   reverse=True)
-
-
-def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
-    """Length-sorted batches weigh padding against a batch's cost (trainers.batch_plan): the
-    long pairs run in their own small batches, the short ones fill whole batches, and the
-    numbers are those of fixed batches (up to float rounding: other padded shapes)."""
-    long_summary = " ".join(TEXTS * 4)
-    pairs = [(long_summary, "Thieves took jewels.", "ex0")] + \
-        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
-    planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400)
-    fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400)
-    fixed.plan_batches = False
-    sizes, forward = [], planned.forward
-    planned.forward = lambda features: sizes.append(len(features)) or forward(features)
-    got, expected = planned.score(pairs), fixed.score(pairs)
-    assert planned_lengths(planned, pairs[:1])[0] > 3 * planned_lengths(planned, pairs[1:])[0]
-    assert sorted(sizes) == [1, 4, 8] and sizes[0] == 1  # the longest first, alone
-    assert fixed.forward_calls == 2 and planned.forward_calls == 3
-    assert [r.details["p3"] for r in got] == \
-        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
-    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
-    assert planned.fast_paths()["batches"] == "planned"
 
 
 def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):

@@ -41,7 +41,7 @@ def planned_batches(lengths: Sequence[int], batch_size: int,
     `batch_size` long, of least total estimated cost (see the module docstring). Costs are
     integers (scaled by `span`), so ties are exact; among plans of equal cost the later
     batches are the shorter ones, so equal lengths give `fixed_batches`."""
-    for name, value, least in (("batch_size", batch_size, 1), ("overhead", overhead, 0),
+    for name, value, least in (("batch_size", batch_size, 1), ("overhead", overhead, 1),
                                ("span", span, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")

@@ -14,8 +14,8 @@ same for every j, so the softmax drops it; the attended value sum_j p_j (W_v x_j
 (sum_j p_j x_j) + b_v, since the weights p_j sum to 1. Two small products per pair and head
 replace two projections of every position: about 5% of the 2-layer test model's forward passes
 on 2 CPU cores. That needs plain `torch.nn.Linear` keys and values (their weight is the whole
-map); other modules (adapters, quantized layers) get the keys and values projected as the model
-does.
+map: no hooks, no replaced forward); other modules (adapters, quantized or offloaded layers)
+get the keys and values projected as the model does.
 
 The logits equal the model's forward up to float rounding (other kernels and matrix shapes);
 callers check that on real inputs (`agrees`) before trusting the shortcut. A model outside the
@@ -86,12 +86,20 @@ def _layer(layer: Any, queries: Any, keys: Any, mask: Any, heads: int) -> Any:
     return layer.output.LayerNorm(layer.output.dense(layer.intermediate(attended)) + attended)
 
 
-def _folds(attention: Any) -> bool:
-    """Whether the key and value maps are plain linear layers (their weight is the map)."""
+def _plain_linear(module: Any) -> bool:
+    """Whether `module` is a plain linear layer whose weight is its whole map: exactly
+    `torch.nn.Linear`, no hooks and no replaced `forward` (as offloading wrappers install),
+    its weight in memory (not on the "meta" device)."""
     import torch
 
-    return all(type(getattr(attention, name)) is torch.nn.Linear
-               for name in ("key", "value"))
+    return (type(module) is torch.nn.Linear and not module._forward_hooks
+            and not module._forward_pre_hooks and "forward" not in vars(module)
+            and module.weight.device.type != "meta")
+
+
+def _folds(attention: Any) -> bool:
+    """Whether the key and value maps can be folded (plain linear layers)."""
+    return _plain_linear(attention.key) and _plain_linear(attention.value)
 
 
 def _first_position_layer(layer: Any, hidden: Any, mask: Any, heads: int) -> Any:

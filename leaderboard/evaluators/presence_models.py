@@ -189,25 +189,26 @@ class BatchedModelBackend(PresenceBackend):
     def _run_distinct(self, pairs: list) -> list[list[float]]:
         """Length-sorted batches of at most `batch_size` with little padding
         (trainers.batch_plan), `self.workers` at a time (trainers.cpu_workers); while a
-        first-batch check is pending, the first (longest) batch runs alone to settle it."""
+        first-batch check is pending, the `batch_size` longest pairs run first, alone, as one
+        padded batch (so that the check sees padding, as the batches after it will)."""
         import torch
 
         features = self.prepare(pairs)
         every_length = feature_lengths(features)
         order = sorted(range(len(features)), key=lambda j: (-every_length[j], j))
-        lengths = [every_length[j] for j in order]
-        spans = planned_batches(lengths, self.batch_size) if self.plan_batches else \
-            fixed_batches(len(order), self.batch_size)
-        batches = [order[span.start:span.stop] for span in spans]
+        checked = order[:self.batch_size] if self.check_pending() else []
+        rest = order[len(checked):]
+        spans = planned_batches([every_length[j] for j in rest], self.batch_size) \
+            if self.plan_batches else fixed_batches(len(rest), self.batch_size)
+        batches = [rest[span.start:span.stop] for span in spans]
 
         def run(batch: list) -> tuple[list, list]:
             return batch, self.forward([features[j] for j in batch])
 
         with torch.inference_mode():
-            alone = batches[:1] if self.check_pending() else []
-            done = map_batches(run, alone, self.workers)
-            done += map_batches(run, batches[len(alone):], self.workers)
-        self.forward_calls += len(batches)
+            done = map_batches(run, [checked], self.workers) if checked else []
+            done += map_batches(run, batches, self.workers)
+        self.forward_calls += len(batches) + bool(checked)
         outputs: list = [None] * len(features)
         for batch, values in done:
             for j, row in zip(batch, values):
