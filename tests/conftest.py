@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,14 @@ os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="sumbench-hf-home-"))
+
+# A shell without job control starts background commands (`pytest ... &` in a script, as CI
+# runners may) with SIGINT ignored, and every process started from them inherits that: Python
+# then installs no Ctrl-C handler, and the tests of Ctrl-C would wait on a signal that never
+# arrives. They test what happens at a terminal, so the suite puts Python's handler back
+# (processes it starts get the default disposition, as from a shell with job control).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO_ROOT.parent / "shared")).resolve()

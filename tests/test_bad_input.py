@@ -807,7 +807,7 @@ class _SilentServer(_TcpServer):
 ])
 def test_sigint_and_sigterm_are_one_line_and_their_exit_code(pyramid_data_dir, tmp_path,
                                                              signum, code, how):
-    server = _SilentServer()
+    server, process = _SilentServer(), None
     try:
         process = _sumbench_process(
             "pyramid", "--data", pyramid_data_dir / "pyrxsum", "--units", "scus", "--presence",
@@ -820,6 +820,9 @@ def test_sigint_and_sigterm_are_one_line_and_their_exit_code(pyramid_data_dir, t
         _, err = process.communicate(timeout=60)
     finally:
         server.close()
+        if process is not None and process.poll() is None:  # a failed test leaves none behind
+            process.kill()
+            process.wait()
     assert process.returncode == code
     assert err.strip().splitlines()[-1] == (
         f"sumbench pyramid: {how}; finished work is kept, run the same command again "
