@@ -77,10 +77,9 @@ def full_layers_run(forward, batch, monkeypatch) -> int:
     from trainers import first_token
 
     calls, layer = [], first_token._layer
-    monkeypatch.setattr(first_token, "_layer", lambda *args: calls.append(1) or layer(*args))
-    with torch.inference_mode():
+    with monkeypatch.context() as patched, torch.inference_mode():
+        patched.setattr(first_token, "_layer", lambda *args: calls.append(1) or layer(*args))
         forward(**batch)
-    monkeypatch.setattr(first_token, "_layer", layer)
     return len(calls)
 
 

@@ -11,6 +11,7 @@ from leaderboard.evaluators.presence import (
     nli_outputs, presence_values, pyramid_factory, unit_token_recall)
 from tasks.metrics.classification import binary_scores
 from tasks.qapyramid.presence_detection import PresenceDetection
+from trainers.pair_encoding import feature_lengths
 
 TEXTS = [
     "Police said the thieves took jewels from a store in London on Sunday.",
@@ -286,8 +287,7 @@ def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifie
 
 def planned_lengths(backend, pairs) -> list[int]:
     """The backend's token lengths of `pairs`, longest first (as it sorts them)."""
-    return sorted((len(feature["input_ids"]) for feature in backend.prepare(pairs)),
-                  reverse=True)
+    return sorted(feature_lengths(backend.prepare(pairs)), reverse=True)
 
 
 def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):

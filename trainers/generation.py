@@ -77,9 +77,10 @@ def resolve_device(name: str) -> str:
                "mps": getattr(torch.backends, "mps", None)}.get(kind)
     if kind != "cpu" and (backend is None or not backend.is_available()):
         raise SumbenchError(f"device {name!r} was asked for but torch sees no {kind} device")
-    count = getattr(backend, "device_count", lambda: 1)() if kind != "cpu" else 1
-    if index and kind != "cpu" and int(index) >= count:
-        raise SumbenchError(f"device {name!r}: torch sees {count} {kind} device(s)")
+    if index and kind != "cpu":
+        count = getattr(backend, "device_count", lambda: 1)()
+        if int(index) >= count:
+            raise SumbenchError(f"device {name!r}: torch sees {count} {kind} device(s)")
     return name
 
 
