@@ -67,10 +67,14 @@ def _proc_stat(pid: int) -> list[str] | None:
         return None
 
 
+def _start_field(fields: list[str] | None) -> str | None:
+    """The process start time (clock ticks since boot) among `_proc_stat`'s fields."""
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
 def _process_start(pid: int) -> str | None:
     """The start time of a process in clock ticks since boot (Linux), or None elsewhere."""
-    fields = _proc_stat(pid)
-    return fields[19] if fields is not None and len(fields) > 19 else None
+    return _start_field(_proc_stat(pid))
 
 
 def _seconds_since_refresh(path: Path) -> float | None:
@@ -101,7 +105,7 @@ def _owner_alive(owner: dict, path: Path) -> bool:
     if fields[0] == "Z":  # a zombie has exited; its parent only has not reaped it
         return False
     started = owner.get("process_start")
-    return started is None or len(fields) <= 19 or fields[19] == started
+    return started is None or _start_field(fields) in (None, started)
 
 
 def _read_owner(path: Path) -> dict:

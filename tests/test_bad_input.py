@@ -527,12 +527,11 @@ def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeyp
             locks.acquire(out, "train")
     path.unlink()
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = _dead_pid()
     old = time.time() - 3600
-    path.write_text(json.dumps({"pid": int(dead), "host": socket.gethostname()}))
+    path.write_text(json.dumps({"pid": dead, "host": socket.gethostname()}))
     breaker = path.with_name(path.name + ".break")
-    breaker.write_text(json.dumps({"pid": int(dead), "host": socket.gethostname()}))
+    breaker.write_text(json.dumps({"pid": dead, "host": socket.gethostname()}))
     spare = path.with_name(f"{path.name}.node-3.77.88.new")
     spare.write_text("{}")
     os.utime(spare, (old, old))

@@ -239,9 +239,7 @@ def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
     the shortcut is checked, the long pair runs in its own batch, the short ones fill whole
     batches, and the numbers are those of fixed batches (up to float rounding: other padded
     shapes)."""
-    long_summary = " ".join(TEXTS * 4)
-    pairs = [(long_summary, "Thieves took jewels.", "ex0")] + \
-        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+    pairs = outlier_pairs()
     planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
     fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
     fixed.plan_batches = False
@@ -274,8 +272,7 @@ def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifie
     monkeypatch.setattr(first_token, "_first_position_layer",
                         lambda layer, hidden, mask, heads:
                         folded(layer, hidden, torch.ones_like(mask), heads))
-    pairs = [(" ".join(TEXTS * 4), "Thieves took jewels.", "ex0")] + \
-        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+    pairs = outlier_pairs()
     backend = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
     plain = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1,
                        first_token_shortcut=False)
@@ -283,6 +280,12 @@ def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifie
     assert backend.shortcut.startswith("off: it differs from the model's forward")
     assert [r.details["p3"] for r in got] == \
         pytest.approx([r.details["p3"] for r in plain.score(pairs)], abs=1e-6)
+
+
+def outlier_pairs() -> list[tuple[str, str, str]]:
+    """One long pair (four summaries in one) and twelve short ones."""
+    return [(" ".join(TEXTS * 4), "Thieves took jewels.", "ex0")] + \
+        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
 
 
 def planned_lengths(backend, pairs) -> list[int]:
