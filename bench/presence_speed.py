@@ -11,7 +11,8 @@ each summary comes with ~11 units and a few pairs repeat):
             distinct pair once, each distinct text tokenized once (trainers.pair_encoding),
             the last layer for the first token only, its keys and values folded into the
             query (trainers.first_token; about half of this 2-layer model's work, ~4% of a
-            24-layer one), two batches at a time on CPU worker threads
+            24-layer one), the other layers' keys padded to a multiple of 16 (this
+            model's 16-wide heads attend faster so), two batches at a time on CPU worker threads
             (trainers.cpu_workers; `--workers N` to choose);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");

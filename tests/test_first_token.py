@@ -70,6 +70,27 @@ def test_padding_rows_change_nothing():
         assert torch.allclose(forward(**batch)[0], model(**alone).logits[0], atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("head_size, keys_after", [(8, 32), (16, 32), (32, 32), (64, 23)])
+def test_small_heads_attend_over_keys_padded_to_a_block(head_size, keys_after):
+    """On a CPU, heads of at most 32 get keys and values padded with masked positions to a
+    multiple of 16 (faster flash attention); the attention is the same."""
+    from trainers.first_token import _padded_keys
+
+    generator = torch.Generator().manual_seed(head_size)
+    query, key, value = (torch.randn(2, 4, 23, head_size, generator=generator)
+                         for _ in range(3))
+    mask = torch.ones(2, 1, 1, 23, dtype=torch.bool)
+    mask[1, ..., 17:] = False
+    padded_key, padded_value, padded_mask = _padded_keys(key, value, mask)
+    assert padded_key.shape[2] == padded_value.shape[2] == padded_mask.shape[-1] == keys_after
+    assert torch.equal(padded_mask[..., :23], mask) and not padded_mask[..., 23:].any()
+    attend = torch.nn.functional.scaled_dot_product_attention
+    assert torch.allclose(attend(query, padded_key, padded_value, attn_mask=padded_mask),
+                          attend(query, key, value, attn_mask=mask), atol=1e-6, rtol=0)
+    whole = (key[:, :, :16], value[:, :, :16], mask[..., :16])
+    assert all(a is b for a, b in zip(_padded_keys(*whole), whole))
+
+
 def full_layers_run(forward, batch, monkeypatch) -> int:
     """How many layers `forward(**batch)` runs with every position's keys and values
     projected (`_layer`); the folded last layer does not count. (Hooks on the maps would

@@ -17,6 +17,12 @@ on 2 CPU cores. That needs plain `torch.nn.Linear` keys and values (their weight
 map: no hooks, no replaced forward); other modules (adapters, quantized or offloaded layers)
 get the keys and values projected as the model does.
 
+In the layers that run in full, heads of at most 32 on a CPU attend over keys and values
+padded with masked positions to a multiple of 16 (`_padded_keys`): torch's CPU flash attention
+runs such lengths faster (at head size 16 by 4-38%, at 32 by 2-12%; at 64, as in roberta-large,
+it was mixed, so those heads are left alone). On the presence benchmark's 2-layer test model
+that is about 7% of the CPU time.
+
 The logits equal the model's forward up to float rounding (other kernels and matrix shapes);
 callers check that on real inputs (`agrees`) before trusting the shortcut. A model outside the
 supported shape gets `None` and the reason, never an approximation.
@@ -29,6 +35,10 @@ from typing import Any, Callable
 SUPPORTED = {"BertForSequenceClassification": ("bert", True),
              "RobertaForSequenceClassification": ("roberta", False),
              "XLMRobertaForSequenceClassification": ("roberta", False)}
+#: keys and values padded to a multiple of this many positions for small heads on a CPU
+KEY_BLOCK = 16
+#: the largest head size that gets the padding (measured faster at 16 and 32, not at 64)
+KEY_BLOCK_HEAD_SIZE = 32
 LAYER_PARTS = ("attention.self.query", "attention.self.key", "attention.self.value",
                "attention.output.dense", "attention.output.LayerNorm", "intermediate",
                "output.dense", "output.LayerNorm")
@@ -78,12 +88,28 @@ def _layer(layer: Any, queries: Any, keys: Any, mask: Any, heads: int) -> Any:
     def split(states):  # (batch, length, hidden) -> (batch, heads, length, head size)
         return states.view(batch, states.shape[1], heads, -1).transpose(1, 2)
 
+    key, value, mask = _padded_keys(split(attention.self.key(keys)),
+                                    split(attention.self.value(keys)), mask)
     context = F.scaled_dot_product_attention(
-        split(attention.self.query(queries)), split(attention.self.key(keys)),
-        split(attention.self.value(keys)), attn_mask=mask)
+        split(attention.self.query(queries)), key, value, attn_mask=mask)
     context = context.transpose(1, 2).reshape(batch, queries.shape[1], -1)
     attended = attention.output.LayerNorm(attention.output.dense(context) + queries)
     return layer.output.LayerNorm(layer.output.dense(layer.intermediate(attended)) + attended)
+
+
+def _padded_keys(key: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
+    """Keys and values (batch, heads, length, head size) and the key mask (batch, 1, 1,
+    length) padded with masked positions to a multiple of KEY_BLOCK, for heads of at most
+    KEY_BLOCK_HEAD_SIZE on a CPU; others as they are. A masked key gets no weight, so the
+    attention is the same up to float rounding; torch's CPU flash attention is faster on such
+    lengths (head size 16, 32 sequences: 127 keys 4.7 ms, 128 keys 3.2 ms)."""
+    import torch.nn.functional as F
+
+    padding = -key.shape[2] % KEY_BLOCK
+    if not padding or key.device.type != "cpu" or key.shape[3] > KEY_BLOCK_HEAD_SIZE:
+        return key, value, mask
+    return (F.pad(key, (0, 0, 0, padding)), F.pad(value, (0, 0, 0, padding)),
+            F.pad(mask, (0, padding), value=False))
 
 
 def _plain_linear(module: Any) -> bool:
