@@ -98,7 +98,7 @@ def _layer(layer: Any, queries: Any, keys: Any, mask: Any, heads: int) -> Any:
 
 
 def _padded_keys(key: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
-    """Keys and values (batch, heads, length, head size) and the key mask (batch, 1, 1,
+    """Keys and values (batch, heads, length, head size) and the boolean key mask (batch, 1, 1,
     length) padded with masked positions to a multiple of KEY_BLOCK, for heads of at most
     KEY_BLOCK_HEAD_SIZE on a CPU; others as they are. A masked key gets no weight, so the
     attention is the same up to float rounding; torch's CPU flash attention is faster on such
