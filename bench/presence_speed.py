@@ -7,13 +7,15 @@ and median of each, ratio of medians). `--sample pairs` (default) takes evenly s
 (every system's summary against each of the example's SCUs, as a Pyramid run pairs them, so
 each summary comes with ~11 units and a few pairs repeat):
   ours      NLIBackend: length-sorted batches of at most `--batch-size` that weigh padding
-            against a batch's fixed cost (trainers.batch_plan), dynamic padding, each
-            distinct pair once, each distinct text tokenized once (trainers.pair_encoding),
-            the last layer for the first token only, its keys and values folded into the
-            query (trainers.first_token; about half of this 2-layer model's work, ~4% of a
-            24-layer one), the other layers' keys padded to a multiple of 16 (this
-            model's 16-wide heads attend faster so), two batches at a time on CPU worker threads
-            (trainers.cpu_workers; `--workers N` to choose);
+            against a batch's fixed cost (trainers.batch_plan, counting keys as padded),
+            dynamic padding, each distinct pair once, each distinct text tokenized once and
+            the pairs that need no truncation joined from the post-processor's template
+            (trainers.pair_encoding), the last layer for the first token only, its keys and
+            values folded into the query (trainers.first_token; about half of this 2-layer
+            model's work, ~4% of a 24-layer one), the other layers' keys padded to a
+            multiple of 16 (this model's 16-wide heads attend faster so), two batches at a
+            time on CPU worker threads, which also make the results (trainers.cpu_workers;
+            `--workers N` to choose);
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass, truncated at 400 tokens too ("ratio_one_pair").

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -14,11 +15,15 @@ def sizes(plan) -> list[int]:
     return [len(span) for span in plan]
 
 
-def plan_cost(lengths, plan, overhead=BATCH_OVERHEAD_TOKENS, span=ATTENTION_SPAN) -> int:
+def plan_cost(lengths, plan, overhead=BATCH_OVERHEAD_TOKENS, span=ATTENTION_SPAN,
+              key_block=1) -> int:
     """The module's cost model, written out: each batch's overhead plus every input padded
-    to the batch's longest (its first) length."""
-    return sum(overhead * span + len(batch) * lengths[batch.start] * (span + lengths[batch.start])
-               for batch in plan)
+    to the batch's longest (its first) length, its keys to a whole number of key blocks."""
+    def keys(length):
+        return math.ceil(length / key_block) * key_block
+
+    return sum(overhead * span + len(batch) * lengths[batch.start] *
+               (span + keys(lengths[batch.start])) for batch in plan)
 
 
 def every_plan(count: int, batch_size: int):
@@ -58,6 +63,28 @@ def test_the_plan_is_the_cheapest_of_all_plans():
         assert plan_cost(lengths, planned_batches(lengths, batch_size)) == cheapest
 
 
+@pytest.mark.parametrize("key_block", [1, 16])
+def test_the_plan_is_the_cheapest_with_keys_padded_to_blocks(key_block):
+    generator = random.Random(11)
+    for _ in range(30):
+        count, batch_size = generator.randint(1, 9), generator.randint(1, 5)
+        lengths = sorted((generator.choice((5, 16, 17, 33, 161, 176, 177, 400))
+                          for _ in range(count)), reverse=True)
+        cheapest = min(plan_cost(lengths, plan, key_block=key_block)
+                       for plan in every_plan(count, batch_size))
+        plan = planned_batches(lengths, batch_size, key_block=key_block)
+        assert plan_cost(lengths, plan, key_block=key_block) == cheapest
+    assert planned_batches(lengths, 4, key_block=1) == planned_batches(lengths, 4)
+
+
+def test_blocked_keys_move_a_cut_to_where_the_longest_input_fills_its_block():
+    # 161 tokens pad their keys to 176, so with blocks of 16 the one pair of 161 runs alone
+    # rather than raise the keys of 31 pairs of 160 (a whole block) by 16
+    lengths = [161] + [160] * 31
+    assert planned_batches(lengths, 32) == [range(0, 32)]
+    assert planned_batches(lengths, 32, key_block=16) == [range(0, 1), range(1, 32)]
+
+
 def test_plans_cover_every_input_in_order_within_the_batch_size():
     generator = random.Random(3)
     for batch_size in (1, 2, 7, 32):
@@ -75,6 +102,7 @@ def test_plans_cover_every_input_in_order_within_the_batch_size():
     ([5, 3], 4, {"overhead": 0}, "overhead must be an integer >= 1"),
     ([5, 3], 4, {"span": 0}, "span must be an integer >= 1"),
     ([5, 3], 4, {"span": 1.5}, "span must be an integer >= 1"),
+    ([5, 3], 4, {"key_block": 0}, "key_block must be an integer >= 1"),
 ])
 def test_bad_arguments_are_refused(lengths, batch_size, options, message):
     with pytest.raises(ValueError, match=message):

@@ -6,7 +6,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from trainers.first_token import agrees, first_token_forward, unsupported_reason  # noqa: E402
+from trainers.first_token import (agrees, first_token_forward, padded_key_block,  # noqa: E402
+                                 unsupported_reason)
 from trainers.tiny import _seeded_init  # noqa: E402
 
 VOCAB = 120
@@ -89,6 +90,21 @@ def test_small_heads_attend_over_keys_padded_to_a_block(head_size, keys_after):
                           attend(query, key, value, attn_mask=mask), atol=1e-6, rtol=0)
     whole = (key[:, :, :16], value[:, :, :16], mask[..., :16])
     assert all(a is b for a, b in zip(_padded_keys(*whole), whole))
+
+
+def wide_heads_bert():
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=128, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64,
+                                     max_position_embeddings=64, pad_token_id=1, num_labels=3)
+    return seeded(lambda: transformers.BertForSequenceClassification(config))
+
+
+def test_batch_plans_learn_which_keys_the_shortcut_pads():
+    """Keys padded to blocks of 16 where `_padded_keys` pads them: small heads on a CPU,
+    in a layer run in full (a 1-layer model runs only the folded last layer)."""
+    assert padded_key_block(bert(3), "cpu") == padded_key_block(roberta(2), "cpu") == 16
+    assert padded_key_block(bert(3), "cuda:0") == padded_key_block(bert(1), "cpu") == 1
+    assert padded_key_block(wide_heads_bert(), "cpu") == 1  # heads of 64
 
 
 def full_layers_run(forward, batch, monkeypatch) -> int:

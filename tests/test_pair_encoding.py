@@ -7,8 +7,9 @@ import pytest
 pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
 
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
 
+import trainers.pair_encoding as pair_encoding  # noqa: E402
 from trainers.pair_encoding import (AssembledPairs, PairEncoder, call_tokenizer,  # noqa: E402
                                     feature_lengths)
 
@@ -63,7 +64,22 @@ def no_post_processor():  # no template at all, yet token_type_ids are returned
         model_input_names=["input_ids", "token_type_ids", "attention_mask"])
 
 
-@pytest.mark.parametrize("build", [bert, roberta, tiny, no_post_processor])
+def processor_sequence():  # Sequence(ByteLevel, Template): <s> A </s> B </s>, types 0/1
+    backend = byte_level_bpe()
+    specials = [(token, backend.token_to_id(token)) for token in ("<s>", "</s>")]
+    backend.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=True),
+        processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1",
+                                      special_tokens=specials)])
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>",
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"])
+
+
+BUILDS = [bert, roberta, tiny, no_post_processor, processor_sequence]
+
+
+@pytest.mark.parametrize("build", BUILDS)
 @pytest.mark.parametrize("max_length", [12, 40, 2048])
 def test_assembled_pairs_equal_the_tokenizer_call(build, max_length):
     tokenizer = build()
@@ -74,11 +90,13 @@ def test_assembled_pairs_equal_the_tokenizer_call(build, max_length):
     assert encoder(FIRSTS, SECONDS) == expected
     assert encoder.state == "on"
     assert encoder(SECONDS, FIRSTS) == call_tokenizer(tokenizer, SECONDS, FIRSTS, max_length)
-    with_types = build in (bert, no_post_processor)
+    with_types = build in (bert, no_post_processor, processor_sequence)
+    if build is processor_sequence:  # the second text and its end are segment 1
+        assert [f["token_type_ids"][-1] for f in expected] == [1] * len(expected)
     assert ("token_type_ids" in expected[0]) == with_types
 
 
-@pytest.mark.parametrize("build", [bert, roberta, tiny])
+@pytest.mark.parametrize("build", [bert, roberta, tiny, processor_sequence])
 @pytest.mark.parametrize("max_length", [8, 9])
 def test_every_length_pair_after_the_check_equals_the_call(build, max_length):
     """Past the first (checked) call nothing rescues a wrong assembly: every pair of lengths
@@ -205,3 +223,38 @@ def test_realsumm_pairs_equal_the_tokenizer_call(pyramid_data_dir):
     encoder = PairEncoder(tokenizer, 400)
     assert encoder(firsts, seconds) == call_tokenizer(tokenizer, firsts, seconds, 400)
     assert encoder.state == "on"
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_template_processors_build_untruncated_pairs_from_their_template(build):
+    """The fixed parts are read from the library's own post_process; a pair that fits is
+    built from them (a wrong template shows up in exactly those pairs), a truncated pair
+    goes through post_process."""
+    encoder = PairEncoder(build(), 12)
+    assert encoder.template == "on"
+    right = encoder(FIRSTS, SECONDS, lazy=True)
+    assert encoder.state == "on"
+    fits = [i for i in range(len(FIRSTS)) if len(right._encodings[i][0]) +
+            len(right._encodings[i][1]) + right._specials <= 12]
+    assert 0 < len(fits) < len(FIRSTS)
+    wrong = pair_encoding.PairTemplate([999], [], [], [0], 0, [], 0, [])
+    marked = AssembledPairs(right._encodings, right._backend, 12, False, wrong)
+    for i in range(len(FIRSTS)):
+        ids = marked[i]["input_ids"]
+        assert (ids[0] == 999) == (i in fits)
+        if i not in fits:
+            assert ids == right[i]["input_ids"] and len(ids) == 12
+
+
+def test_other_post_processors_and_unclear_probes_get_no_template(monkeypatch):
+    monkeypatch.setattr(pair_encoding, "TEMPLATE_PROCESSORS", frozenset({"BertProcessing"}))
+    tokenizer = processor_sequence()
+    encoder = PairEncoder(tokenizer, 12)
+    assert encoder.template == "off: the ByteLevel, TemplateProcessing post-processor"
+    assert encoder(FIRSTS, SECONDS) == call_tokenizer(tokenizer, FIRSTS, SECONDS, 12)
+    assert encoder.state == "on"
+    monkeypatch.undo()
+    monkeypatch.setattr(pair_encoding, "PROBE_TEXTS", ("", "a probe"))
+    assert PairEncoder(bert(), 12).template == \
+        "off: the probe pair does not show where the texts go"
+    assert PairEncoder(bert(), 12, enabled=False).template == "off: no pair encoding"

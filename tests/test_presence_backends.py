@@ -259,6 +259,26 @@ def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
         ("planned", "fixed")
 
 
+def test_nli_results_are_made_on_the_worker_threads_and_repeats_get_their_own(
+        classifier_dir):
+    """A batch's results are made on its worker thread, beside the other batch's forward
+    pass; a repeated pair runs once and gets an equal result object of its own. The plan
+    counts the keys as the shortcut pads them (blocks of 16 for these 16-wide heads)."""
+    import threading
+
+    backend = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
+    made_on, result = [], backend.result
+    backend.result = lambda raw: made_on.append(threading.current_thread().name) or result(raw)
+    got = backend.score(PAIRS + PAIRS[:2])
+    assert len(made_on) == len(PAIRS) + 2
+    assert all(name.startswith("sumbench-batch") for name in made_on[:len(PAIRS)])
+    assert made_on[len(PAIRS):] == [threading.current_thread().name] * 2  # the repeats
+    assert [r.details for r in got[len(PAIRS):]] == [r.details for r in got[:2]]
+    assert got[len(PAIRS)] is not got[0] and got[len(PAIRS)].details is not got[0].details
+    assert backend.plan_key_block() == 16
+    assert NLIBackend(str(classifier_dir), first_token_shortcut=False).plan_key_block() == 1
+
+
 def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifier_dir,
                                                                          monkeypatch):
     """The plan would run the long pair alone, unpadded; the check runs the `batch_size`
@@ -504,11 +524,12 @@ def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir
     assembled = NLIBackend(str(classifier_dir), batch_size=3, workers=2)
     assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
                                       "first_token_shortcut": "unchecked",
-                                      "pair_encoding": "unchecked"}
+                                      "pair_encoding": "unchecked", "pair_template": "on"}
     assert [r.details for r in assembled.score(pairs)] == \
         [r.details for r in plain.score(pairs)]
     assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
-                                      "first_token_shortcut": "on", "pair_encoding": "on"}
+                                      "first_token_shortcut": "on", "pair_encoding": "on",
+                                      "pair_template": "on"}
     assert plain.fast_paths()["pair_encoding"] == "off: turned off"
 
 

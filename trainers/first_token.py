@@ -112,6 +112,17 @@ def _padded_keys(key: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
             F.pad(mask, (0, padding), value=False))
 
 
+def padded_key_block(model: Any, device: Any) -> int:
+    """The multiple that the shortcut's full layers pad keys to for `model` on `device`
+    (`_padded_keys`), for batch plans that count it (trainers.batch_plan); 1 where none are
+    padded: off a CPU, heads wider than KEY_BLOCK_HEAD_SIZE, or no layer but the last."""
+    config = model.config
+    heads = int(config.num_attention_heads)
+    small = config.hidden_size // heads <= KEY_BLOCK_HEAD_SIZE
+    full_layers = int(config.num_hidden_layers) > 1
+    return KEY_BLOCK if str(device).split(":")[0] == "cpu" and small and full_layers else 1
+
+
 def _plain_linear(module: Any) -> bool:
     """Whether `module` is a plain linear layer whose weight is its whole map: exactly
     `torch.nn.Linear`, no hooks and no replaced `forward` (as offloading wrappers install),

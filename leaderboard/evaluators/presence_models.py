@@ -17,19 +17,19 @@ name here is importable from `leaderboard.evaluators.presence` too.
   `max_length` tokens, 400 by default as in the release. BERT-family classifiers run their
   last layer for the first token only (`trainers.first_token`), checked against the model's
   own forward on the first batch (`shortcut` says "on" or why it is off). Each distinct
-  summary and unit is tokenized once and the pairs assembled by the tokenizer library
-  (`trainers.pair_encoding`, checked against the tokenizer call on the first chunk);
-  `fast_paths()` reports both.
+  summary and unit is tokenized once and the pairs assembled by the tokenizer library or
+  its post-processor's template (`trainers.pair_encoding`, checked against the tokenizer
+  call on the first chunk); `fast_paths()` reports all three.
 - `seq2seq`: a model trained on the `presence_detection` format; P(Yes) / (P(Yes) + P(No)) of
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
   probabilities after `ANSWER:`.
 `BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches of at most
-`batch_size` whose padding stays small (trainers.batch_plan; on a CPU, two
-batches at a time on worker threads, `workers`; trainers.cpu_workers) and caches raw outputs
-on disk keyed by (backend, model id, revision, settings, the exact model input);
-revision = the given one, else a hash of a local folder's weight, config and tokenizer files,
-else the hub commit hash, else a hash of the parameters.
+`batch_size` whose padding stays small (trainers.batch_plan, with the keys as the model pads
+them; on a CPU two batches at a time on worker threads, `workers`, which also make their
+results: trainers.cpu_workers) and caches raw outputs on disk keyed by (backend, model id,
+revision, settings, the exact model input); revision = the given one, else a hash of a local
+folder's weight, config and tokenizer files, else the hub commit hash, else a parameter hash.
 Labels use p > 0.5 (0.5 is "not present", as numpy rounding in the task metrics). torch and
 transformers are imported inside the functions that need them.
 """
@@ -50,8 +50,8 @@ from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index,
 from trainers.batch_plan import fixed_batches, planned_batches
 from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
-from trainers.first_token import agrees, first_token_forward
-from trainers.padding import right_padded, row_mask
+from trainers.first_token import agrees, first_token_forward, padded_key_block
+from trainers.padding import feature_tensors as pad_batch
 from trainers.pair_encoding import PairEncoder, feature_lengths
 
 
@@ -83,18 +83,6 @@ def load_pretrained(model: Any, tokenizer: Any, auto_class: str, revision: str |
     if tokenizer is None:
         raise PresenceBackendError("a loaded model needs its tokenizer (tokenizer=...)")
     return model.eval(), tokenizer, getattr(model.config, "name_or_path", "") or "in-memory"
-
-
-def pad_batch(features: Sequence[dict], pad_id: int) -> dict:
-    """Right-padded tensors (input_ids, attention_mask, token_type_ids when present)."""
-    import torch
-
-    ids = [feature["input_ids"] for feature in features]
-    batch = {"input_ids": right_padded(ids, pad_id), "attention_mask": row_mask(ids)}
-    if "token_type_ids" in features[0]:
-        batch["token_type_ids"] = right_padded(
-            [feature["token_type_ids"] for feature in features], 0, batch["input_ids"].shape[1])
-    return {name: torch.from_numpy(values) for name, values in batch.items()}
 
 
 def single_token_id(tokenizer: Any, text: str) -> int:
@@ -169,28 +157,41 @@ class BatchedModelBackend(PresenceBackend):
             if self.cache is not None else []
         found = self.cache.get_many(keys) if self.cache is not None else {}
         missing = [i for i in range(len(chunk)) if not keys or keys[i] not in found]
-        raw = dict(zip(missing, self._run([chunk[i] for i in missing]))) if missing else {}
+        computed = dict(zip(missing, self._run([chunk[i] for i in missing]))) \
+            if missing else {}
         if self.cache is not None and missing:
-            self.cache.set_many((keys[i], raw[i]) for i in missing)
+            self.cache.set_many((keys[i], computed[i][0]) for i in missing)
         for i in range(len(chunk)):
-            yield self.result(raw[i] if i in raw else found[keys[i]])
+            yield computed[i][1] if i in computed else self.result(found[keys[i]])
 
-    def _run(self, pairs: list) -> list[list[float]]:
-        """Raw outputs of `pairs`: each distinct pair computed once, in length-sorted batches
-        with dynamic padding."""
+    def _run(self, pairs: list) -> list[tuple[list[float], PresenceResult]]:
+        """(raw outputs, result) of `pairs`: each distinct pair computed once, in
+        length-sorted batches with dynamic padding (a repeated pair gets a result object of
+        its own)."""
         position: dict[tuple, int] = {}
         slots = [position.setdefault(tuple(self.key_parts(pair)), len(position))
                  for pair in pairs]
-        distinct = list({slot: pair for slot, pair in zip(slots, pairs)}.values()) \
-            if len(position) < len(pairs) else pairs
-        outputs = self._run_distinct(distinct)
-        return [outputs[slot] for slot in slots]
+        if len(position) == len(pairs):
+            return self._run_distinct(pairs)
+        outputs = self._run_distinct(list({slot: pair for slot, pair in zip(slots, pairs)}
+                                          .values()))
+        results, seen = [], set()
+        for slot in slots:
+            raw, result = outputs[slot]
+            results.append((raw, result) if slot not in seen else (raw, self.result(raw)))
+            seen.add(slot)
+        return results
 
-    def _run_distinct(self, pairs: list) -> list[list[float]]:
+    def plan_key_block(self) -> int:
+        """The multiple the model pads keys to, for the batch plan (1: it does not)."""
+        return 1
+
+    def _run_distinct(self, pairs: list) -> list[tuple[list[float], PresenceResult]]:
         """Length-sorted batches of at most `batch_size` with little padding
-        (trainers.batch_plan), `self.workers` at a time (trainers.cpu_workers); while a
-        first-batch check is pending, the `batch_size` longest pairs run first, alone, as one
-        padded batch (so that the check sees padding, as the batches after it will)."""
+        (trainers.batch_plan), `self.workers` at a time (trainers.cpu_workers), each batch's
+        results made on its worker thread; while a first-batch check is pending, the
+        `batch_size` longest pairs run first, alone, as one padded batch (so that the check
+        sees padding, as the batches after it will)."""
         import torch
 
         features = self.prepare(pairs)
@@ -198,12 +199,14 @@ class BatchedModelBackend(PresenceBackend):
         order = sorted(range(len(features)), key=lambda j: (-every_length[j], j))
         checked = order[:self.batch_size] if self.check_pending() else []
         rest = order[len(checked):]
-        spans = planned_batches([every_length[j] for j in rest], self.batch_size) \
+        spans = planned_batches([every_length[j] for j in rest], self.batch_size,
+                                key_block=self.plan_key_block()) \
             if self.plan_batches else fixed_batches(len(rest), self.batch_size)
         batches = [rest[span.start:span.stop] for span in spans]
 
         def run(batch: list) -> tuple[list, list]:
-            return batch, self.forward([features[j] for j in batch])
+            rows = [[float(v) for v in row] for row in self.forward([features[j] for j in batch])]
+            return batch, [(row, self.result(row)) for row in rows]
 
         with torch.inference_mode():
             done = map_batches(run, [checked], self.workers) if checked else []
@@ -211,8 +214,8 @@ class BatchedModelBackend(PresenceBackend):
         self.forward_calls += len(batches) + bool(checked)
         outputs: list = [None] * len(features)
         for batch, values in done:
-            for j, row in zip(batch, values):
-                outputs[j] = [float(v) for v in row]
+            for j, value in zip(batch, values):
+                outputs[j] = value
         return outputs
 
     def _pad_id(self) -> int:
@@ -262,10 +265,14 @@ class NLIBackend(BatchedModelBackend):
 
     def fast_paths(self) -> dict:
         return {**super().fast_paths(), "first_token_shortcut": self.shortcut,
-                "pair_encoding": self.pair_encoder.state}
+                "pair_encoding": self.pair_encoder.state,
+                "pair_template": self.pair_encoder.template}
 
     def check_pending(self) -> bool:
         return self.shortcut == "unchecked"
+
+    def plan_key_block(self) -> int:
+        return 1 if self._shortcut_forward is None else padded_key_block(self.model, self.device)
 
     def prepare(self, pairs):
         premises, hypotheses = zip(*(pair_parts(p)[:2] for p in pairs))
