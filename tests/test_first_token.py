@@ -105,6 +105,10 @@ def test_batch_plans_learn_which_keys_the_shortcut_pads():
     assert padded_key_block(bert(3), "cpu") == padded_key_block(roberta(2), "cpu") == 16
     assert padded_key_block(bert(3), "cuda:0") == padded_key_block(bert(1), "cpu") == 1
     assert padded_key_block(wide_heads_bert(), "cpu") == 1  # heads of 64
+    one_layer = bert(1)  # a hook stops the fold: the last layer runs in full, padded
+    one_layer.bert.encoder.layer[0].attention.self.key.register_forward_hook(lambda *a: None)
+    assert padded_key_block(one_layer, "cpu") == 16
+    assert padded_key_block(bert(3).train(), "cpu") == 1  # no shortcut in training mode
 
 
 def full_layers_run(forward, batch, monkeypatch) -> int:

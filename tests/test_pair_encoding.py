@@ -184,6 +184,7 @@ def test_a_tokenizer_whose_call_differs_falls_back_with_a_warning(capsys):
     expected = call_tokenizer(tokenizer, FIRSTS, SECONDS, 64)
     assert encoder(FIRSTS, SECONDS) == expected
     assert encoder.state.startswith("off: pair 0 differs from the tokenizer call")
+    assert encoder.template == "off: no pair encoding"
     assert "using the tokenizer call" in capsys.readouterr().err
     assert encoder(SECONDS, FIRSTS) == call_tokenizer(tokenizer, SECONDS, FIRSTS, 64)
     assert encoder(SECONDS, FIRSTS, lazy=True) == call_tokenizer(tokenizer, SECONDS, FIRSTS, 64)
@@ -258,3 +259,40 @@ def test_other_post_processors_and_unclear_probes_get_no_template(monkeypatch):
     assert PairEncoder(bert(), 12).template == \
         "off: the probe pair does not show where the texts go"
     assert PairEncoder(bert(), 12, enabled=False).template == "off: no pair encoding"
+
+
+def word_level(pair_template: str):
+    """A word-level tokenizer with no unknown token (it cannot encode unseen words)."""
+    vocab = {"[CLS]": 0, "[SEP]": 1, "<pad>": 2, "the": 3, "cat": 4, "sat": 5, "mat": 6}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair=pair_template, special_tokens=[("[CLS]", 0), ("[SEP]", 1)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>")
+
+
+def test_tokenizers_that_cannot_encode_the_probes_still_assemble_pairs():
+    tokenizer = word_level("[CLS] $A [SEP] $B:1 [SEP]:1")
+    encoder = PairEncoder(tokenizer, 9)
+    assert encoder.template.startswith("off: the probe texts cannot be encoded (WordLevel")
+    firsts, seconds = ["the cat sat", "the mat", "cat"], ["the mat", "the cat sat mat", "sat"]
+    expected = call_tokenizer(tokenizer, firsts, seconds, 9)
+    assert expected[1]["input_ids"] == [0, 3, 6, 1, 3, 4, 5, 6, 1]
+    assert encoder(firsts, seconds) == expected
+    assert encoder.state == "on"
+
+
+def test_a_template_that_repeats_a_text_is_refused():
+    """The parts read from the probe pair would hold the probe's own first text; the check
+    pair shows that. (Short pairs only: the library's truncation takes half a minute on two
+    long texts with such a template.)"""
+    backend = byte_level_bpe()
+    specials = [(token, backend.token_to_id(token)) for token in ("<s>", "</s>")]
+    backend.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1 $A:1", special_tokens=specials)
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>")
+    encoder = PairEncoder(tokenizer, 40)
+    assert encoder.template == \
+        "off: the template read from the probe pair does not fit a second pair"
+    firsts, seconds = FIRSTS[:5] + FIRSTS[8:], SECONDS[:5] + SECONDS[8:]
+    assert encoder(firsts, seconds) == call_tokenizer(tokenizer, firsts, seconds, 40)

@@ -14,9 +14,10 @@ costs `overhead` padded tokens plus, for each input, its padded length L times (
 where `span` is the length at which a token's attention work equals the rest of its work.
 With `key_block` > 1 (a model that pads its keys to a multiple of it, as the first-token
 shortcut does for small heads on a CPU: trainers.first_token) the attention term counts the
-keys so padded, L times (1 + ceil(L / key_block) x key_block / span), so the plan prefers cuts
-whose longest input fills its last block: on the presence benchmark's 800 pairs that trims
-the padded attention work from 6.7% to 5.9% above the inputs' own.
+keys so padded, L times (1 + ceil(L / key_block) x key_block / span; in every layer alike,
+an estimate, since a folded last layer's keys are not padded), so the plan prefers cuts whose
+longest input fills its last block: on the presence benchmark's 800 pairs that trims the
+padded attention work from 6.7% to 5.9% above the inputs' own.
 The defaults were measured on the 2-layer test classifier on a 2-core CPU (one batch ~ 400
 tokens; attention ~ the rest at 180 tokens). Wider models spend relatively less on attention
 and on a batch's fixed cost, so for them the plan splits less than it could: it stays close to

@@ -115,12 +115,15 @@ def _padded_keys(key: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
 def padded_key_block(model: Any, device: Any) -> int:
     """The multiple that the shortcut's full layers pad keys to for `model` on `device`
     (`_padded_keys`), for batch plans that count it (trainers.batch_plan); 1 where none are
-    padded: off a CPU, heads wider than KEY_BLOCK_HEAD_SIZE, or no layer but the last."""
+    padded: an unsupported model, off a CPU, heads wider than KEY_BLOCK_HEAD_SIZE, or only a
+    folded last layer."""
+    if unsupported_reason(model) is not None or str(device).split(":")[0] != "cpu":
+        return 1
     config = model.config
-    heads = int(config.num_attention_heads)
-    small = config.hidden_size // heads <= KEY_BLOCK_HEAD_SIZE
-    full_layers = int(config.num_hidden_layers) > 1
-    return KEY_BLOCK if str(device).split(":")[0] == "cpu" and small and full_layers else 1
+    layers = getattr(model, SUPPORTED[type(model).__name__][0]).encoder.layer
+    small = config.hidden_size // int(config.num_attention_heads) <= KEY_BLOCK_HEAD_SIZE
+    full = len(layers) > 1 or not _folds(layers[-1].attention.self)
+    return KEY_BLOCK if small and full else 1
 
 
 def _plain_linear(module: Any) -> bool:

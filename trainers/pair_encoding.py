@@ -5,7 +5,8 @@ distinct summaries), and a tokenizer call on the pairs encodes each summary agai
 unit. With a fast (Rust `tokenizers`) tokenizer, `PairEncoder` encodes each distinct text once
 without special tokens or truncation and builds every pair with the library's own
 `Tokenizer.post_process`, the step that ends a pair `encode`: truncation of the pair, then the
-post-processor's template (special tokens, type ids). It runs on private copies of the
+post-processor's template (special tokens, type ids); an untruncated pair of a template-style
+post-processor is joined from that template instead (below). It runs on private copies of the
 tokenizer set up as the tokenizer call sets itself up (`truncation=True, max_length=...`:
 longest first, the tokenizer's truncation side, its `split_special_tokens`), so the caller's
 tokenizer is never changed; a change the caller makes later (truncation side,
@@ -19,10 +20,11 @@ benchmark's time) and a chunk's ids are never all held at once.
 The library's post-processors for encoder pairs (`TemplateProcessing`, `BertProcessing`,
 `RobertaProcessing`, `ByteLevel`, a `Sequence` of them, or none) put the same special tokens
 and type ids around any two texts. For them `pair_template` reads those fixed parts once from
-the library's own `post_process` of two probe texts, and a pair that needs no truncation is
-the two texts' ids with those parts around them: a few list joins instead of a new
-`Encoding` (on the presence benchmark 8 ms of CPU instead of 13). Truncated pairs, and every
-pair of another post-processor, go through `post_process`. `template` says "on" or why not.
+the library's own `post_process` of two probe texts (and checks them on two more: a template
+that repeats a text is refused), and a pair that needs no truncation is the two texts' ids
+with those parts around them: a few list joins instead of a new `Encoding` (on the presence
+benchmark 8 ms of CPU instead of 13). Truncated pairs, and every pair of another
+post-processor, go through `post_process`. `template` says "on" or why not.
 
 The ids equal the tokenizer call's by construction. The first call checks that anyway on a
 sample (`CHECK_PAIRS` pairs and every pair that was truncated) against the tokenizer's own
@@ -99,8 +101,10 @@ def settings_signature(tokenizer: Any) -> tuple:
 #: post-processors that put the same special tokens and type ids around any two texts
 TEMPLATE_PROCESSORS = frozenset({"TemplateProcessing", "BertProcessing", "RobertaProcessing",
                                  "ByteLevel"})
-#: the two texts whose processed pair shows a post-processor's fixed parts
+#: the two texts whose processed pair shows a post-processor's fixed parts, and two more
+#: (of other lengths) that the parts read from them must give as `post_process` does
 PROBE_TEXTS = ("first probe text", "the second")
+CHECK_TEXTS = ("another", "and a longer second text")
 
 
 @dataclass(frozen=True)
@@ -137,28 +141,43 @@ def _processor_types(processor: dict | None) -> list[str]:
 def pair_template(text_backend: Any) -> tuple[PairTemplate | None, str]:
     """(the template, "on") for post-processors in TEMPLATE_PROCESSORS, read from the
     library's `post_process` of PROBE_TEXTS on `text_backend` (the copy that does not
-    truncate); else (None, "off: <why>")."""
+    truncate) and checked on CHECK_TEXTS; else (None, "off: <why>")."""
     kinds = _processor_types(json.loads(text_backend.to_str()).get("post_processor"))
     other = sorted(set(kinds) - TEMPLATE_PROCESSORS)
     if other:
         return None, f"off: the {', '.join(other)} post-processor"
-    first, second = text_backend.encode_batch(list(PROBE_TEXTS), add_special_tokens=False)
-    pair = text_backend.post_process(first, second)
-    ids, types, a, b = pair.ids, pair.type_ids, first.ids, second.ids
+    try:  # a vocabulary without an unknown token may not encode the probes
+        first, second, *check = text_backend.encode_batch([*PROBE_TEXTS, *CHECK_TEXTS],
+                                                          add_special_tokens=False)
+    except Exception as error:
+        return None, f"off: the probe texts cannot be encoded ({str(error).splitlines()[0]})"
+    template = _template_from(text_backend.post_process(first, second), first.ids, second.ids)
+    if isinstance(template, str):
+        return None, template
+    expected = text_backend.post_process(*check)
+    if template.features(check[0].ids, check[1].ids, True) != \
+            {"input_ids": expected.ids, "token_type_ids": expected.type_ids}:
+        return None, "off: the template read from the probe pair does not fit a second pair"
+    return template, "on"
+
+
+def _template_from(pair: Any, a: list, b: list) -> PairTemplate | str:
+    """The fixed parts of processed `pair` around the texts' ids `a` and `b`, or why not."""
+    ids, types = pair.ids, pair.type_ids
     fixed = len(ids) - len(a) - len(b)
     places = [(start, start + len(a) + gap) for start in range(fixed + 1)
               for gap in range(fixed - start + 1)
               if ids[start:start + len(a)] == a
               and ids[start + len(a) + gap:start + len(a) + gap + len(b)] == b]
     if not a or not b or len(places) != 1:
-        return None, "off: the probe pair does not show where the texts go"
+        return "off: the probe pair does not show where the texts go"
     (one, two), end = places[0], places[0][1] + len(b)
     first_types, second_types = set(types[one:one + len(a)]), set(types[two:end])
     if len(first_types) != 1 or len(second_types) != 1:
-        return None, "off: a text's type ids vary"
+        return "off: a text's type ids vary"
     return PairTemplate(ids[:one], ids[one + len(a):two], ids[end:], types[:one],
                         first_types.pop(), types[one + len(a):two], second_types.pop(),
-                        types[end:]), "on"
+                        types[end:])
 
 
 class PairEncoder:
@@ -219,15 +238,15 @@ class PairEncoder:
             return
         self.state = (f"off: pair {differ[0]} differs from the tokenizer call "
                       f"({len(differ)} of {len(sample)} checked pairs)")
-        self._backends = None
+        self._backends, self._template, self.template = None, None, "off: no pair encoding"
         print(f"warning: pair encoding: {self.state}; using the tokenizer call",
               file=sys.stderr)
 
 
 class AssembledPairs(abc.Sequence):
-    """The pairs' feature dicts, each built by the library's `post_process` when it is read
-    (so on the thread that reads it: batches assemble their pairs on their worker threads
-    while other batches run), with every pair's length known at once: the two texts' tokens
+    """The pairs' feature dicts, each built when it is read, from the template where the pair
+    needs no truncation, else by the library's `post_process` (so on the thread that reads
+    it: batches assemble their pairs on their worker threads while other batches run), with every pair's length known at once: the two texts' tokens
     plus the special tokens, at most `max_length` (longest-first truncation cuts a longer
     pair to exactly that)."""
 
