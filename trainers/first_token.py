@@ -106,10 +106,15 @@ def _padded_keys(key: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
     import torch.nn.functional as F
 
     padding = -key.shape[2] % KEY_BLOCK
-    if not padding or key.device.type != "cpu" or key.shape[3] > KEY_BLOCK_HEAD_SIZE:
+    if not padding or not _pads_keys(key.device, key.shape[3]):
         return key, value, mask
     return (F.pad(key, (0, 0, 0, padding)), F.pad(value, (0, 0, 0, padding)),
             F.pad(mask, (0, padding), value=False))
+
+
+def _pads_keys(device: Any, head_size: int) -> bool:
+    """Whether `_padded_keys` pads the keys of heads of `head_size` on `device`."""
+    return str(device).split(":")[0] == "cpu" and head_size <= KEY_BLOCK_HEAD_SIZE
 
 
 def padded_key_block(model: Any, device: Any) -> int:
@@ -117,13 +122,13 @@ def padded_key_block(model: Any, device: Any) -> int:
     (`_padded_keys`), for batch plans that count it (trainers.batch_plan); 1 where none are
     padded: an unsupported model, off a CPU, heads wider than KEY_BLOCK_HEAD_SIZE, or only a
     folded last layer."""
-    if unsupported_reason(model) is not None or str(device).split(":")[0] != "cpu":
+    if unsupported_reason(model) is not None:
         return 1
     config = model.config
     layers = getattr(model, SUPPORTED[type(model).__name__][0]).encoder.layer
-    small = config.hidden_size // int(config.num_attention_heads) <= KEY_BLOCK_HEAD_SIZE
+    pads = _pads_keys(device, config.hidden_size // int(config.num_attention_heads))
     full = len(layers) > 1 or not _folds(layers[-1].attention.self)
-    return KEY_BLOCK if small and full else 1
+    return KEY_BLOCK if pads and full else 1
 
 
 def _plain_linear(module: Any) -> bool:

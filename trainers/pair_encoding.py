@@ -246,9 +246,9 @@ class PairEncoder:
 class AssembledPairs(abc.Sequence):
     """The pairs' feature dicts, each built when it is read, from the template where the pair
     needs no truncation, else by the library's `post_process` (so on the thread that reads
-    it: batches assemble their pairs on their worker threads while other batches run), with every pair's length known at once: the two texts' tokens
-    plus the special tokens, at most `max_length` (longest-first truncation cuts a longer
-    pair to exactly that)."""
+    it: batches assemble their pairs on their worker threads while other batches run), with
+    every pair's length known at once: the two texts' tokens plus the special tokens, at
+    most `max_length` (longest-first truncation cuts a longer pair to exactly that)."""
 
     def __init__(self, encodings: list[tuple[Any, Any]], pair_backend: Any, max_length: int,
                  with_types: bool, template: PairTemplate | None = None):
