@@ -137,7 +137,7 @@ def latency(db: str, requests: int) -> dict:
 
 def load_board(data: Path, files: list[Path], root: Path, entries: int) -> str:
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.boards import load_settings
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
     from leaderboard.service.init import initialise
     from leaderboard.service.submissions import accept

@@ -71,6 +71,34 @@ def fetch_manifest(server: str, track: str, variant: str,
     return response.json()
 
 
+def _get_json(server: str, path: str, params: Mapping | None = None,
+              timeout: float = DEFAULT_TIMEOUT) -> dict:
+    """A GET answered 200 with JSON; any other answer names the server and the reason."""
+    import httpx
+
+    try:
+        with _client(server, timeout) as client:
+            response = client.get(path, params=dict(params or {}))
+    except httpx.HTTPError as error:
+        raise SumbenchError(f"cannot reach {server}: {error}") from None
+    if response.status_code != 200:
+        raise SumbenchError(f"{server}{path}: {_answer(response).get('detail', response.status_code)}")
+    return response.json()
+
+
+def boards(server: str, track: str) -> list[str]:
+    """The boards of a track on a server."""
+    tracks = _get_json(server, "/api/v1/tracks")["tracks"]
+    if track not in tracks:
+        raise SumbenchError(f"{server}: no track {track!r} (tracks: {', '.join(tracks)})")
+    return tracks[track]
+
+
+def fetch_inputs(server: str, track: str, variant: str) -> dict:
+    """A board's public inputs: {"track", "variant", "parts": {task: [records]}}."""
+    return _get_json(server, f"/api/v1/inputs/{track}", {"variant": variant})
+
+
 def stated_validation(manifest: Mapping | None) -> tuple[Limits, bool]:
     """(limits, strict_lengths) as a server's manifest states them; the defaults for what it
     does not state (no manifest, or a server from before `validation`)."""

@@ -18,7 +18,10 @@ Rules (also shown on the pages, see `aggregate_rule` and `band_rule`):
   p = min(1, 2 * min(P*(d <= 0), P*(d >= 0))); significant when p < alpha;
 - rank bands: entries sorted by aggregate (ties by entry id); the first entry opens band 1 and
   each next entry opens a new band only when it differs significantly from the entry directly
-  above it.
+  above it. An entry without distributions (its analysis pending, or one whose per-item
+  material may not be published: a laddered predictions file) is ranked by its points, with
+  no interval and no band; the entries with distributions are compared with the nearest such
+  entry above them.
 """
 from __future__ import annotations
 
@@ -159,11 +162,15 @@ class BoardEntry:
     distributions: Mapping[str, np.ndarray]
 
     def covers(self, parts: Sequence[str]) -> bool:
-        return all(self.points.get(part) is not None and part in self.distributions
-                   for part in parts)
+        return all(self.points.get(part) is not None for part in parts)
 
-    def aggregate(self, parts: Sequence[str]) -> tuple[float | None, np.ndarray]:
-        return mean_of(self.points, parts), mean_distribution(self.distributions, parts)
+    def tested(self, parts: Sequence[str]) -> bool:
+        """Whether the entry has a distribution for every part (it gets intervals, a band)."""
+        return all(part in self.distributions for part in parts)
+
+    def aggregate(self, parts: Sequence[str]) -> tuple[float | None, np.ndarray | None]:
+        return mean_of(self.points, parts), (mean_distribution(self.distributions, parts)
+                                             if self.tested(parts) else None)
 
 
 @dataclass(frozen=True)
@@ -172,8 +179,9 @@ class RankedEntry:
     score: float
     ci95: list[float] | None
     rank: int
-    band: int
+    band: int | None
     versus_above: PairedComparison | None
+    above_id: int | str | None = None  # the entry `versus_above` compares with
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -183,23 +191,28 @@ class RankedEntry:
 
 def rank_entries(entries: Sequence[BoardEntry], parts: Sequence[str], *,
                  alpha: float = DEFAULT_ALPHA) -> tuple[list[RankedEntry], list[str]]:
-    """(complete entries ranked best first with intervals and bands, ids of the others)."""
+    """(complete entries ranked best first with intervals and bands where they have
+    distributions, ids of the others)."""
     complete = [entry for entry in entries if entry.covers(parts)]
     partial = [entry.entry_id for entry in entries if not entry.covers(parts)]
     aggregates = {entry.entry_id: entry.aggregate(parts) for entry in complete}
     order = sorted(complete, key=lambda entry: (-aggregates[entry.entry_id][0], entry.entry_id))
     ranked: list[RankedEntry] = []
+    above: RankedEntry | None = None  # the nearest entry above with distributions
     for position, entry in enumerate(order, start=1):
         score, distribution = aggregates[entry.entry_id]
+        if distribution is None:
+            ranked.append(RankedEntry(entry.entry_id, score, None, position, None, None))
+            continue
         band, versus = 1, None
-        if ranked:
-            above = ranked[-1]
+        if above is not None:
             above_score, above_distribution = aggregates[above.entry_id]
             versus = compare("mean", above_score, score, above_distribution, distribution,
                              alpha=alpha)
             band = above.band + 1 if versus.significant else above.band
-        ranked.append(RankedEntry(entry.entry_id, score, interval(distribution), position,
-                                  band, versus))
+        above = RankedEntry(entry.entry_id, score, interval(distribution), position, band,
+                            versus, None if above is None else above.entry_id)
+        ranked.append(above)
     return ranked, partial
 
 

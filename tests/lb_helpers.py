@@ -81,12 +81,21 @@ def gold_strings(data_dir: Path) -> set[str]:
     return strings
 
 
+#: an instance that hosts the full test sets and publishes every entry's detail: what the tests
+#: of scoring, ranking and the service's mechanics use (the fixture's domains hold 1-6 items,
+#: too few to split); the tests of hidden gold (test_leaderboard_hidden.py) use the defaults
+OPEN_INSTANCE = {"keep_linked": "true", "private_fraction": "0", "ladder_step": "0"}
+
+
 def make_database(path: Path, usb_data: Path | None = None, pyramid: Path | None = None,
-                  n_resamples: int = 100, computed_rows: bool = True, **settings) -> str:
-    """A migrated SQLite leaderboard at `path` with gold loaded; returns its URL."""
+                  n_resamples: int = 100, computed_rows: bool = True, open_instance: bool = True,
+                  **settings) -> str:
+    """A migrated SQLite leaderboard at `path` with gold loaded (an `OPEN_INSTANCE` unless
+    `open_instance` is False: then the defaults of a new instance); returns its URL."""
     from leaderboard.service.init import initialise
 
-    changes = {"n_resamples": str(n_resamples), **{k: str(v) for k, v in settings.items()}}
+    changes = {**(OPEN_INSTANCE if open_instance else {}), "n_resamples": str(n_resamples),
+               **{k: str(v) for k, v in settings.items()}}
     initialise(str(path), gold=str(usb_data) if usb_data else None,
                pyramids=[str(pyramid)] if pyramid else [], settings=changes,
                computed_rows=computed_rows, score=True)
@@ -115,7 +124,7 @@ def scored_fix_submission(tmp_path: Path, data_dir: Path, usb_fixture_dir: Path,
     import shutil
 
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.boards import load_settings
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
     from leaderboard.service.submissions import accept
     from leaderboard.service.worker import Worker

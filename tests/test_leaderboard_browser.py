@@ -9,7 +9,7 @@ import pytest
 
 from lb_helpers import make_database, minimal_lines
 from leaderboard.service.auth import authenticate, create_token
-from leaderboard.service.boards import load_settings
+from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database
 from leaderboard.service.submissions import accept
 from leaderboard.service.validate import Upload

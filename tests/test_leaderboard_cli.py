@@ -32,10 +32,15 @@ def _run(capsys, *args):
 
 def test_init_is_idempotent_and_token_prints_last(instance, capsys):
     args = ("leaderboard", "init", "--db", instance["db"], "--gold", instance["gold"],
-            "--pyramid", instance["pyramid"], "--set", "n_resamples=30")
+            "--pyramid", instance["pyramid"], "--set", "n_resamples=30", "--keep-linked",
+            "--private-fraction", "0", "--set", "ladder_step=0")  # an open instance
     code, out, _ = _run(capsys, *args)
     report = json.loads(out)
-    assert code == 0 and report["revision"] == "0003"
+    assert code == 0 and report["revision"] == "0004"
+    assert report["settings"]["keep_linked"] and report["settings"]["private_fraction"] == 0
+    assert {(link["revealer"], link["victim"]) for link in report["linked_parts"]} >= {
+        ("fixing_factuality", "factuality_classification"),
+        ("factuality_classification", "fixing_factuality")}
     assert report["computed_rows"] == {"baseline": 1, "reference": 3, "builtin": 6}
     assert report["boards"] == {"evaluators": ["tinyset"], "summaries": ["tinyset"],
                                 "usb": ["all"]}

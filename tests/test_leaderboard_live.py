@@ -15,7 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from lb_helpers import gold_strings, minimal_lines, sqlite_write_lock_is_free
+from lb_helpers import OPEN_INSTANCE, gold_strings, minimal_lines, sqlite_write_lock_is_free
 from leaderboard.service.auth import create_token
 from leaderboard.service.db import Database, Job, Score, Submission
 from leaderboard.service.init import initialise
@@ -37,7 +37,8 @@ def fix_lines(usb_fixture_dir) -> bytes:
 
 
 def _prepare(db: str, gold) -> str:
-    initialise(db, gold=str(gold), settings={"n_resamples": "20", "quota_per_day": "100",
+    initialise(db, gold=str(gold), settings={**OPEN_INSTANCE, "n_resamples": "20",
+                                             "quota_per_day": "100", "quota_per_week": "100",
                                              "lease_seconds": "3"}, computed_rows=False)
     return create_token(Database(db), "loadtester")
 
@@ -117,7 +118,7 @@ def test_sqlite_concurrent_submissions_kill_and_restart(tmp_path, gold, fix_line
         after = httpx.get(server.url + "/api/v1/leaderboard/usb").json()
         assert [e["id"] for e in after["entries"]] == [e["id"] for e in before["entries"]]
         answer = httpx.get(f"{server.url}/api/v1/submissions/{ids[0]}").json()
-        assert answer["status"] == "scored" and "fixing_factuality" in answer["scores"]
+        assert answer["status"] == "scored" and "fixing_factuality" in answer["public_scores"]
         _killed_worker_is_replaced(server.url, token, db, database, fix_lines)
 
 
@@ -191,8 +192,9 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
     while other writers can write: every pack/unpack call finds SQLite's write lock free."""
     from fastapi.testclient import TestClient
 
+    import leaderboard.service.probing as probing
+    import leaderboard.service.scoring_jobs as worker
     import leaderboard.service.submissions as submissions
-    import leaderboard.service.worker as worker
     from leaderboard.service.app import create_app
     from leaderboard.service.worker import Worker
 
@@ -208,7 +210,7 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
             return function(value)
         return call
 
-    for module in (submissions, worker, system_rows, gold_module):
+    for module in (submissions, probing, worker, system_rows, gold_module):
         monkeypatch.setattr(module, "pack", watched(f"{module.__name__}.pack", module.pack))
     monkeypatch.setattr(worker, "unpack", watched("worker.unpack", worker.unpack))
     initialise(db, gold=str(gold), settings={"n_resamples": "20"})  # the baseline row
@@ -219,7 +221,9 @@ def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fi
     assert response.status_code == 202, response.text
     Worker(Database(db)).drain()
     names = {name for name, _ in seen}
-    assert names == {"leaderboard.service.submissions.pack", "leaderboard.service.worker.pack",
+    assert names == {"leaderboard.service.submissions.pack",
+                     "leaderboard.service.probing.pack",
+                     "leaderboard.service.scoring_jobs.pack",
                      "leaderboard.service.system_rows.pack", "leaderboard.service.gold.pack",
                      "worker.unpack"}, seen
     assert all(free for _, free in seen), seen

@@ -161,7 +161,7 @@ def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):
         command.downgrade(config, "0002")
     database.dispose()
     assert current_revision(database) == "0002"
-    assert migrate(database) == "0003" and schema_differences(database) == []
+    assert migrate(database) == "0004" and schema_differences(database) == []
     with database.session() as session:
         assert session.scalars(select(Board.ticket)).all() == [None]  # stored before tickets
     assert read_board(database, "usb", "all") == before
@@ -227,7 +227,7 @@ def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
 
     from leaderboard.service.db import GoldPart, pack, unpack
     import leaderboard.service.gold as gold_module
-    from leaderboard.service.gold import gold_for
+    from leaderboard.service.gold import hosted_gold
     from leaderboard.service.init import initialise
 
     gold = tmp_path / "gold"
@@ -249,8 +249,8 @@ def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
         changed: list[bool] = []
         event.listen(database.engine, "before_cursor_execute", change_gold_midway)
         gold_module._cache.clear()  # as in a fresh worker process
-        first = gold_for(database, "usb")["all"]["fixing_factuality"]["sha256"]
-        second = gold_for(database, "usb")["all"]["fixing_factuality"]["sha256"]
+        first = hosted_gold(database, "usb").stored["all"]["fixing_factuality"]["sha256"]
+        second = hosted_gold(database, "usb").stored["all"]["fixing_factuality"]["sha256"]
         assert changed and first != new_sha and second == new_sha
         database.dispose()
         writer.dispose()

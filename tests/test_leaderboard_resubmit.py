@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from lb_helpers import make_database, minimal_lines
 from leaderboard.service.auth import audit_rows, create_token
-from leaderboard.service.boards import load_settings, save_settings
+from leaderboard.service.settings import load_settings, save_settings
 from leaderboard.service.db import Database, Job, Submission
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from lb_helpers import fixture_uploads, gold_strings, make_database, minimal_lines, \
     scored_fix_submission, write_pyramid_folder
 from leaderboard.service.auth import create_token
-from leaderboard.service.boards import load_settings, save_settings
+from leaderboard.service.settings import load_settings, save_settings
 from leaderboard.service.db import AuditEntry, Database, Score, Submission, Token
 from leaderboard.service.validate import Upload
 from leaderboard.service.worker import Worker
@@ -79,7 +79,13 @@ def scored(service, usb_fixture_dir):
 
 
 def test_scores_are_exactly_those_of_sumbench_score(service, scored, usb_fixture_dir):
-    answer = _get(service, f"/api/v1/submissions/{scored[0]}").json()
+    """An admin reads the whole test set's metric dicts (`scores`); on an instance without a
+    private part and without the Ladder, everyone reads the same dicts as `public_scores`."""
+    answer = _get(service, f"/api/v1/submissions/{scored[0]}",
+                  headers=_auth(service, "admin")).json()
+    public = _get(service, f"/api/v1/submissions/{scored[0]}").json()
+    assert "scores" not in public and "admin" not in public
+    assert public["public_scores"] == answer["scores"] and not public["laddered"]
     assert answer["status"] == "scored" and answer["model"] == HOSTILE
     expected = score_files(sorted((usb_fixture_dir / "predictions").glob("*.jsonl")))
     assert sorted(answer["scores"]) == sorted(expected)
@@ -92,7 +98,7 @@ def test_scores_are_exactly_those_of_sumbench_score(service, scored, usb_fixture
                 assert answer["scores"][task][key] == value
     versions = answer["versions"]
     assert versions["scorer"] and versions["git"]["commit"] and versions["sumbench"]
-    assert set(versions["parts"]["fixing_factuality"]) == {"gold_sha256", "task_version"}
+    assert set(versions["parts"]["fixing_factuality"]) == {"gold", "task_version"}
     breakdown = answer["breakdown"]  # fixture domains hold 1-6 items: withheld
     assert set(breakdown) == {"biographies", "companies", "disasters"}
     assert breakdown["companies"]["factuality_classification"] == {
@@ -566,7 +572,8 @@ def test_audit_log_is_append_only(service):
 
 def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixture_dir):
     from leaderboard.service.init import initialise
-    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.entry_view import public_view
+    from leaderboard.service.submissions import accept
     from leaderboard.service.auth import authenticate
     from leaderboard.service.worker import queue_rescore
 
@@ -595,7 +602,8 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
     second = public_view(database, entry["id"])
     assert second["headlines"]["fixing_factuality"] < first["headlines"]["fixing_factuality"]
     with database.session() as session:
-        rows = session.scalars(select(Score).filter_by(submission_id=entry["id"])).all()
+        rows = session.scalars(select(Score).filter_by(submission_id=entry["id"])
+                               .order_by(Score.id)).all()
     assert [row.current for row in rows] == [False, True]
     assert rows[0].version_key != rows[1].version_key
 
@@ -604,7 +612,8 @@ def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_chan
         tmp_path, data_dir, usb_fixture_dir):
     from leaderboard.service.auth import authenticate
     from leaderboard.service.init import initialise
-    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.entry_view import public_view
+    from leaderboard.service.submissions import accept
     from leaderboard.service.validate import Limits, validate_submission
     from leaderboard.tracks import make_track
 
@@ -697,9 +706,9 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     database = Database(str(tmp_path / "fresh.sqlite"))
     with pytest.raises(SumbenchError, match="revision none"):
         check_schema(database)
-    assert migrate(database) == head_revision() == "0003"
+    assert migrate(database) == head_revision() == "0004"
     assert schema_differences(database) == []
-    assert migrate(database) == "0003"  # a second run changes nothing
+    assert migrate(database) == "0004"  # a second run changes nothing
     from sqlalchemy import text
     with database.session() as session:
         assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -712,9 +721,9 @@ def test_a_write_by_a_request_while_the_worker_claims_a_submission_costs_no_retr
     fails once another connection has written since it began)."""
     import threading
 
-    import leaderboard.service.worker as worker_module
+    import leaderboard.service.scoring_jobs as worker_module
     from leaderboard.service.auth import audit
-    from leaderboard.service.submissions import public_view
+    from leaderboard.service.entry_view import public_view
 
     database, _, submission_id = scored_fix_submission(tmp_path, data_dir, usb_fixture_dir,
                                                        score=False)

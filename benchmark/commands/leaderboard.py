@@ -10,6 +10,8 @@
   status   one submission's status and scores
   export   a static copy of the site (HTML, CSV, JSON, PNG)
   rescore  re-score every submission not scored under the current data/metric versions
+  reveal   publish the private part's scores (an admin's decision, audited)
+  inputs   write a board's public inputs (no gold field) as <variant>/<task>/test.jsonl
 """
 from __future__ import annotations
 
@@ -19,13 +21,16 @@ import sys
 import threading
 from pathlib import Path
 
-from benchmark.commands import non_negative_float, positive_float, positive_int
-from benchmark.commands.leaderboard_client import print_json, status, submit
+from benchmark.commands import non_negative_float, positive_float, positive_int, probability
+from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
 from tasks.errors import SumbenchError
 
 DEFAULT_DB = "leaderboard.sqlite"
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
 DEMO_RESAMPLES = 200
+#: documents of a --demo corpus: 12 test articles per domain, enough for linked parts hosted
+#: apart and a private half to leave every task public items to rank on
+DEMO_DOCS = 240
 
 
 def register(subparsers) -> None:
@@ -41,7 +46,9 @@ def register(subparsers) -> None:
                                ("submit", _submit_args, submit),
                                ("status", _status_args, status),
                                ("export", _export_args, run_export),
-                               ("rescore", _rescore_args, run_rescore)):
+                               ("rescore", _rescore_args, run_rescore),
+                               ("reveal", _reveal_args, run_reveal),
+                               ("inputs", _inputs_args, inputs)):
         sub = commands.add_parser(name, help=_HELP[name])
         add(sub)
         sub.set_defaults(handler=handler)
@@ -51,7 +58,9 @@ _HELP = {"init": "create/upgrade the database and load hidden gold",
          "token": "print a new API token for a user", "serve": "run the web app (+ a worker)",
          "worker": "run a worker", "submit": "submit predictions (or --check them)",
          "status": "show a submission", "export": "write a static copy of the site",
-         "rescore": "re-score submissions after a data/metric/scorer version change"}
+         "rescore": "re-score submissions after a data/metric/scorer version change",
+         "reveal": "publish the private part's scores (audited)",
+         "inputs": "write a board's public inputs without gold fields"}
 
 
 def _db(parser) -> None:
@@ -80,13 +89,30 @@ def _init_args(parser) -> None:
                         help="also generate a synthetic corpus beside the database, load its "
                              "test split as gold (unless --gold is given) and add a demo "
                              "submission (train-fitted baselines, user 'demo')")
-    parser.add_argument("--demo-docs", type=positive_int, default=60, metavar="N",
-                        help="documents of the --demo corpus (default 60)")
+    parser.add_argument("--demo-docs", type=positive_int, default=DEMO_DOCS, metavar="N",
+                        help=f"documents of the --demo corpus (default {DEMO_DOCS}; the "
+                             f"test-only domains get N/20 each)")
     parser.add_argument("--no-computed-rows", action="store_true",
                         help="do not add the baselines, reference systems and built-in "
                              "evaluators the server computes itself")
     parser.add_argument("--no-score", action="store_true",
                         help="leave the computed rows queued for the workers")
+    parser.add_argument("--private-fraction", type=private_share, metavar="F",
+                        help="share of each task's test items per domain kept private: scored, "
+                             "published only by `reveal` (new instances: 0.5; 0 turns it off)")
+    parser.add_argument("--keep-linked", action="store_true",
+                        help="keep every test item of parts whose public inputs give another "
+                             "part's gold away (FAC and FIX share sentences), marking them, "
+                             "instead of hosting them on disjoint articles")
+
+
+def private_share(text: str) -> float:
+    """An argparse type: a share in [0, 1) (the private part can never be everything)."""
+    value = probability(text)
+    if value >= 1.0:
+        raise argparse.ArgumentTypeError(f"must be below 1 (nothing would be public), got "
+                                         f"{text}")
+    return value
 
 
 def _token_args(parser) -> None:
@@ -150,6 +176,22 @@ def _rescore_args(parser) -> None:
     parser.add_argument("--now", action="store_true", help="run the jobs here too")
 
 
+def _reveal_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--by", required=True, metavar="ADMIN",
+                        help="the admin who decides (named in the audit log)")
+
+
+def _inputs_args(parser) -> None:
+    parser.add_argument("--server", required=True, metavar="URL",
+                        help="the leaderboard's address, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="writes DIR/<variant>/<task>/test.jsonl")
+    parser.add_argument("--track", default="usb")
+    parser.add_argument("--variant", action="append", metavar="V",
+                        help="a board (repeatable; default: every board of the track)")
+
+
 # ---- handlers ------------------------------------------------------------------------------
 def _database(db: str, check: bool = True):
     """The leaderboard database `--db` names; with `check`, it must exist (a mistyped SQLite
@@ -174,6 +216,10 @@ def run_init(args) -> int:
     from leaderboard.service.init import initialise
 
     gold, settings = args.gold, _pairs(args.settings)
+    if args.private_fraction is not None:
+        settings["private_fraction"] = str(args.private_fraction)
+    if args.keep_linked:
+        settings["keep_linked"] = "true"
     if args.demo:
         gold = gold or str(demo_gold(args.db, args.demo_docs))
         settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
@@ -199,7 +245,7 @@ def demo_folder(db: str):
     return Path("leaderboard-demo")
 
 
-def demo_gold(db: str, docs: int = 60):
+def demo_gold(db: str, docs: int = DEMO_DOCS):
     """A synthetic corpus (all six domains) and its derived task datasets; reused when there."""
     from benchmark.synthetic import SyntheticSpec, generate_corpus
     from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
@@ -209,7 +255,8 @@ def demo_gold(db: str, docs: int = 60):
     if not (data / BUILD_INFO_FILE).is_file():
         spec = SyntheticSpec(seed=0, docs=docs, domains=("biographies", "companies",
                                                        "disasters", "schools"),
-                             test_only_domains=("landmarks", "newspapers"), test_only_docs=3)
+                             test_only_domains=("landmarks", "newspapers"),
+                             test_only_docs=max(1, docs // 20))
         generate_corpus(folder / "raw", spec)
         build_task_datasets(folder / "raw", data, progress=False)
     return data
@@ -219,9 +266,10 @@ def submit_demo(db: str, gold: str) -> dict:
     """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
     train references, position prior from the train labels), scored like any submission."""
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.boards import load_settings
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
-    from leaderboard.service.submissions import accept, public_view
+    from leaderboard.service.entry_view import public_view
+    from leaderboard.service.submissions import accept
     from leaderboard.service.validate import Upload
     from leaderboard.service.worker import Worker
     from tasks import get_task, task_names
@@ -358,6 +406,16 @@ def run_export(args) -> int:
     from leaderboard.service.export import export_site
 
     print_json(export_site(_database(args.db), args.out))
+    return 0
+
+
+def run_reveal(args) -> int:
+    from leaderboard.service.admin import reveal
+    from leaderboard.service.auth import check_user_name
+
+    database = _database(args.db)
+    by = check_user_name(args.by)
+    print_json(reveal(database, by))
     return 0
 
 

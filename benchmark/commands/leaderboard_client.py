@@ -81,3 +81,23 @@ def status(args) -> int:
     print_json(answer)
     return 0 if answer.get("http_status") == 200 else refused(
         answer, f"no status for submission {args.id}")
+
+
+def inputs(args) -> int:
+    """Write the boards' public inputs as OUT/<variant>/<task>/test.jsonl (what `sumbench
+    predict --data OUT --variant V --split test` reads); prints the files written."""
+    from leaderboard import client
+    from tasks.atomic import atomic_directory
+
+    variants = args.variant or client.boards(args.server, args.track)
+    with atomic_directory(args.out) as staging:
+        for variant in variants:
+            answer = client.fetch_inputs(args.server, args.track, variant)
+            for task, records in sorted(answer["parts"].items()):
+                path = staging / variant / task / "test.jsonl"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n"
+                                        for record in records), encoding="utf-8")
+                print(f"{variant}/{task}/test.jsonl: {len(records)} records", file=sys.stderr)
+    print(args.out)
+    return 0

@@ -27,15 +27,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from leaderboard.service.auth import TOKEN_REQUIRED, authenticate, bearer_token
-from leaderboard.service.boards import load_settings
+from leaderboard.service.api_routes import admin_routes, board_routes, request_user, stored
+from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database
 from leaderboard.service.middleware import (FORM_OVERHEAD, SECURITY_HEADERS, BodyLimit,
                                             HeadAsGet, TokenFirst, route_path)
-from leaderboard.service.boards import stored_output
 from leaderboard.service.schema import check_schema
+from leaderboard.service.entry_view import public_view
 from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
-                                             manifest, public_view, set_hidden)
+                                             set_hidden)
 from leaderboard.service.validate import Upload
 from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
                                        render)
@@ -127,13 +127,6 @@ def _is_submission(request) -> bool:
     return request.method == "POST" and route_path(request.scope) == SUBMISSIONS_PATH
 
 
-def _user(database: Database, authorization: str | None, required: bool = True):
-    user = authenticate(database, bearer_token(authorization))
-    if user is None and required:
-        raise HTTPException(401, TOKEN_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
-    return user
-
-
 def parse_card(text: str) -> dict:
     """The card form field: JSON (a name given twice, nesting too deep or a number too long to
     read is refused like malformed JSON), as `card_object` takes it."""
@@ -189,8 +182,8 @@ def api_router(database: Database):
     """The JSON API under /api/v1: submissions, boards, administration."""
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query_parameters)])
     _submission_routes(router, database)
-    _board_routes(router, database)
-    _admin_routes(router, database)
+    board_routes(router, database)
+    admin_routes(router, database)
     return router
 
 
@@ -228,21 +221,21 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
                track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
                authorization: str | None = Header(None),
                problems: list[DataError] = Depends(form_problems)):
-        user = _user(database, authorization)
+        user = request_user(database, authorization)
         if problems:
             return rejection(422, SubmissionErrors(problems))
         return _accept_form(database, user, files, model, track, variant, card)
 
     @router.get("/submissions/{submission_id}")
     def submission(submission_id: int, authorization: str | None = Header(None)):
-        viewer = _user(database, authorization, required=False)
+        viewer = request_user(database, authorization, required=False)
         try:
             return public_view(database, submission_id, viewer)
         except NotFound as error:
             raise HTTPException(404, str(error)) from None
 
     def change(submission_id: int, authorization: str | None, action):
-        user = _user(database, authorization)
+        user = request_user(database, authorization)
         try:
             return action(user)
         except NotFound as error:
@@ -282,50 +275,6 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
         return rejection(422, error)
 
 
-def _board_routes(router: APIRouter, database: Database) -> None:
-    @router.get("/leaderboard/{track}.csv")
-    def leaderboard_csv(track: str, variant: str = "all"):
-        return Response(_stored(database, track, variant, "csv"), media_type="text/csv")
-
-    @router.get("/leaderboard/{track}")
-    def leaderboard(track: str, variant: str = "all"):
-        return Response(_stored(database, track, variant, "document"),
-                        media_type="application/json")
-
-    @router.get("/manifest/{track}")
-    def manifest_route(track: str, variant: str = "all"):
-        try:
-            return manifest(database, load_settings(database), track, variant)
-        except SumbenchError as error:
-            raise HTTPException(404, str(error)) from None
-
-
-def _admin_routes(router: APIRouter, database: Database) -> None:
-    def require_admin(authorization: str | None) -> None:
-        if not _user(database, authorization).is_admin:
-            raise HTTPException(403, "admins only")
-
-    @router.post("/admin/rescore")
-    def rescore(authorization: str | None = Header(None)):
-        from leaderboard.service.worker import queue_rescore
-        require_admin(authorization)
-        return JSONResponse(queue_rescore(database), status_code=202)
-
-    @router.get("/admin/audit")
-    def audit_log(authorization: str | None = Header(None), limit: int = 100):
-        from leaderboard.service.auth import audit_rows
-        require_admin(authorization)
-        return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
-
-
-def _stored(database: Database, track: str, variant: str, name: str) -> str:
-    """A board's stored output (rebuilt by the workers); 404 when the board does not exist."""
-    text = stored_output(database, track, variant, name)
-    if text is None:
-        raise HTTPException(404, f"no board {track}/{variant}")
-    return text
-
-
 def page_router(database: Database):
     router = APIRouter()
     links = Links(static=False)
@@ -336,21 +285,26 @@ def page_router(database: Database):
 
     @router.get("/track/{track}", response_class=HTMLResponse)
     def track_page(track: str, variant: str = "all"):
-        return HTMLResponse(_stored(database, track, variant, "page"))
+        return HTMLResponse(stored(database, track, variant, "page"))
 
     @router.get("/chart/{track}.png")
     def chart(track: str, variant: str = "all"):
-        return Response(_stored(database, track, variant, "chart"), media_type="image/png")
+        return Response(stored(database, track, variant, "chart"), media_type="image/png")
 
     @router.get("/submission/{submission_id}", response_class=HTMLResponse)
     def submission_page(submission_id: int, authorization: str | None = Header(None)):
-        viewer = _user(database, authorization, required=False)
+        viewer = request_user(database, authorization, required=False)
         try:
             entry = public_view(database, submission_id, viewer)
         except NotFound as error:
             raise HTTPException(404, str(error)) from None
         return render("submission.html", links, entry=entry,
                       place=entry_ranks(database, entry))
+
+    @router.get("/admin/users", response_class=HTMLResponse)
+    def users_page(authorization: str | None = Header(None)):
+        from leaderboard.service.api_routes import admin_user_histories
+        return render("users.html", links, users=admin_user_histories(database, authorization))
 
     @router.get("/compare", response_class=HTMLResponse)
     def compare_page(a: int, b: int):

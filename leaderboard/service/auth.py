@@ -87,11 +87,17 @@ def bearer_token(header: str | None) -> str | None:
     return value.strip() or None if scheme.lower() == "bearer" else None
 
 
-def submissions_today(session, user: User) -> int:
-    since = utcnow() - _dt.timedelta(days=1)
+#: the kinds a user's quota counts: predictions files and models to evaluate
+QUOTA_KINDS = ("submission", "evaluation")
+
+
+def submissions_since(session, user: User, days: int) -> int:
+    """The user's submissions of the last `days` days, hidden and deleted ones included (a
+    hidden probe is still an answer received)."""
+    since = utcnow() - _dt.timedelta(days=days)
     return int(session.scalar(select(func.count(Submission.id)).where(
         Submission.user_id == user.id, Submission.created_at >= since,
-        Submission.kind == "submission")) or 0)
+        Submission.kind.in_(QUOTA_KINDS))) or 0)
 
 
 def audit(session, actor: str | None, action: str, outcome: str, *,

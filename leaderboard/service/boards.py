@@ -1,14 +1,17 @@
 """Board snapshots: what the pages and the API read, computed by workers, never in a request.
 
 `build_snapshot` reads every visible, scored entry of a board whose current score row has the
-board's version key, ranks the analysed ones (leaderboard.ranking: aggregate over all parts,
-95% intervals, paired tests against the entry above, rank bands), lists partial entries and
-entries whose analysis is pending apart, adds the published reference rows, renders the
-per-part bar chart, reading settings, gold and entries in the one transaction it is given;
+board's version key and ranks those that cover every part (leaderboard.ranking: aggregate
+over all parts, 95% intervals, paired tests against the entry above, rank bands); an entry
+whose analysis is pending is ranked by its points, its intervals and band marked pending, and
+a laddered predictions file by what the Ladder released to it, with no interval or band
+(leaderboard.service.ladder). Partial entries are listed apart. It adds the published
+reference rows and renders the per-part bar chart, reading settings, gold and entries in the
+one transaction it is given;
 leaderboard.service.publish gives it a snapshot transaction, renders outside any transaction
 and stores the result with the page, API document and CSV in ONE row (rebuild tickets keep a
 snapshot read earlier from replacing one read later). A snapshot holds aggregates and
-intervals only: never a per-example score, reference or label.
+intervals only, of the public test items: never a per-example score, reference or label.
 """
 from __future__ import annotations
 
@@ -18,12 +21,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
-from leaderboard.service.db import Board, Database, Material, Score, Setting, Submission, \
+from leaderboard.service.db import Board, Database, Material, Score, Submission, \
     User, utcnow
 from leaderboard.service.gold import gold_for, score_versions
-from leaderboard.service.settings import SETTINGS_KEY, InstanceSettings
+from leaderboard.service.settings import InstanceSettings, load_settings
 
 BADGES = {"submission": "scored here from predictions",
+          "evaluation": "evaluated here",
           "baseline": "computed here (baseline)",
           "reference": "computed here (human-judged system)",
           "builtin": "computed here (built-in evaluator)"}
@@ -31,32 +35,35 @@ CARD_BADGE = "self-reported metadata"
 CHART_ROWS = 10
 
 
-def load_settings(database: Database, session=None) -> InstanceSettings:
-    """The instance settings, read in `session` when given, else in a transaction of its own."""
-    if session is None:
-        with database.session() as own:
-            return load_settings(database, own)
-    row = session.get(Setting, SETTINGS_KEY)
-    return InstanceSettings() if row is None else \
-        InstanceSettings.from_dict(json.loads(row.value))
+def _entry(submission: Submission, user: User, score: Score, revealed: bool) -> dict[str, Any]:
+    from leaderboard.service.ladder import released_headlines
+
+    released = json.loads(score.released) if score.released else None
+    entry = {"id": submission.id, "model": submission.model, "kind": submission.kind,
+             "badge": BADGES[submission.kind], "card": json.loads(submission.card),
+             "user": user.name, "created": submission.created_at.isoformat(timespec="seconds"),
+             "headlines": json.loads(score.headlines) if released is None else
+             released_headlines(released), "score_id": score.id,
+             "analysed": score.analysed, "laddered": released is not None}
+    if released is not None:
+        entry["ladder"] = {part: answer["improved"] for part, answer in released.items()}
+    if revealed:
+        entry["private"] = private_headlines(score, released)
+    return entry
 
 
-def save_settings(database: Database, settings: InstanceSettings) -> None:
-    with database.write_session() as session:
-        row = session.get(Setting, SETTINGS_KEY)
-        text = json.dumps(settings.to_dict(), sort_keys=True)
-        if row is None:
-            session.add(Setting(key=SETTINGS_KEY, value=text))
-        else:
-            row.value = text
+def private_headlines(score: Score, released: dict | None) -> dict[str, float | None]:
+    """The private part's headlines (published after `reveal`); a laddered entry's rounded
+    to its parts' steps."""
+    from leaderboard.service.ladder import rounded
 
-
-def _entry(submission: Submission, user: User, score: Score) -> dict[str, Any]:
-    return {"id": submission.id, "model": submission.model, "kind": submission.kind,
-            "badge": BADGES[submission.kind], "card": json.loads(submission.card),
-            "user": user.name, "created": submission.created_at.isoformat(timespec="seconds"),
-            "headlines": json.loads(score.headlines), "score_id": score.id,
-            "analysed": score.analysed}
+    results = json.loads(score.private_results) if score.private_results else {}
+    headlines = {part: None if result is None else result["headline"]
+                 for part, result in results.items()}
+    if released is None:
+        return headlines
+    return {part: None if value is None else rounded(value, released[part]["step"])
+            for part, value in headlines.items()}
 
 
 def _distributions(session, score_ids: list[int], n_resamples: int) -> dict[int, dict]:
@@ -69,8 +76,10 @@ def _distributions(session, score_ids: list[int], n_resamples: int) -> dict[int,
     return found
 
 
-def collect_entries(session, track: str, board: str, key: str, n_resamples: int):
-    """(entries, distributions by score id) of the board's visible scored entries."""
+def collect_entries(session, track: str, board: str, key: str, n_resamples: int,
+                    revealed: bool = False):
+    """(entries, distributions by score id) of the board's visible scored entries; a
+    laddered entry's distributions are not read (nothing of them is published)."""
     rows = session.execute(
         select(Submission, User, Score).join(User, User.id == Submission.user_id)
         .join(Score, Score.submission_id == Submission.id)
@@ -78,32 +87,38 @@ def collect_entries(session, track: str, board: str, key: str, n_resamples: int)
                Submission.status == "scored", Submission.hidden.is_(False),
                Submission.deleted.is_(False), Score.current.is_(True),
                Score.version_key == key)).all()
-    entries = [_entry(*row) for row in rows]
-    return entries, _distributions(session, [e["score_id"] for e in entries], n_resamples)
+    entries = [_entry(*row, revealed) for row in rows]
+    return entries, _distributions(session, [e["score_id"] for e in entries
+                                             if not e["laddered"]], n_resamples)
 
 
 def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[str],
                alpha: float, small_parts: set[str] = frozenset()
                ) -> tuple[list[dict], list[dict], list[dict]]:
     """(ranked, partial, pending) entries with intervals, bands and per-part ranks; the
-    intervals of `small_parts` (too few items to publish one) are withheld (None)."""
+    intervals of `small_parts` (too few items to publish one) are withheld (None). Pending:
+    the entries among them whose analysis has not landed (ranked by their points, intervals
+    and band marked pending)."""
     from leaderboard.ranking import BoardEntry, intervals, per_part_ranks, rank_entries
 
-    done = [set(distributions.get(e["score_id"], {})) >= set(
-        p for p in parts if e["headlines"].get(p) is not None) for e in entries]
-    analysed = [e for e, is_done in zip(entries, done) if is_done]
-    pending = [e for e, is_done in zip(entries, done) if not is_done]
+    for e in entries:
+        e["analysis"] = "pending" if _pending(e, distributions, parts) else "done"
+        if e.get("laddered"):
+            e["analysis"] = "not published (laddered)"
     # integer ids: an exact tie ranks the earlier submission first (as text, id 5 came after 49)
-    board_entries = [BoardEntry(int(e["id"]), e["headlines"], distributions.get(e["score_id"], {}))
-                     for e in analysed]
+    board_entries = [BoardEntry(int(e["id"]), e["headlines"],
+                                {} if e["analysis"] == "pending" else
+                                distributions.get(e["score_id"], {})) for e in entries]
     ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha)
-    ranks = per_part_ranks({int(e["id"]): e["headlines"] for e in analysed})
-    by_id = {int(e["id"]): e for e in analysed}
-    shown = [(e, part) for e in analysed for part in distributions.get(e["score_id"], {})
+    ranks = per_part_ranks({int(e["id"]): e["headlines"] for e in entries})
+    by_id = {int(e["id"]): e for e in entries}
+    published = [e for e in entries if e["analysis"] == "done"]
+    shown = [(e, part) for e in published for part in distributions.get(e["score_id"], {})
              if part not in small_parts]  # every interval of the board in one call
     bounds = iter(intervals([distributions[e["score_id"]][part] for e, part in shown]))
-    for e in analysed:
-        e["ci95"] = dict.fromkeys(distributions.get(e["score_id"], {}))
+    for e in entries:
+        e["ci95"] = dict.fromkeys(distributions.get(e["score_id"], {})
+                                  if e["analysis"] == "done" else ())
         e["part_ranks"] = ranks[int(e["id"])]
     for e, part in shown:
         e["ci95"][part] = next(bounds)
@@ -111,10 +126,18 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     for row in ranked:
         entry = by_id[row.entry_id]
         entry.update(aggregate=row.score, aggregate_ci95=row.ci95, rank=row.rank, band=row.band,
-                     versus_above=None if row.versus_above is None else row.versus_above.to_dict())
+                     versus_above=None if row.versus_above is None else row.versus_above.to_dict(),
+                     versus_id=row.above_id)
         ranked_rows.append(entry)
     partial = sorted((by_id[i] for i in partial_ids), key=lambda e: e["id"])
+    pending = [e for e in entries if e["analysis"] == "pending"]
     return ranked_rows, partial, sorted(pending, key=lambda e: e["id"])
+
+
+def _pending(entry: dict, distributions: dict, parts: list[str]) -> bool:
+    """Whether an entry still waits for the distributions of a part it has a headline for."""
+    have = set(distributions.get(entry["score_id"], {}))
+    return not have >= {part for part in parts if entry["headlines"].get(part) is not None}
 
 
 def build_snapshot(database: Database, track_name: str, board: str, session) -> dict | None:
@@ -126,10 +149,10 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
     gold = gold_for(database, track.name, session)
     if board not in gold:
         return None
-    key, versions = score_versions(track, board, gold)
+    key, versions = score_versions(database, track, board, gold, session)
     parts = track.parts(gold, board)
     entries, distributions = collect_entries(session, track.name, board, key,
-                                             settings.n_resamples)
+                                             settings.n_resamples, settings.revealed)
     small = small_parts(gold[board], settings.min_public_items)
     ranked, partial, pending = rank_board(entries, distributions, parts, settings.alpha, small)
     published = published_usb_rows() if track.name == "usb" and board == "all" else []
@@ -144,6 +167,12 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
                            "alpha": settings.alpha,
                            "min_public_items": settings.min_public_items},
             "withheld_intervals": sorted(small), "settings_sha256": settings_sha256(settings),
+            "linked": {part: payload["linked"] for part, payload in gold[board].items()
+                       if "linked" in payload},
+            "public_items": {part: public_count(payload)
+                             for part, payload in gold[board].items()},
+            "ladder": {"step": settings.ladder_step, "on": settings.ladder_step > 0},
+            "revealed": settings.revealed,
             "ranked": ranked, "partial": partial, "pending": pending, "published": published,
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
 
@@ -156,11 +185,17 @@ def settings_sha256(settings: InstanceSettings) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:
-    """Parts with fewer test items than `min_items`: no interval is published for them."""
+def public_count(payload: dict) -> int:
+    """The part's public test items (hosted, not private)."""
     from leaderboard.service.gold import count_items
 
-    return {part for part, payload in parts.items() if count_items(payload) < min_items}
+    return count_items(payload) - len(payload.get("private", ()))
+
+
+def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:
+    """Parts with fewer public test items than `min_items`: no interval is published for
+    them."""
+    return {part for part, payload in parts.items() if public_count(payload) < min_items}
 
 
 def chart_of(snapshot: dict) -> bytes:

@@ -7,7 +7,8 @@ busy timeout and foreign keys on; transactions that claim work take the write lo
 (leaderboard/service/migrations), never by `create_all`.
 
 Private columns (never rendered or exported): `GoldPart.payload`, `Submission.predictions`,
-`Material.*`, `Token.token_hash`.
+`Submission.item_digests`, `Score.results` and `Score.private_results` (admins only, audited;
+private results also once `reveal`ed), `Material.*`, `Token.token_hash`, the `secret` setting.
 """
 from __future__ import annotations
 
@@ -23,10 +24,10 @@ from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Index, Integer, La
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-SUBMISSION_STATES = ("queued", "scoring", "scored", "rejected", "failed")
+SUBMISSION_STATES = ("queued", "evaluating", "scoring", "scored", "rejected", "failed")
 JOB_STATES = ("queued", "running", "done", "failed")
 #: who made an entry: a user's submission, or rows the server computes itself
-ENTRY_KINDS = ("submission", "baseline", "reference", "builtin")
+ENTRY_KINDS = ("submission", "evaluation", "baseline", "reference", "builtin")
 
 
 def utcnow() -> _dt.datetime:
@@ -94,6 +95,11 @@ class Submission(Base):
     n_records: Mapped[int] = mapped_column(Integer, default=0)
     upload_sha256: Mapped[str] = mapped_column(String(64), default="")
     predictions: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # private
+    #: a model the server evaluates (kind "evaluation"): JSON of its source, revision,
+    #: profile, content digest and predict settings
+    evaluation: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: private: per part, a short digest of each item's prediction (the probing check)
+    item_digests: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     deleted: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
@@ -101,8 +107,9 @@ class Submission(Base):
 
 
 class Job(Base):
-    """Work for the workers: "score" (join + official metrics) and "analyse" (bootstrap
-    distributions, breakdown, board refresh) of a submission."""
+    """Work for the workers: "evaluate" (run a submitted model on the hidden test inputs),
+    "score" (join + official metrics) and "analyse" (bootstrap distributions, breakdown,
+    board refresh) of a submission."""
     __tablename__ = "jobs"
     __table_args__ = (Index("ix_jobs_state", "state", "id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -125,8 +132,14 @@ class Score(Base):
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"))
     version_key: Mapped[str] = mapped_column(String(64))
     versions: Mapped[str] = mapped_column(Text)        # JSON: data sha256, metric versions, ...
-    results: Mapped[str] = mapped_column(Text)         # JSON: part -> public metric dict
-    headlines: Mapped[str] = mapped_column(Text)       # JSON: part -> x100 or null
+    results: Mapped[str] = mapped_column(Text)         # JSON: part -> metric dict of the
+    #                                                    whole test set (admins only)
+    headlines: Mapped[str] = mapped_column(Text)       # JSON: part -> public part's x100
+    public_results: Mapped[str | None] = mapped_column(Text, nullable=True)  # public part
+    private_results: Mapped[str | None] = mapped_column(Text, nullable=True)  # private part
+    #: the Ladder's answer for a predictions file: part -> {"value", "improved"} (None: the
+    #: entry is not laddered)
+    released: Mapped[str | None] = mapped_column(Text, nullable=True)
     breakdown: Mapped[str | None] = mapped_column(Text, nullable=True)
     current: Mapped[bool] = mapped_column(Boolean, default=True)
     analysed: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -7,12 +7,17 @@ import io
 from typing import Any, Mapping
 
 ENTRY_KEYS = ("id", "model", "kind", "badge", "card", "user", "created", "rank", "band",
-              "aggregate", "aggregate_ci95", "ci95", "part_ranks")
+              "aggregate", "aggregate_ci95", "ci95", "part_ranks", "analysis", "laddered")
 
 
 def _public_entry(entry: Mapping[str, Any]) -> dict:
     data = {key: entry.get(key) for key in ENTRY_KEYS}
     data["scores"] = dict(entry["headlines"])
+    if entry.get("laddered"):  # which parts the Ladder released now, which kept the best
+        data["ladder"] = {part: "improved" if improved else "no improvement"
+                          for part, improved in entry.get("ladder", {}).items()}
+    if "private" in entry:
+        data["private_scores"] = entry["private"]
     return data
 
 
@@ -23,7 +28,9 @@ def board_document(snapshot: Mapping[str, Any]) -> dict:
             "entries": [_public_entry(e) for e in snapshot["ranked"] + snapshot["partial"]],
             "published": snapshot["published"], "rules": snapshot["rules"],
             "parameters": snapshot["parameters"], "version_key": snapshot["version_key"],
-            "versions": snapshot["versions"], "computed": snapshot["computed"]}
+            "versions": snapshot["versions"], "computed": snapshot["computed"],
+            "linked": snapshot.get("linked", {}), "public_items": snapshot.get("public_items", {}),
+            "ladder": snapshot.get("ladder"), "revealed": snapshot.get("revealed", False)}
 
 
 def board_csv(snapshot: Mapping[str, Any]) -> str:

@@ -19,7 +19,8 @@ from tasks.errors import SumbenchError
 
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
-    from leaderboard.service.submissions import NotFound, public_view
+    from leaderboard.service.entry_view import public_view
+    from leaderboard.service.submissions import NotFound
     from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
                                            render)
 
@@ -39,7 +40,7 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
                                                                  encoding="utf-8")
             if chart:
                 (staging / links.chart(track, board)).write_bytes(chart)
-            entries = snapshot["ranked"] + snapshot["partial"] + snapshot["pending"]
+            entries = snapshot["ranked"] + snapshot["partial"]  # pending ones are ranked
             for entry in entries:
                 try:
                     view = public_view(database, entry["id"])
@@ -51,7 +52,10 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
                            place=entry_ranks(database, view)), encoding="utf-8")
                 (staging / f"submission-{entry['id']}.json").write_text(
                     json.dumps(view, indent=1), encoding="utf-8")
-            for above, below in zip(snapshot["ranked"], snapshot["ranked"][1:]):
+            for below in snapshot["ranked"]:
+                if below.get("versus_id") is None:
+                    continue
+                above = {"id": below["versus_id"]}
                 try:
                     view = compare_view(database, public_view(database, above["id"]),
                                         public_view(database, below["id"]))

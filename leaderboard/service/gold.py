@@ -1,9 +1,14 @@
-"""Hidden gold in the database: loading, a per-process cache, manifests and version keys.
+"""Hidden gold in the database: loading, a per-process cache, the hosted view and version keys.
 
-The version key of a board is the sha256 of what decides its numbers: the scorer version,
-the track's version, each part's gold sha256 and (USB) each task's implementation version.
-Every score row stores the key and the full version record (plus sumbench's version and git
-commit); a board shows only rows with its current key, and `rescore` brings the others up.
+The stored gold is each part's full test set; what a board hosts (`gold_for`) is the track's
+hosted view of it under the instance's settings and secret (leaderboard.tracks.hosting: linked
+parts on disjoint articles, the private items). The version key of a board is the sha256 of what
+decides its numbers: the scorer version, the track's version, the hosting settings, each part's
+gold id and (USB) each task's implementation version. Gold ids are opaque (an HMAC of the
+hosted part's sha256 with the instance's secret): stable and comparable, but no one can confirm
+a guessed label set against them. Every score row stores the key and the full version record
+(plus sumbench's version and git commit); a board shows only rows with its current key, and
+`rescore` brings the others up.
 """
 from __future__ import annotations
 
@@ -13,9 +18,9 @@ import json
 import threading
 from typing import Any, Mapping
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from leaderboard.service.db import Database, GoldPart, pack, unpack
+from leaderboard.service.db import Database, GoldPart, Setting, pack, unpack
 from leaderboard.service.settings import SCORER_VERSION
 from tasks.errors import SumbenchError
 
@@ -61,27 +66,88 @@ def count_items(payload: Mapping) -> int:
     return 0
 
 
+SECRET_KEY = "secret"
+
+
+def instance_secret(session) -> str:
+    """The instance's secret (created by migration 0004; never shown)."""
+    row = session.get(Setting, SECRET_KEY)
+    if row is None:
+        raise SumbenchError("the leaderboard database has no secret: run `sumbench leaderboard "
+                            "init --db ...` to upgrade it")
+    return row.value
+
+
 def gold_for(database: Database, track: str, session=None) -> dict[str, dict[str, dict]]:
-    """board -> part -> payload of a track, cached per process until a part changes; read in
-    `session` when given (a board rebuild's snapshot), else in a transaction of its own."""
+    """board -> part -> hosted payload of a track (see `HostedGold`), cached per process until
+    a part or the settings change; read in `session` when given (a board rebuild's snapshot),
+    else in a transaction of its own."""
+    return hosted_gold(database, track, session).gold
+
+
+def gold_links(database: Database, track: str, session=None) -> list:
+    """The linked parts found on the track's stored gold (leaderboard.tracks.hosting.Link)."""
+    return hosted_gold(database, track, session).links
+
+
+class HostedGold:
+    """A track's hosted gold (`gold`), the linked parts found on its full test sets and the
+    stored gold itself (`stored`: what a board leaves apart is known items, not unknown)."""
+
+    def __init__(self, gold: dict[str, dict[str, dict]], links: list,
+                 stored: dict[str, dict[str, dict]]):
+        self.gold, self.links, self.stored = gold, links, stored
+
+
+def board_inputs(database: Database, track, board: str) -> dict:
+    """The public inputs of a board: {"track", "variant", "parts": {part: [records]}}, every
+    item a submission answers, no field that holds an answer."""
+    gold = gold_for(database, track.name)
+    require_board(gold, track.name, board)
+    return {"track": track.name, "variant": board, "parts": track.inputs(gold, board)}
+
+
+def tracks_and_boards(database: Database) -> dict[str, list[str]]:
+    """track -> the boards it hosts (gold loaded)."""
+    return {track: sorted(gold_for(database, track)) for track in sorted(boards_of(database))}
+
+
+def board_manifest(database: Database, track, board: str) -> dict:
+    """The board's manifest (`track.manifest` of the hosted gold) with the stored test items it
+    does not host (`apart`: a submission may answer them; they are left out, not refused)."""
+    hosted = hosted_gold(database, track.name)
+    require_board(hosted.gold, track.name, board)
+    manifest = track.manifest(hosted.gold, board)
+    apart = track.apart(hosted.stored, hosted.gold, board)
+    return {**manifest, "apart": apart} if apart else manifest
+
+
+def hosted_gold(database: Database, track: str, session=None) -> HostedGold:
     if session is None:  # one view for the marks and the payloads (the cache is shared)
         with database.snapshot_session() as own:
-            return gold_for(database, track, own)
+            return hosted_gold(database, track, own)
+    from leaderboard.service.settings import load_settings
+    from leaderboard.tracks.hosting import Hosting
+
     marks = tuple(session.execute(
         select(GoldPart.board, GoldPart.part, GoldPart.sha256)
         .filter_by(track=track).order_by(GoldPart.board, GoldPart.part)).all())
-    key = (database.url, track, marks)
+    settings = load_settings(database, session)
+    hosting = Hosting(settings.keep_linked, settings.private_fraction,
+                      instance_secret(session), settings.split_seed)
+    key = (database.url, track, marks, hosting)
     with _cache_lock:
         if key in _cache:
             return _cache[key]
-    gold: dict[str, dict[str, dict]] = {}
+    stored: dict[str, dict[str, dict]] = {}
     for row in session.scalars(select(GoldPart).filter_by(track=track)):
-        gold.setdefault(row.board, {})[row.part] = unpack(row.payload)
+        stored.setdefault(row.board, {})[row.part] = unpack(row.payload)
+    hosted = HostedGold(*settings.track(track).hosted(stored, hosting), stored)
     with _cache_lock:
         for old in [k for k in _cache if k[:2] == key[:2]]:
             del _cache[old]
-        _cache[key] = gold
-    return gold
+        _cache[key] = hosted
+    return hosted
 
 
 def boards_of(database: Database) -> dict[str, list[str]]:
@@ -101,18 +167,21 @@ def require_board(gold: Mapping, track: str, board: str) -> Mapping[str, dict]:
     return gold[board]
 
 
-def part_versions(track, board: str, gold: Mapping) -> dict[str, Any]:
-    """What decides a board's numbers, per part."""
+def part_versions(track, board: str, gold: Mapping, secret: str,
+                  hosting: Mapping) -> dict[str, Any]:
+    """What decides a board's numbers, per part: the gold as an opaque id (`opaque_id` of
+    the hosted part's sha256), the hosting settings and the task's version."""
+    from leaderboard.tracks.hosting import opaque_id
     from tasks import get_task
 
     parts = {}
     for part, payload in sorted(require_board(gold, track.name, board).items()):
-        entry = {"gold_sha256": payload["sha256"]}
+        entry = {"gold": opaque_id(secret, "gold", payload["sha256"])}
         if track.name == "usb":
             entry["task_version"] = get_task(part).version
         parts[part] = entry
     return {"scorer": SCORER_VERSION, "track": track.name, "track_version": track.version,
-            "parts": parts}
+            "hosting": dict(hosting), "parts": parts}
 
 
 def version_key(versions: Mapping) -> str:
@@ -127,12 +196,15 @@ def sumbench_build() -> dict[str, Any]:
     return {"sumbench": package_versions(("sumbench",))["sumbench"], "git": git_commit()}
 
 
-def score_versions(track, board: str, gold: Mapping) -> tuple[str, dict]:
-    """(version key, version record with sumbench's version and git commit)."""
-    versions = part_versions(track, board, gold)
+def score_versions(database: Database, track, board: str, gold: Mapping,
+                   session=None) -> tuple[str, dict]:
+    """(version key, version record with sumbench's version and git commit) of a board's
+    hosted gold; read in `session` when given."""
+    if session is None:
+        with database.session() as own:
+            return score_versions(database, track, board, gold, own)
+    from leaderboard.service.settings import load_settings
+
+    hosting = load_settings(database, session).hosting()
+    versions = part_versions(track, board, gold, instance_secret(session), hosting)
     return version_key(versions), {**versions, **sumbench_build()}
-
-
-def gold_count(database: Database) -> int:
-    with database.session() as session:
-        return int(session.scalar(select(func.count(GoldPart.id))) or 0)

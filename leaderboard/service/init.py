@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from leaderboard.service.boards import load_settings, read_board, save_settings, \
-    settings_sha256
-from leaderboard.service.publish import rebuild_board
+from leaderboard.service.boards import read_board, settings_sha256
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of, store_gold
+from leaderboard.service.publish import rebuild_board
 from leaderboard.service.schema import migrate
-from leaderboard.service.settings import InstanceSettings
+from leaderboard.service.settings import InstanceSettings, load_settings, save_settings
 from tasks.errors import SumbenchError
 
 
@@ -64,6 +63,19 @@ def add_computed_rows(database: Database, settings) -> dict[str, int]:
     return added
 
 
+def linked_report(database: Database) -> list[dict]:
+    """The linked parts found on the usb track's stored gold (what `keep_linked` decides): on
+    the `all` board when there is one (it holds every domain's articles), else on each."""
+    from leaderboard.service.gold import gold_links
+
+    if "usb" not in boards_of(database):
+        return []
+    links = gold_links(database, "usb")
+    if any(link.board == "all" for link in links):
+        links = [link for link in links if link.board == "all"]
+    return [link.to_dict() for link in links]
+
+
 def built_with(database: Database, track: str, board: str, settings) -> bool:
     """Whether the board's stored snapshot was built under these settings (an init that failed
     after saving new settings, run again, still rebuilds the boards)."""
@@ -93,6 +105,6 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
                     rebuild_board(database, track, board)
         return {"database": database.url.split("@")[-1], "revision": revision,
                 "settings": instance.to_dict(), "gold": changes, "computed_rows": added,
-                "jobs_run": jobs, "boards": boards}
+                "jobs_run": jobs, "boards": boards, "linked_parts": linked_report(database)}
     finally:
         database.dispose()

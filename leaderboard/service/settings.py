@@ -1,4 +1,5 @@
-"""The settings of one leaderboard instance, stored in its database (`settings` table)."""
+"""The settings of one leaderboard instance, stored in its database (`settings` table), and
+reading and writing them."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,11 +8,22 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from leaderboard.service.db import Database, Setting
 from tasks.errors import SumbenchError
 
 SETTINGS_KEY = "instance"
 #: bumped when the way a track's scores are computed changes (part of every version key)
 SCORER_VERSION = "1"
+
+
+#: what an instance created before these settings existed keeps on upgrade (migration 0004):
+#: its boards were built on the full test sets with published per-item-derived detail
+LEGACY_SETTINGS = {"private_fraction": 0.0, "keep_linked": True}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        math.isfinite(value)
 
 
 def _default_evaluators() -> list[dict]:
@@ -37,26 +49,50 @@ class InstanceSettings:
     #                                  per-domain score (fewer would expose per-item results)
     strict_lengths: bool = True      # refuse probability lists of another length than the
     #                                  item's (else score them as the official evaluation does)
+    quota_per_week: int = 50         # accepted submissions per user per 7 days (admins: none)
+    ladder_step: float = 1.0         # the Ladder's step (x100 scale) for predictions files;
+    #                                  0 turns the Ladder off
+    private_fraction: float = 0.5    # test articles per task and domain kept private (scored,
+    #                                  never published before `reveal`); 0 turns the split off
+    keep_linked: bool = False        # host parts whose public inputs give another part's gold
+    #                                  away on the same articles (else on disjoint articles)
+    split_seed: int = 0              # seeds the private split and the linked parts' articles
+    revealed: bool = False           # the private part's scores are published (`reveal`)
     summary_evaluators: tuple[Mapping[str, Any], ...] = field(
         default_factory=lambda: tuple(_default_evaluators()))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "summary_evaluators",
                            tuple(dict(item) for item in self.summary_evaluators))
-        for name in ("n_resamples", "quota_per_day", "max_upload_bytes", "max_records",
-                     "max_files", "max_line_bytes", "min_public_items"):
+        for name in ("n_resamples", "quota_per_day", "quota_per_week", "max_upload_bytes",
+                     "max_records", "max_files", "max_line_bytes", "min_public_items"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SumbenchError(f"setting {name} must be a positive integer, got {value!r}")
-        if not isinstance(self.strict_lengths, bool):
-            raise SumbenchError(f"setting strict_lengths must be true or false, got "
-                                f"{self.strict_lengths!r}")
+        for name in ("strict_lengths", "keep_linked", "revealed"):
+            if not isinstance(getattr(self, name), bool):
+                raise SumbenchError(f"setting {name} must be true or false, got "
+                                    f"{getattr(self, name)!r}")
+        if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool):
+            raise SumbenchError(f"setting split_seed must be an integer, got "
+                                f"{self.split_seed!r}")
+        if not (_is_number(self.private_fraction) and 0 <= self.private_fraction < 1):
+            raise SumbenchError(f"setting private_fraction must be in [0, 1), got "
+                                f"{self.private_fraction!r}")
+        if not (_is_number(self.ladder_step) and 0 <= self.ladder_step <= 100):
+            raise SumbenchError(f"setting ladder_step must be in [0, 100] (0: off), got "
+                                f"{self.ladder_step!r}")
         if not (isinstance(self.alpha, (int, float)) and 0 < self.alpha < 1):
             raise SumbenchError(f"setting alpha must be in (0, 1), got {self.alpha!r}")
         if not (isinstance(self.lease_seconds, (int, float)) and math.isfinite(self.lease_seconds)
                 and self.lease_seconds > 0):
             raise SumbenchError(f"setting lease_seconds must be positive, got "
                                 f"{self.lease_seconds!r}")
+
+    def hosting(self) -> dict:
+        """What decides which test items a board hosts and publishes (part of its version)."""
+        return {"private_fraction": self.private_fraction, "keep_linked": self.keep_linked,
+                "split_seed": self.split_seed}
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
@@ -95,3 +131,23 @@ class InstanceSettings:
             except json.JSONDecodeError:
                 values[key] = text
         return InstanceSettings.from_dict(values)
+
+
+def load_settings(database: Database, session=None) -> InstanceSettings:
+    """The instance settings, read in `session` when given, else in a transaction of its own."""
+    if session is None:
+        with database.session() as own:
+            return load_settings(database, own)
+    row = session.get(Setting, SETTINGS_KEY)
+    return InstanceSettings() if row is None else \
+        InstanceSettings.from_dict(json.loads(row.value))
+
+
+def save_settings(database: Database, settings: InstanceSettings) -> None:
+    with database.write_session() as session:
+        row = session.get(Setting, SETTINGS_KEY)
+        text = json.dumps(settings.to_dict(), sort_keys=True)
+        if row is None:
+            session.add(Setting(key=SETTINGS_KEY, value=text))
+        else:
+            row.value = text

@@ -17,11 +17,11 @@ from typing import Any, Mapping, Sequence
 from sqlalchemy import select
 
 from leaderboard.card import check_card, merged_card
-from leaderboard.service.auth import audit, submissions_today, system_user
-from leaderboard.service.boards import BADGES, CARD_BADGE
+from leaderboard.service.auth import QUOTA_KINDS, audit, submissions_since, system_user
+from leaderboard.service.db import Database, Job, Submission, User, pack, utcnow
+from leaderboard.service.gold import board_manifest
+from leaderboard.service.probing import item_digests
 from leaderboard.service.publish import rebuild_board
-from leaderboard.service.db import Database, Job, Score, Submission, User, pack, utcnow
-from leaderboard.service.gold import gold_for, require_board
 from leaderboard.service.settings import InstanceSettings
 from leaderboard.service.validate import Limits, Upload, uploads_sha256, validate_submission
 from tasks.errors import DataError, SumbenchError
@@ -58,9 +58,7 @@ def manifest(database: Database, settings: InstanceSettings, track_name: str,
     this instance validates (`validation`: its limits and `strict_lengths`), so a client's
     `--check` refuses what the server would."""
     track = settings.track(track_name)
-    gold = gold_for(database, track.name)
-    require_board(gold, track.name, board)
-    return {**track.manifest(gold, board), "validation": {
+    return {**board_manifest(database, track, board), "validation": {
         "limits": dataclasses.asdict(Limits.of(settings)),
         "strict_lengths": settings.strict_lengths}}
 
@@ -82,12 +80,10 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
         answer = identical.earlier_answer(database, detail)
         if answer is not None:
             return answer
-        if kind == "submission" and not user.is_admin:
+        if kind in QUOTA_KINDS and not user.is_admin:
             with database.session() as session:
                 check_quota(session, settings, user)  # early: before the work of validating
-        gold = gold_for(database, track.name)
-        require_board(gold, track.name, board)
-        result = validate_submission(track, uploads, track.manifest(gold, board),
+        result = validate_submission(track, uploads, board_manifest(database, track, board),
                                      Limits.of(settings), board)
         card = merged_card(card, result.results)
     except (SumbenchError, ValueError) as error:
@@ -107,8 +103,12 @@ def _audit_rejection(database: Database, user: User, detail: dict, error: Except
 
 
 def check_quota(session, settings: InstanceSettings, user: User) -> None:
-    if submissions_today(session, user) >= settings.quota_per_day:
-        raise QuotaExceeded(f"quota reached: {settings.quota_per_day} submissions per 24 hours")
+    """Refuse a submission over the user's quota of a day or of a week (hidden and deleted
+    submissions count)."""
+    for days, limit, period in ((1, settings.quota_per_day, "24 hours"),
+                                (7, settings.quota_per_week, "7 days")):
+        if submissions_since(session, user, days) >= limit:
+            raise QuotaExceeded(f"quota reached: {limit} submissions per {period}")
 
 
 #: statuses of an earlier identical submission that a retry is answered with (one that was
@@ -168,19 +168,20 @@ def _store(database: Database, settings: InstanceSettings, user: User, kind: str
     concurrent requests cannot pass the quota, or store the same submission twice, together."""
     track, board, model = identical.track, identical.board, identical.model
     predictions = pack(result.checked)  # compressed before the write lock is taken
+    digests = item_digests(result.checked)
     with database.write_session() as session:
         owner = user if kind == "submission" else system_user(session)
         session.execute(select(User.id).where(User.id == owner.id).with_for_update())
         earlier = identical.earlier(session)
         if earlier is not None:
             return identical.answer(session, earlier, detail)
-        if kind == "submission" and not user.is_admin:
+        if kind in QUOTA_KINDS and not user.is_admin:
             check_quota(session, settings, user)
         submission = Submission(
             user_id=owner.id, kind=kind, track=track, board=board, model=model,
             card=json.dumps(card, sort_keys=True), status="queued",
             parts=json.dumps(sorted(result.checked)), n_records=result.n_records,
-            upload_sha256=result.sha256, predictions=predictions)
+            upload_sha256=result.sha256, predictions=predictions, item_digests=digests)
         session.add(submission)
         session.flush()
         session.add(Job(submission_id=submission.id, kind="score"))
@@ -190,6 +191,8 @@ def _store(database: Database, settings: InstanceSettings, user: User, kind: str
         answer = {"id": submission.id, "status": submission.status}
         if result.ignored:  # archive members that were not read: say so, not silently
             answer["ignored"] = list(result.ignored)
+        if result.not_hosted:
+            answer["not_hosted"] = result.not_hosted
         return answer
 
 
@@ -230,34 +233,3 @@ def delete(database: Database, submission_id: int, user: User) -> dict:
         board = (submission.track, submission.board)
     rebuild_board(database, *board)
     return {"id": submission_id, "deleted": True}
-
-
-def public_view(database: Database, submission_id: int, viewer: User | None = None) -> dict:
-    """What anyone may see of a submission: status, errors, card and (scored) public scores.
-    Hidden submissions are visible to their owner and admins only; deleted ones to none."""
-    with database.session() as session:
-        submission = stored_submission(session, submission_id)
-        visible = submission is not None and not submission.deleted and (
-            not submission.hidden or (viewer is not None and (
-                viewer.is_admin or viewer.id == submission.user_id)))
-        if not visible:
-            raise NotFound(f"no submission {submission_id}")
-        owner = session.get(User, submission.user_id)
-        score = session.scalars(select(Score).filter_by(
-            submission_id=submission.id, current=True).order_by(Score.id.desc())).first()
-        view = {"id": submission.id, "model": submission.model, "track": submission.track,
-                "variant": submission.board, "kind": submission.kind,
-                "badge": BADGES[submission.kind], "card": json.loads(submission.card),
-                "card_badge": CARD_BADGE, "user": owner.name if owner else None,
-                "status": submission.status,
-                "errors": json.loads(submission.errors) if submission.errors else [],
-                "parts": json.loads(submission.parts), "n_records": submission.n_records,
-                "hidden": submission.hidden,
-                "created": submission.created_at.isoformat(timespec="seconds") + "Z"}
-        if score is not None and submission.status == "scored":
-            view.update(scores=json.loads(score.results),
-                        headlines=json.loads(score.headlines),
-                        breakdown=json.loads(score.breakdown) if score.breakdown else None,
-                        versions=json.loads(score.versions), analysed=score.analysed,
-                        scored=score.created_at.isoformat(timespec="seconds") + "Z")
-        return view

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from leaderboard.service.auth import system_user
 from leaderboard.service.db import Database, Job, Submission, pack
-from leaderboard.service.gold import gold_for
+from leaderboard.service.gold import board_manifest, gold_for
 from leaderboard.service.settings import InstanceSettings
 from leaderboard.service.validate import Limits, Upload, validate_submission
 
@@ -37,9 +37,9 @@ def add_system_row(database: Database, settings: InstanceSettings, *, kind: str,
                    board: str, model: str, records: list[dict], card: dict) -> int | None:
     """Validate and queue one computed-here row; None when it exists already."""
     track_object = settings.track(track)
-    gold = gold_for(database, track)
     upload = Upload(f"{model}.jsonl", _jsonl(records))
-    result = validate_submission(track_object, [upload], track_object.manifest(gold, board),
+    result = validate_submission(track_object, [upload],
+                                 board_manifest(database, track_object, board),
                                  TRUSTED_LIMITS, board)
     predictions = pack(result.checked)  # compressed before the write lock is taken
     with database.write_session() as session:

@@ -39,6 +39,7 @@ class CheckedSubmission:
     sha256: str                           # of the uploaded bytes, in order
     results: dict | None                  # a run folder's results.json, if one came along
     ignored: tuple[str, ...] = ()         # archive members that are not read (not .jsonl)
+    not_hosted: int = 0                   # records of test items the board does not host
 
 
 def expand(uploads: Sequence[Upload], limits: Limits,
@@ -143,8 +144,10 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
     if manifest is None:
         manifest = track.manifest_from_records(located, board)
     checked = track.check(located, manifest)
+    answered = sum(len(records) for records in checked.values())
     return CheckedSubmission(checked, len(located), uploads_sha256(uploads),
-                             results[0] if results else None, tuple(ignored))
+                             results[0] if results else None, tuple(ignored),
+                             len(located) - answered)
 
 
 def uploads_sha256(uploads: Sequence[Upload]) -> str:

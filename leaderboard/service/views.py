@@ -121,6 +121,10 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
 
     if (a["track"], a["variant"]) != (b["track"], b["variant"]):
         raise SumbenchError("entries of different boards cannot be compared")
+    for view in (a, b):
+        if view.get("laddered"):
+            raise SumbenchError(f"entry {view['id']} is a laddered predictions file: it "
+                                f"publishes no intervals or paired tests")
     dist_a = distributions_of(database, comparable_score(database, a))
     dist_b = distributions_of(database, comparable_score(database, b))
     if a["versions"].get("parts") != b["versions"].get("parts"):
@@ -142,7 +146,8 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
 
 def withheld_parts(database: Database, track: str, board: str) -> set[str]:
     """Parts of a board too small to publish intervals for (see boards.small_parts)."""
-    from leaderboard.service.boards import load_settings, small_parts
+    from leaderboard.service.boards import small_parts
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.gold import gold_for
 
     gold = gold_for(database, track)

@@ -87,6 +87,28 @@ class Track(abc.ABC):
     def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
         """board -> part -> gold payload, read from a folder given at `leaderboard init`."""
 
+    def hosted(self, gold: GoldSet, hosting) -> tuple[dict[str, dict[str, dict]], list]:
+        """(board -> part -> hosted payload, linked parts found): what the boards host of the
+        stored gold under the instance's `hosting` (leaderboard.tracks.hosting). By default
+        everything, published (no private items) and without links."""
+        return ({board: {part: {**payload, "private": []} for part, payload in parts.items()}
+                 for board, parts in gold.items()}, [])
+
+    def inputs(self, gold: GoldSet, board: str) -> dict[str, list[dict]]:
+        """part -> the public inputs a submission answers (no gold field), for participants
+        who hold no copy of the test data."""
+        raise NotImplementedError(f"track {self.name} publishes no inputs")
+
+    def apart(self, stored: GoldSet, hosted: GoldSet, board: str) -> dict[str, list[dict]]:
+        """part -> manifest items of the board's stored items that it does not host."""
+        return {}
+
+    def subset_result(self, part: str, material: Sequence) -> dict:
+        """The part's public result (headline included) of a subset of its items' material:
+        what scoring only those items gives. Tracks whose `hosted` keeps items private must
+        give it."""
+        raise NotImplementedError(f"track {self.name} keeps no item private")
+
     def boards(self, gold: GoldSet) -> list[str]:
         return sorted(gold)
 

@@ -132,6 +132,19 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
     unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
 
 
+def _evidence_inputs(templates: Sequence[Mapping]) -> list[dict]:
+    """EVEXT's per-claim items as the dataset's per-article records: the claims, in their
+    `summ_idx` order, as `summary_lines`."""
+    articles: dict[str, dict] = {}
+    for template in templates:
+        record = articles.setdefault(template["id"], {
+            "id": template["id"], "input_lines": list(template["input_lines"]), "claims": {}})
+        record["claims"][int(template["summ_idx"])] = template["claim"]
+    return [{"id": record["id"], "input_lines": record["input_lines"],
+             "summary_lines": [claims[index] for index in sorted(claims)]}
+            for record in articles.values() for claims in (record["claims"],)]
+
+
 class UsbTrack(Track):
     name = "usb"
     title = "USB: eight summarization tasks"
@@ -166,6 +179,57 @@ class UsbTrack(Track):
                                 f"tasks (splits: {', '.join(SPLITS)})")
         return gold
 
+    def hosted(self, gold, hosting) -> tuple[dict[str, dict[str, dict]], list]:
+        """Linked parts (leaderboard.tracks.linked) hosted on disjoint articles unless
+        `hosting.keep_linked`, and the private items; a part left without items on a board
+        is not hosted there."""
+        from leaderboard.tracks.hosting import host_boards
+        from leaderboard.tracks.linked import find_links
+
+        links = [link for board, parts in sorted(gold.items())
+                 for link in find_links(board, parts)]
+        hosted = host_boards(gold, "templates", lambda template: str(template["id"]), links,
+                             hosting)
+        return ({board: {part: payload for part, payload in parts.items()
+                         if payload["templates"]}
+                 for board, parts in hosted.items()}, links)
+
+    def apart(self, stored, hosted, board: str) -> dict[str, list[dict]]:
+        """part -> manifest items of the board's stored test items it does not host."""
+        items = {}
+        for part, payload in sorted(stored.get(board, {}).items()):
+            task = get_task(part)
+            kept = set(item_keys(task, hosted.get(board, {}).get(part, {}).get("templates", ())))
+            left = [manifest_item(task, template, None) for template in payload["templates"]
+                    if item_key(task, template) not in kept]
+            if left:
+                items[part] = sorted(left, key=lambda item, task=task: item_key(task, item))
+        return items
+
+    def inputs(self, gold, board: str) -> dict[str, list[dict]]:
+        """part -> the records a submission answers, as the task's dataset holds them (so
+        `sumbench predict` reads them) without the fields that hold the answer (GOLD_FIELDS),
+        sorted by item (never in gold order, which would tell FAC's labels)."""
+        from tasks.usb.loaders import GOLD_FIELDS, TASK_SCHEMAS
+
+        parts = {}
+        for name, payload in sorted(gold[board].items()):
+            task = get_task(name)
+            templates = sorted(payload["templates"],
+                               key=lambda item, task=task: item_key(task, item))
+            if name == "evidence_extraction":  # the dataset holds one record per article
+                parts[name] = _evidence_inputs(templates)
+                continue
+            fields = [field for field in TASK_SCHEMAS[name] if field not in GOLD_FIELDS[name]]
+            parts[name] = [{field: template[field] for field in fields}
+                           for template in templates]
+        return parts
+
+    def subset_result(self, part: str, material: Sequence) -> dict:
+        task = get_task(part)
+        return task_result(task, task.aggregate_scores(list(material)), len(material),
+                           report=False)
+
     def manifest(self, gold, board: str) -> dict:
         parts = {}
         for name, payload in sorted(gold[board].items()):
@@ -193,11 +257,15 @@ class UsbTrack(Track):
         errors = ErrorCollector()
         expected = {name: dict(zip(item_keys(get_task(name), items), items))
                     for name, items in manifest["parts"].items()}
+        apart = {name: set(item_keys(get_task(name), items))
+                 for name, items in manifest.get("apart", {}).items()}
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
         tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
         unplaced: dict[str, list] = {}  # part -> item keys (None: unreadable) of rejected
         for entry in located:              # records (unplaced_count leaves out given items)
+            if self._not_hosted(entry, apart, expected, tasks):
+                continue
             outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
             if outcome is not None:
                 task, key, record = outcome
@@ -213,6 +281,27 @@ class UsbTrack(Track):
             errors.add("the submission holds no prediction records")
         errors.raise_if_any()
         return {name: [checked[name][key] for key in expected[name]] for name in sorted(seen)}
+
+    @staticmethod
+    def _not_hosted(entry: Located, apart: Mapping[str, set], expected: Mapping,
+                    tasks: dict) -> bool:
+        """Whether the record answers a test item the board does not host (linked parts are
+        hosted on other articles): such records are left out, not refused, so the predictions
+        of the whole test set submit as they are."""
+        record = entry[2]
+        name = record.get("task")
+        if not apart or not isinstance(name, str):
+            return False
+        try:
+            task = tasks[name] if name in tasks else tasks.setdefault(name, get_task(name))
+        except UnknownNameError:
+            return False
+        if task.name not in apart:
+            return False
+        if not check_id_types(ErrorCollector(), entry, identity_fields(task)):
+            return False
+        key = item_key(task, record)
+        return key in apart[task.name] and key not in expected.get(task.name, {})
 
     def _check_line(self, errors: ErrorCollector, entry: Located, manifest: Mapping,
                     expected: Mapping, seen: dict, tasks: dict) -> tuple | None:
@@ -287,8 +376,8 @@ class UsbTrack(Track):
 
     def breakdown(self, checked, gold, board: str,
                   materials: Mapping[str, Sequence] | None = None) -> dict | None:
-        """Per-domain scores of an `all` entry: domain -> task -> result (the domain is the
-        first component of the item id, e.g. `biographies/...`).
+        """Per-domain scores of an `all` entry's public items: domain -> task -> result (the
+        domain is the first component of the item id, e.g. `biographies/...`).
 
         With `materials` (a part's per-record material as `score` returned it, for this same
         gold), a domain's result aggregates the material of its records: the same numbers as
@@ -299,12 +388,14 @@ class UsbTrack(Track):
         for name, records in sorted(checked.items()):
             task = get_task(name)
             templates = gold[board][name]["templates"]
+            private = set(gold[board][name].get("private", ()))
             material = (materials or {}).get(name)
             if material is None or len(material) != len(templates):
                 material = task.score_examples(self.joined_records(name, records, gold, board))
             by_domain: dict[str, list] = {}
-            for template, example in zip(templates, material):
-                by_domain.setdefault(str(template["id"]).split("/")[0], []).append(example)
+            for index, (template, example) in enumerate(zip(templates, material)):
+                if index not in private:
+                    by_domain.setdefault(str(template["id"]).split("/")[0], []).append(example)
             for domain, subset in sorted(by_domain.items()):
                 domains.setdefault(domain, {})[name] = task_result(
                     task, task.aggregate_scores(subset), len(subset), report=False)

@@ -131,6 +131,19 @@ TASK_SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 
+#: each task's fields that hold its answer (what a leaderboard's public inputs leave out)
+GOLD_FIELDS: dict[str, tuple[str, ...]] = {
+    "abstractive_summarization": ("output_lines",),
+    "multisentence_compression": ("output_lines",),
+    "extractive_summarization": ("labels",),
+    "evidence_extraction": ("evidence_labels",),
+    "factuality_classification": ("label",),
+    "fixing_factuality": ("fixed_summary",),
+    "unsupported_span_prediction": ("annotated_summary",),
+    "topicbased_summarization": ("output_lines",),
+}
+
+
 def task_features(task_name: str):
     """The datasets.Features of a task's records (fixed, so empty splits keep their columns)."""
     from datasets import Features, List, Value

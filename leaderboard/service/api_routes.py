@@ -1,0 +1,108 @@
+"""The read-only board routes and the admin routes of the JSON API (/api/v1).
+
+Boards: GET /leaderboard/{track}?variant= and /leaderboard/{track}.csv (stored outputs),
+/manifest/{track}?variant= (item keys, what a board leaves apart, how this instance
+validates), /inputs/{track}?variant= (the public inputs a submission answers, no gold field)
+and /tracks (track -> boards). Admins: POST /admin/rescore and /admin/reveal, GET /admin/audit
+and /admin/users (every user's submission history with the probing flag; audited).
+"""
+from __future__ import annotations
+
+from fastapi import APIRouter, Header, HTTPException
+from fastapi.responses import JSONResponse, Response
+
+from leaderboard.service.auth import TOKEN_REQUIRED, audit, authenticate, bearer_token
+from leaderboard.service.boards import stored_output
+from leaderboard.service.settings import load_settings
+from leaderboard.service.db import Database
+from tasks.errors import SumbenchError
+
+
+def request_user(database: Database, authorization: str | None, required: bool = True):
+    """The user of the request's bearer token; 401 when `required` and there is none."""
+    user = authenticate(database, bearer_token(authorization))
+    if user is None and required:
+        raise HTTPException(401, TOKEN_REQUIRED, headers={"WWW-Authenticate": "Bearer"})
+    return user
+
+
+def require_admin(database: Database, authorization: str | None):
+    user = request_user(database, authorization)
+    if not user.is_admin:
+        raise HTTPException(403, "admins only")
+    return user
+
+
+def stored(database: Database, track: str, variant: str, name: str) -> str:
+    """A board's stored output (rebuilt by the workers); 404 when the board does not exist."""
+    text = stored_output(database, track, variant, name)
+    if text is None:
+        raise HTTPException(404, f"no board {track}/{variant}")
+    return text
+
+
+def board_routes(router: APIRouter, database: Database) -> None:
+    from leaderboard.service.gold import board_inputs, tracks_and_boards
+    from leaderboard.service.submissions import manifest
+
+    @router.get("/leaderboard/{track}.csv")
+    def leaderboard_csv(track: str, variant: str = "all"):
+        return Response(stored(database, track, variant, "csv"), media_type="text/csv")
+
+    @router.get("/leaderboard/{track}")
+    def leaderboard(track: str, variant: str = "all"):
+        return Response(stored(database, track, variant, "document"),
+                        media_type="application/json")
+
+    @router.get("/manifest/{track}")
+    def manifest_route(track: str, variant: str = "all"):
+        try:
+            return manifest(database, load_settings(database), track, variant)
+        except SumbenchError as error:
+            raise HTTPException(404, str(error)) from None
+
+    @router.get("/inputs/{track}")
+    def inputs_route(track: str, variant: str = "all"):
+        try:
+            return board_inputs(database, load_settings(database).track(track), variant)
+        except SumbenchError as error:
+            raise HTTPException(404, str(error)) from None
+        except NotImplementedError as error:
+            raise HTTPException(404, str(error)) from None
+
+    @router.get("/tracks")
+    def tracks_route():
+        return {"tracks": tracks_and_boards(database)}
+
+
+def admin_routes(router: APIRouter, database: Database) -> None:
+    @router.post("/admin/rescore")
+    def rescore(authorization: str | None = Header(None)):
+        from leaderboard.service.worker import queue_rescore
+        require_admin(database, authorization)
+        return JSONResponse(queue_rescore(database), status_code=202)
+
+    @router.post("/admin/reveal")
+    def reveal_route(authorization: str | None = Header(None)):
+        from leaderboard.service.admin import reveal
+        return reveal(database, require_admin(database, authorization).name)
+
+    @router.get("/admin/audit")
+    def audit_log(authorization: str | None = Header(None), limit: int = 100):
+        from leaderboard.service.auth import audit_rows
+        require_admin(database, authorization)
+        return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
+
+    @router.get("/admin/users")
+    def users(authorization: str | None = Header(None)):
+        return {"users": admin_user_histories(database, authorization)}
+
+
+def admin_user_histories(database: Database, authorization: str | None) -> list[dict]:
+    """Every user's submission history (admins only; the read is audited)."""
+    from leaderboard.service.probing import user_histories
+
+    admin = require_admin(database, authorization)
+    with database.write_session() as session:
+        audit(session, admin.name, "read", "accepted", detail={"what": "user histories"})
+    return user_histories(database)
