@@ -12,9 +12,13 @@
 3. Rebuild: the seconds one rebuild of that board takes (snapshot, ranks, intervals, chart,
    page, documents): min and median of `--repeat` rebuilds, and the median seconds of it that
    its write transactions (ticket, store) held SQLite's write lock, when other writers wait.
+4. Keeping up: `--burst` (20) submissions sent at once to `sumbench leaderboard serve
+   --workers W` on SQLite (a new instance's defaults); for each, the seconds from its score
+   row's commit to the first board document that lists it (polled every 50 ms). Goal: p95
+   within 5 s.
 
     python bench/leaderboard_load.py [--entries 1000] [--requests 200] [--docs 4000]
-                                     [--repeat 5] [--json]
+                                     [--burst 20] [--workers 2] [--repeat 5] [--json]
 """
 from __future__ import annotations
 
@@ -145,7 +149,10 @@ def load_board(data: Path, files: list[Path], root: Path, entries: int) -> str:
     from leaderboard.service.worker import Worker
 
     db = str(root / "load.sqlite")
-    initialise(db, gold=str(data), settings={"n_resamples": "100"}, computed_rows=False)
+    # an open instance (full test set, no Ladder): every entry has its intervals
+    initialise(db, gold=str(data), settings={"n_resamples": "100", "keep_linked": "true",
+                                             "private_fraction": "0", "ladder_step": "0"},
+               computed_rows=False)
     database = Database(db)
     user = authenticate(database, create_token(database, "bench"))
     accept(database, load_settings(database), user, track_name="usb", board="all",
@@ -182,12 +189,75 @@ def rebuild_seconds(db: str, repeat: int) -> dict:
             "write_lock_median": float(np.median(locked))}
 
 
+def burst_lines(data: Path, count: int) -> list[bytes]:
+    """`count` different FAC prediction files over the board's inputs (constant levels)."""
+    from leaderboard.tracks.usb import UsbTrack
+
+    track = UsbTrack()
+    records = track.load_gold(str(data))["all"]["factuality_classification"]["templates"]
+    return [("".join(json.dumps({"task": "factuality_classification", "id": r["id"],
+                                 "summ_idx": r["summ_idx"], "summary_sent": r["summary_sent"],
+                                 "prediction": [0.5 + 0.4 * ((i * 7 + k) % 5 - 2) / 2]})
+                      + "\n" for i, r in enumerate(records))).encode()
+            for k in range(count)]
+
+
+def keep_up(data: Path, root: Path, count: int, workers: int) -> dict:
+    """Seconds from each submission's score commit to the first board document listing it."""
+    import concurrent.futures
+    import datetime as dt
+
+    import httpx
+    from sqlalchemy import select
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from servers import LeaderboardServer
+    from leaderboard.service.auth import create_token
+    from leaderboard.service.db import Database, Score
+    from leaderboard.service.init import initialise
+
+    db = str(root / "burst.sqlite")
+    initialise(db, gold=str(data), settings={"n_resamples": "1000"}, computed_rows=False)
+    database = Database(db)
+    token = create_token(database, "organiser", admin=True)  # no quota
+    files = burst_lines(data, count)
+    listed: dict[int, dt.datetime] = {}
+    with LeaderboardServer(db, "--workers", str(workers)) as server, httpx.Client() as client:
+        def send(index: int) -> int:
+            response = client.post(f"{server.url}/api/v1/submissions",
+                                   headers={"Authorization": f"Bearer {token}"},
+                                   files=[("files", ("fac.jsonl", files[index]))],
+                                   data={"model": f"burst {index}"}, timeout=300)
+            response.raise_for_status()
+            return response.json()["id"]
+
+        with concurrent.futures.ThreadPoolExecutor(count) as pool:
+            ids = list(pool.map(send, range(count)))
+        deadline = time.monotonic() + 600
+        while len(listed) < count and time.monotonic() < deadline:
+            document = client.get(f"{server.url}/api/v1/leaderboard/usb").json()
+            now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            for entry in document["entries"]:
+                listed.setdefault(entry["id"], now)
+            time.sleep(0.05)
+    with database.session() as session:
+        scored = dict(session.execute(select(Score.submission_id, Score.created_at)).all())
+    delays = [(listed[i] - scored[i]).total_seconds() for i in ids if i in listed]
+    return {"submissions": count, "workers": workers, "listed": len(delays),
+            "p50_s": float(np.percentile(delays, 50)), "p95_s": float(np.percentile(delays, 95)),
+            "max_s": float(max(delays))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--docs", type=int, default=4000,
                         help="synthetic documents (20%% are test: 4000 gives USB's ~800)")
+    parser.add_argument("--burst", type=int, default=20,
+                        help="submissions sent at once for the keeping-up measure")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="`serve --workers` for the keeping-up measure")
     add_options(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,9 +267,10 @@ def main() -> int:
         db = load_board(data, files, root, args.entries)
         pages = latency(db, args.requests)
         rebuild = rebuild_seconds(db, args.repeat)
+        burst = keep_up(data, root, args.burst, args.workers)
     result = {"entries": args.entries, "requests": args.requests, **scoring,
-              "latency": pages, "rebuild_s": rebuild, "ratio": scoring["scoring_ratio"],
-              "machine": machine()}
+              "latency": pages, "rebuild_s": rebuild, "keep_up": burst,
+              "ratio": scoring["scoring_ratio"], "machine": machine()}
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
@@ -213,6 +284,9 @@ def main() -> int:
         print(f"rebuild of the board with {args.entries} entries (median, min): "
               f"{rebuild['median']:.2f} s, {rebuild['min']:.2f} s, of which the write lock "
               f"was held {rebuild['write_lock_median']:.3f} s (median)")
+        print(f"{burst['submissions']} submissions at once, {burst['workers']} workers: scored to "
+              f"listed p50 {burst['p50_s']:.2f} s, p95 {burst['p95_s']:.2f} s, max "
+              f"{burst['max_s']:.2f} s ({burst['listed']} listed)")
         print(f"machine: {result['machine']['cpu']}, {result['machine']['cpus']} CPUs")
     return 0 if scoring["identical"] else 1
 

@@ -129,15 +129,18 @@ def check(uploads: Sequence[Upload], track: str, variant: str,
 
 def submit(server: str, token: str, uploads: Sequence[Upload], *, model: str,
            track: str = "usb", variant: str = "all", card: Mapping[str, Any] | None = None,
+           evaluate: Mapping[str, str | None] | None = None,
            timeout: float = DEFAULT_TIMEOUT) -> dict:
-    """POST the files; returns the server's JSON answer (with "http_status")."""
+    """POST the files, or (`evaluate`: {"evaluate", "revision", "profile"}) name a model for
+    the server to evaluate; returns the server's JSON answer (with "http_status")."""
     import json
 
     import httpx
 
     files = [("files", (upload.name, upload.data)) for upload in uploads]
     data = {"model": model, "track": track, "variant": variant,
-            "card": json.dumps(dict(card or {}))}
+            "card": json.dumps(dict(card or {})),
+            **{key: value for key, value in (evaluate or {}).items() if value}}
     try:
         with _client(server, timeout) as client:
             response = client.post("/api/v1/submissions", files=files, data=data,

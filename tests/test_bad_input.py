@@ -330,7 +330,7 @@ def test_load_failures_say_damaged_only_when_the_library_says_so(tmp_path, monke
 def test_serve_reports_a_server_that_did_not_start_in_one_line(capsys, monkeypatch, tmp_path):
     import uvicorn
 
-    import benchmark.commands.leaderboard as leaderboard_command
+    import benchmark.commands.leaderboard_serve as leaderboard_command
 
     code, _, _ = sumbench(capsys, "leaderboard", "init", "--db", tmp_path / "lb.sqlite")
     assert code == 0

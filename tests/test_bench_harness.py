@@ -72,11 +72,14 @@ def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
 def test_leaderboard_benchmark_alternates_its_scoring_arms():
     completed = subprocess.run(
         [sys.executable, str(BENCH / "leaderboard_load.py"), "--docs", "100", "--entries", "3",
-         "--requests", "2", "--repeat", "2", "--json"],
+         "--requests", "2", "--repeat", "2", "--burst", "3", "--json"],
         capture_output=True, text=True, timeout=300, check=True)
     line = json.loads(completed.stdout.strip().splitlines()[-1])
     assert line["identical"] is True and line["records"] > 0
     assert len(line["score"]["runs"]) == len(line["server"]["runs"]) == 2
     assert line["ratio"] == line["server"]["median"] / line["score"]["median"]
     assert set(line["latency"]) == {"/track/usb", "/api/v1/leaderboard/usb"}
+    burst = line["keep_up"]
+    assert (burst["submissions"], burst["listed"], burst["workers"]) == (3, 3, 2)
+    assert 0 <= burst["p50_s"] <= burst["p95_s"] <= burst["max_s"]
     assert line["machine"]["cpus"] >= 1

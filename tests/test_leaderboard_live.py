@@ -106,11 +106,14 @@ def test_sqlite_concurrent_submissions_kill_and_restart(tmp_path, gold, fix_line
     db = str(tmp_path / "lb.sqlite")
     token = _prepare(db, gold)
     database = Database(db)
-    with LeaderboardServer(db) as server:
+    with LeaderboardServer(db, "--workers", "2") as server:  # two worker processes
         ids = _concurrent_submissions(server.url, token, fix_lines)
         _wait_scored(database, N_SUBMISSIONS)
         before = _board_entries(server.url, N_SUBMISSIONS)
     _scored_exactly_once(database, ids)
+    with database.session() as session:
+        workers = {name.split(":")[1] for name in session.scalars(select(Job.worker))}
+    assert len(workers) == 2  # both processes claimed jobs
     assert server.log.count(" claimed") >= 2 * N_SUBMISSIONS  # the worker logs its jobs
     assert not [s for s in gold_strings(gold) if s in server.log]  # and never gold
     assert len(before["entries"]) == N_SUBMISSIONS

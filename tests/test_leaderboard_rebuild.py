@@ -254,3 +254,31 @@ def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
         assert changed and first != new_sha and second == new_sha
         database.dispose()
         writer.dispose()
+
+
+def test_a_scored_entry_is_listed_before_its_analysis_with_intervals_pending(
+        tmp_path, data_dir, usb_fixture_dir):
+    """The score job rebuilds the board at once: the entry is ranked by its points, its
+    intervals and band pending; the analysis then fills them in (it no longer waits for the
+    board's other analyses)."""
+    from lb_helpers import fixture_uploads
+    from leaderboard.service.documents import board_document
+    from leaderboard.service.settings import load_settings
+    from leaderboard.service.submissions import accept
+    from leaderboard.service.worker import Worker
+
+    database, user, first = scored_fix_submission(tmp_path, data_dir, usb_fixture_dir)
+    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
+                   model="everything", card={}, uploads=fixture_uploads(usb_fixture_dir))
+    worker = Worker(database)
+    assert worker.run_once()  # the score job only
+    listed = {e["id"]: e for e in board_document(read_board(database, "usb", "all")[0])
+              ["entries"]}
+    pending = listed[entry["id"]]
+    assert pending["analysis"] == "pending" and pending["rank"] == 1
+    assert pending["band"] is None and pending["ci95"] == {} and pending["aggregate_ci95"] is None
+    assert listed[first]["analysis"] == "done"
+    assert worker.run_once()  # its analysis
+    done = {e["id"]: e for e in board_document(read_board(database, "usb", "all")[0])
+            ["entries"]}[entry["id"]]
+    assert done["analysis"] == "done" and done["band"] == 1 and done["aggregate_ci95"]

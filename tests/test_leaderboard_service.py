@@ -361,7 +361,7 @@ def test_unknown_and_empty_form_fields_are_refused_not_passed_over(service, usb_
     assert response.json()["errors"] == [
         {"file": None, "line": None, "field": "varaint",
          "message": "not a field of the submission form (it takes files, model, track, "
-                    "variant, card); did you mean 'variant'?"},
+                    "variant, card, evaluate, revision, profile); did you mean 'variant'?"},
         {"file": None, "line": None, "field": "track",
          "message": "given empty: leave the field out for its default"},
         {"file": None, "line": None, "field": "card",

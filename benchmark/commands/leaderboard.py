@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
-from pathlib import Path
 
-from benchmark.commands import non_negative_float, positive_float, positive_int, probability
+from benchmark.commands import positive_int, probability
 from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
+from benchmark.commands.leaderboard_serve import (_database, _db, _serve_args, _worker_args,
+                                                  run_serve, run_worker)
 from tasks.errors import SumbenchError
 
-DEFAULT_DB = "leaderboard.sqlite"
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
 DEMO_RESAMPLES = 200
 #: documents of a --demo corpus: 12 test articles per domain, enough for linked parts hosted
@@ -61,12 +60,6 @@ _HELP = {"init": "create/upgrade the database and load hidden gold",
          "rescore": "re-score submissions after a data/metric/scorer version change",
          "reveal": "publish the private part's scores (audited)",
          "inputs": "write a board's public inputs without gold fields"}
-
-
-def _db(parser) -> None:
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="URL",
-                        help=f"SQLAlchemy URL or SQLite file (default {DEFAULT_DB}); "
-                             f"PostgreSQL: postgresql+psycopg://user@host/db")
 
 
 def _init_args(parser) -> None:
@@ -123,26 +116,16 @@ def _token_args(parser) -> None:
                         help="revoke every token of the user instead (no new token)")
 
 
-def _serve_args(parser) -> None:
-    _db(parser)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=positive_int, default=8000)
-    parser.add_argument("--no-worker", action="store_true",
-                        help="no in-process worker (run `leaderboard worker` apart)")
-
-
-def _worker_args(parser) -> None:
-    _db(parser)
-    parser.add_argument("--once", action="store_true", help="exit when no job is left")
-    parser.add_argument("--lease", type=positive_float, metavar="SECONDS",
-                        help="job lease (default: the instance's lease_seconds)")
-    parser.add_argument("--hold", type=non_negative_float, default=0.0, metavar="SECONDS",
-                        help="sleep after each claim (fault drills: kill a worker mid-job)")
-
-
 def _submit_args(parser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="prediction files, archives, or run folders")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="prediction files, archives, or run folders (or --evaluate)")
+    parser.add_argument("--evaluate", metavar="SOURCE",
+                        help="instead of files: a model for the server to evaluate (a folder "
+                             "under its model root, or a hub model id; a PEFT adapter folder "
+                             "is loaded on the base model it names)")
+    parser.add_argument("--revision", help="with --evaluate: the hub revision")
+    parser.add_argument("--profile", help="with --evaluate: the fine-tuning profile the "
+                                          "model was trained with (recorded)")
     parser.add_argument("--server", metavar="URL", help="leaderboard URL")
     parser.add_argument("--token", help="API token (or env SUMBENCH_LEADERBOARD_TOKEN)")
     parser.add_argument("--model", help="model name shown on the board")
@@ -193,25 +176,6 @@ def _inputs_args(parser) -> None:
 
 
 # ---- handlers ------------------------------------------------------------------------------
-def _database(db: str, check: bool = True):
-    """The leaderboard database `--db` names; with `check`, it must exist (a mistyped SQLite
-    name is refused, never created empty) and be at the code's schema revision."""
-    from sqlalchemy.engine import make_url
-
-    from leaderboard.service.db import Database, database_url
-    from leaderboard.service.schema import check_schema
-
-    url = make_url(database_url(db))
-    if check and url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
-            and not Path(url.database).is_file():
-        raise SumbenchError(f"no leaderboard database at {url.database}; create one with "
-                            f"'sumbench leaderboard init --db {db}'")
-    database = Database(db)
-    if check:
-        check_schema(database)
-    return database
-
-
 def run_init(args) -> int:
     from leaderboard.service.init import initialise
 
@@ -316,89 +280,6 @@ def run_token(args) -> int:
     print(f"token for {args.user}{' (admin)' if args.admin else ''}; it is shown once:",
           file=sys.stderr)
     print(token)
-    return 0
-
-
-def _log_jobs() -> None:
-    """Worker job lines (ids and kinds only, never data) on stderr."""
-    import logging
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
-    logger = logging.getLogger("sumbench.leaderboard")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-
-
-def shown_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else (host or "0.0.0.0")
-
-
-def check_address(host: str, port: int) -> None:
-    """Bind (host, port) as uvicorn will (asyncio's `create_server`: every address of the
-    host), then let it go: a port in use or a host not of this machine is an OSError naming
-    the address before the worker or the server starts."""
-    import asyncio
-    import os
-    import socket
-
-    async def probe() -> None:
-        server = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, port)
-        server.close()
-        await server.wait_closed()
-
-    try:
-        asyncio.run(probe())
-    except OSError as error:
-        reason = error.strerror if isinstance(error, socket.gaierror) or not error.errno \
-            else os.strerror(error.errno)
-        raise OSError(error.errno, f"cannot listen on {shown_host(host)}:{port} ({reason})") \
-            from None
-
-
-def run_serve(args) -> int:
-    import uvicorn
-
-    from leaderboard.service.app import create_app
-    from leaderboard.service.worker import Worker
-
-    database = _database(args.db)
-    check_address(args.host, args.port)
-    app = create_app(args.db)
-    _log_jobs()
-    stop = threading.Event()
-    thread = None
-    if not args.no_worker:
-        thread = threading.Thread(target=Worker(database).run, args=(stop,), daemon=True)
-        thread.start()
-    print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} (Ctrl-C "
-          f"stops)", file=sys.stderr, flush=True)
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except SystemExit as exiting:  # uvicorn's exit when the server did not start
-        if exiting.code not in (0, None):
-            raise OSError(None, f"the server could not start on {shown_host(args.host)}:"
-                                f"{args.port} (its log above says why)") from None
-    finally:
-        stop.set()
-        if thread is not None:
-            thread.join(timeout=30)
-    return 0
-
-
-def run_worker(args) -> int:
-    from leaderboard.service.worker import Worker
-
-    worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold)
-    _log_jobs()
-    if args.once:
-        print(f"{worker.drain()} job(s) done", file=sys.stderr)
-        return 0
-    stop = threading.Event()
-    try:
-        worker.run(stop)
-    except KeyboardInterrupt:
-        stop.set()
     return 0
 
 

@@ -24,7 +24,15 @@ def submit(args) -> int:
 
     from leaderboard import client
 
-    uploads = client.collect_uploads(args.paths)
+    if bool(args.paths) == bool(args.evaluate):
+        raise SumbenchError("give prediction files (PATH ...) or --evaluate SOURCE, one of "
+                            "the two")
+    if not args.evaluate and (args.revision or args.profile):
+        raise SumbenchError("--revision and --profile go with --evaluate")
+    if args.evaluate and args.check:
+        raise SumbenchError("--check validates files; a model to evaluate is checked by the "
+                            "server when submitted")
+    uploads = client.collect_uploads(args.paths) if args.paths else []
     if args.check:
         manifest = client.fetch_manifest(args.server, args.track, args.variant) \
             if args.server else None
@@ -34,15 +42,18 @@ def submit(args) -> int:
     if not args.server or not token or not args.model:
         raise SumbenchError("submitting needs --server, --token (or SUMBENCH_LEADERBOARD_TOKEN) "
                             "and --model (use --check to validate only)")
+    evaluate = {"evaluate": args.evaluate, "revision": args.revision,
+                "profile": args.profile} if args.evaluate else None
     answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
-                           variant=args.variant, card=_card(args))
+                           variant=args.variant, card=_card(args), evaluate=evaluate)
     if answer.get("duplicate"):
         print(f"note: {answer.get('message', 'already submitted')}", file=sys.stderr)
     for name in answer.get("ignored", []):
         print(f"warning: archive member not read (only .jsonl files and results.json are): "
               f"{name}", file=sys.stderr)
     if args.wait and "id" in answer:
-        answer = client.wait_for(args.server, answer["id"], token)
+        answer = client.wait_for(args.server, answer["id"], token,
+                                 timeout=86400.0 if args.evaluate else 600.0)
     print_json(answer)
     return 0 if answer.get("status") in ("queued", "scoring", "scored") else refused(
         answer, "the submission was not accepted")

@@ -1,8 +1,9 @@
 """The web app: JSON API under /api/v1 and server-rendered pages. Routes stay thin: they
 authenticate, call leaderboard.service functions and render; scoring never runs here.
 
-API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Bearer token)
--> 202 {"id", "status"[, "ignored" archive members]}; rejections are 4xx {"status":
+API: POST /api/v1/submissions (multipart: files, model, track, variant, card; Bearer token;
+or, instead of files, `evaluate` = a model for the server to evaluate, with `revision` and
+`profile`) -> 202 {"id", "status"[, "ignored" archive members]}; rejections are 4xx {"status":
 "rejected", "errors": [{"file", "line", "field", "message"}]}. GET /api/v1/submissions/{id};
 POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner or admin); GET
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
@@ -27,6 +28,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from leaderboard.service.api_models import (ERRORS, SUBMIT_ERRORS, Accepted, Deleted, Hidden,
+                                            SubmissionView)
 from leaderboard.service.api_routes import admin_routes, board_routes, request_user, stored
 from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database
@@ -59,14 +62,15 @@ def rejection(status: int, error: Exception) -> Any:
     return JSONResponse({"status": "rejected", "errors": errors}, status_code=status)
 
 
-def create_app(db: str):
-    """The FastAPI app over the database at `db` (which must be migrated: `init`)."""
+def create_app(db: str, model_root: str | None = None):
+    """The FastAPI app over the database at `db` (which must be migrated: `init`);
+    `model_root`: the folder submitted models may be named in (`--evaluate`)."""
     database = Database(db)
     check_schema(database)
     settings = load_settings(database)
     app = FastAPI(title="sumbench leaderboard", docs_url=None, redoc_url=None,
                   openapi_url="/api/v1/openapi.json")
-    app.state.database = database
+    app.state.database, app.state.model_root = database, model_root
 
     @app.middleware("http")
     async def security_headers(request, call_next):
@@ -187,8 +191,10 @@ def api_router(database: Database):
     return router
 
 
-#: the submission form's fields (`files` repeated, one file each; the others once)
-FORM_FIELDS = ("files", "model", "track", "variant", "card")
+#: the submission form's fields (`files` repeated, one file each; the others once);
+#: `evaluate` (with `revision`, `profile`) names a model to evaluate instead of files
+FORM_FIELDS = ("files", "model", "track", "variant", "card", "evaluate", "revision",
+               "profile")
 
 
 async def form_problems(request: Request) -> list[DataError]:
@@ -208,25 +214,42 @@ async def form_problems(request: Request) -> list[DataError]:
         problems.append(DataError(
             f"given more than once in the form ({', '.join(repeated)}): which value is meant "
             f"is ambiguous", field=repeated[0]))
-    for key in ("track", "variant", "card"):  # an empty model is "Field required" already
-        if key not in repeated and form.get(key) == "":
+    for key in ("track", "variant", "card", "evaluate", "revision", "profile"):
+        if key not in repeated and form.get(key) == "":  # (an empty model: Field required)
             problems.append(DataError("given empty: leave the field out for its default",
                                       field=key))
+    files, evaluate = bool(form.getlist("files")), "evaluate" in form
+    if files == evaluate:
+        problems.append(DataError("send prediction files (`files`) or name a model to "
+                                  "evaluate (`evaluate`), one of the two",
+                                  field="evaluate" if evaluate else "files"))
+    elif not evaluate and ({"revision", "profile"} & set(form.keys())):
+        problems.append(DataError("`revision` and `profile` go with `evaluate`",
+                                  field=sorted({"revision", "profile"} & set(form.keys()))[0]))
     return problems
 
 
 def _submission_routes(router: APIRouter, database: Database) -> None:
-    @router.post("/submissions", status_code=202)
-    def submit(files: list[UploadFile] = File(...), model: str = Form(...),
-               track: str = Form("usb"), variant: str = Form("all"), card: str = Form("{}"),
+    @router.post("/submissions", status_code=202, response_model=Accepted,
+                 response_model_exclude_unset=True,
+                 responses={200: {"model": Accepted, "description": "sent again: the "
+                                  "earlier identical submission"}, **SUBMIT_ERRORS})
+    def submit(request: Request, files: list[UploadFile] = File(None),
+               model: str = Form(...), track: str = Form("usb"), variant: str = Form("all"),
+               card: str = Form("{}"), evaluate: str | None = Form(None),
+               revision: str | None = Form(None), profile: str | None = Form(None),
                authorization: str | None = Header(None),
                problems: list[DataError] = Depends(form_problems)):
         user = request_user(database, authorization)
         if problems:
             return rejection(422, SubmissionErrors(problems))
+        if evaluate is not None:
+            return _accept_evaluation(database, user, request.app.state.model_root, model,
+                                      track, variant, card, evaluate, revision, profile)
         return _accept_form(database, user, files, model, track, variant, card)
 
-    @router.get("/submissions/{submission_id}")
+    @router.get("/submissions/{submission_id}", response_model=SubmissionView,
+                response_model_exclude_unset=True, responses=ERRORS)
     def submission(submission_id: int, authorization: str | None = Header(None)):
         viewer = request_user(database, authorization, required=False)
         try:
@@ -243,20 +266,42 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
         except Forbidden as error:
             raise HTTPException(403, str(error)) from None
 
-    @router.post("/submissions/{submission_id}/hide")
+    @router.post("/submissions/{submission_id}/hide", response_model=Hidden,
+                 responses=ERRORS)
     def hide(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: set_hidden(database, submission_id, user, True))
 
-    @router.post("/submissions/{submission_id}/unhide")
+    @router.post("/submissions/{submission_id}/unhide", response_model=Hidden,
+                 responses=ERRORS)
     def unhide(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: set_hidden(database, submission_id, user, False))
 
-    @router.delete("/submissions/{submission_id}")
+    @router.delete("/submissions/{submission_id}", response_model=Deleted,
+                   responses=ERRORS)
     def remove(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: delete(database, submission_id, user))
+
+
+def _accept_evaluation(database: Database, user, model_root: str | None, model: str,
+                       track: str, variant: str, card: str, source: str,
+                       revision: str | None, profile: str | None):
+    """A model to evaluate: 202 queued, 200 for the same model and settings again, 429 over
+    the quota, 422 rejected."""
+    from leaderboard.service.evaluation import accept_evaluation
+
+    try:
+        answer = accept_evaluation(database, load_settings(database), user, track_name=track,
+                                   board=variant, model=model, card=parse_card(card),
+                                   source=source, revision=revision, profile=profile,
+                                   model_root=model_root)
+        return JSONResponse(answer, status_code=200) if answer.get("duplicate") else answer
+    except QuotaExceeded as error:
+        return rejection(429, error)
+    except (SumbenchError, ValueError) as error:
+        return rejection(422, error)
 
 
 def _accept_form(database: Database, user, files: list[UploadFile], model: str, track: str,
@@ -276,7 +321,8 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
 
 
 def page_router(database: Database):
-    router = APIRouter()
+    """The HTML pages (not part of the API's schema)."""
+    router = APIRouter(include_in_schema=False)
     links = Links(static=False)
 
     @router.get("/", response_class=HTMLResponse)

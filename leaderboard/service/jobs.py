@@ -19,7 +19,7 @@ from sqlalchemy import and_, or_, select
 from leaderboard.service.db import Database, Job, Submission, utcnow
 
 MAX_ATTEMPTS = 3
-JOB_KINDS = ("score", "analyse")
+JOB_KINDS = ("evaluate", "score", "analyse")
 
 
 @dataclass(frozen=True)
@@ -92,15 +92,11 @@ def fail_or_retry(database: Database, job: ClaimedJob, reason: str) -> bool:
         if job.attempts >= MAX_ATTEMPTS:
             finish(session, job.id, "failed", reason)
             submission = session.get(Submission, job.submission_id)
-            if job.kind == "score" and submission.status in ("queued", "scoring"):
+            if job.kind in ("evaluate", "score") and \
+                    submission.status in ("queued", "evaluating", "scoring"):
                 submission.status = "failed"
                 submission.errors = json.dumps([{"message": reason}])
             return True
         row.state, row.lease_until, row.error = "queued", 0.0, reason
         return False
 
-
-def pending_jobs(database: Database) -> int:
-    with database.session() as session:
-        return len(session.scalars(select(Job.id).where(
-            Job.state.in_(("queued", "running")))).all())

@@ -113,12 +113,13 @@ def check_quota(session, settings: InstanceSettings, user: User) -> None:
 
 #: statuses of an earlier identical submission that a retry is answered with (one that was
 #: rejected or failed in scoring is submitted anew)
-ANSWERED_AGAIN = ("queued", "scoring", "scored")
+ANSWERED_AGAIN = ("queued", "evaluating", "scoring", "scored")
 
 
 class Identical:
     """What makes a submission the same as an earlier one: owner, kind, track, board, model
-    name and the uploaded bytes (`upload_sha256`, files in order)."""
+    name and the uploaded bytes (`upload_sha256`, files in order). A model to evaluate is the
+    same by its content and settings (`upload_sha256` of them), whatever its name."""
 
     def __init__(self, user: User, kind: str, track: str, board: str, model: str,
                  sha256: str, card: Mapping[str, Any] | None = None):
@@ -128,11 +129,12 @@ class Identical:
 
     def earlier(self, session) -> Submission | None:
         """The earlier identical submission that is not deleted, if any."""
-        owner_id = self.user.id if self.kind == "submission" else system_user(session).id
+        owner_id = self.user.id if self.kind in QUOTA_KINDS else system_user(session).id
+        named = [Submission.model == self.model] if self.kind != "evaluation" else []
         return session.scalars(select(Submission).where(
             Submission.user_id == owner_id, Submission.kind == self.kind,
             Submission.track == self.track, Submission.board == self.board,
-            Submission.model == self.model, Submission.upload_sha256 == self.sha256,
+            *named, Submission.upload_sha256 == self.sha256,
             Submission.status.in_(ANSWERED_AGAIN),
             Submission.deleted.is_(False)).order_by(Submission.id)).first()
 
@@ -156,9 +158,11 @@ class Identical:
         note = (f"; the card sent now differs from the stored one ({', '.join(changed)}) and "
                 f"was not applied: delete submission {earlier.id} and submit again to change "
                 f"it") if changed else ""
+        what = "this model (the same content and settings) was" if self.kind == "evaluation" \
+            else "these files were"
         return {"id": earlier.id, "status": earlier.status, "duplicate": True,
-                "message": f"these files were already submitted as submission {earlier.id} "
-                           f"(model {self.model!r}); nothing new was stored{note}"}
+                "message": f"{what} already submitted as submission {earlier.id} "
+                           f"(model {earlier.model!r}); nothing new was stored{note}"}
 
 
 def _store(database: Database, settings: InstanceSettings, user: User, kind: str,

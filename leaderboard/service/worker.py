@@ -1,8 +1,10 @@
 """The worker: claims jobs and does the work that never runs in a request.
 
-Job kinds: "score" and "analyse" (leaderboard.service.scoring_jobs). A job that fails
-unexpectedly is retried, then reported as "failed" with a reason; log lines name jobs and
-submissions only, never data.
+Job kinds: "evaluate" (leaderboard.service.evaluation: a submitted model predicts on the
+board's inputs), "score" and "analyse" (leaderboard.service.scoring_jobs). A worker may take
+some kinds only (`kinds`: GPU machines run the evaluations). A job that fails unexpectedly is
+retried, then reported as "failed" with a reason; log lines name jobs and submissions only,
+never data.
 """
 from __future__ import annotations
 
@@ -18,14 +20,16 @@ from sqlalchemy import select
 from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database, Job, Score, Submission
 from leaderboard.service.gold import gold_for, score_versions
-from leaderboard.service.jobs import Heartbeat, claim_job, fail_or_retry
+from leaderboard.service.evaluation import EvaluateOptions, evaluate_job
+from leaderboard.service.jobs import JOB_KINDS, Heartbeat, claim_job, fail_or_retry
 from leaderboard.service.scoring_jobs import analyse_job, score_job
 
 logger = logging.getLogger("sumbench.leaderboard.worker")
 
 
-#: job kind -> what runs it
+#: job kind -> what runs it (evaluate jobs also take the worker's EvaluateOptions)
 JOB_RUNNERS = {"score": score_job, "analyse": analyse_job}
+DOING = {"evaluate": "evaluating the model", "score": "scoring", "analyse": "analysing"}
 
 
 def worker_name() -> str:
@@ -36,13 +40,21 @@ class Worker:
     """Processes jobs; `hold` sleeps after each claim (fault drills: kill it mid-job)."""
 
     def __init__(self, database: Database, *, name: str | None = None,
-                 lease_seconds: float | None = None, hold: float = 0.0):
+                 lease_seconds: float | None = None, hold: float = 0.0,
+                 kinds: tuple[str, ...] = JOB_KINDS, evaluate: EvaluateOptions | None = None):
         self.database, self.name, self.hold = database, name or worker_name(), hold
         self.lease_seconds = lease_seconds or load_settings(database).lease_seconds
+        self.kinds, self.evaluate = tuple(kinds), evaluate or EvaluateOptions()
+
+    def _run(self, job) -> None:
+        if job.kind == "evaluate":
+            evaluate_job(self.database, job, self.evaluate)
+        else:
+            JOB_RUNNERS[job.kind](self.database, job)
 
     def run_once(self) -> bool:
         """Process one job; False when none was waiting."""
-        job = claim_job(self.database, self.name, self.lease_seconds)
+        job = claim_job(self.database, self.name, self.lease_seconds, self.kinds)
         if job is None:
             return False
         logger.info("job %s (%s of submission %s) claimed", job.id, job.kind, job.submission_id)
@@ -50,9 +62,9 @@ class Worker:
             with Heartbeat(self.database, job, self.name, self.lease_seconds):
                 if self.hold:
                     time.sleep(self.hold)
-                JOB_RUNNERS[job.kind](self.database, job)
+                self._run(job)
         except Exception as error:  # noqa: BLE001 - reported on the submission, retried
-            doing = {"score": "scoring", "analyse": "analysing"}.get(job.kind, job.kind)
+            doing = DOING.get(job.kind, job.kind)
             reason = f"internal error ({type(error).__name__}) while {doing}"
             logger.warning("job %s failed: %s", job.id, reason)
             fail_or_retry(self.database, job, reason)

@@ -35,6 +35,13 @@ class UsbTask(Task):
     suite = "usb"
     #: the fields of a dataset record (and of the prediction record, before task/prediction)
     record_fields: ClassVar[tuple[str, ...]] = ()
+    #: the instance fields that hold the answer: inputs without them (a leaderboard's public
+    #: inputs) are predicted all the same, and their records carry no reference
+    answer_fields: ClassVar[tuple[str, ...]] = ()
+
+    def labelled(self, instance: dict) -> bool:
+        """Whether the instance holds its answer (every `answer_fields` field)."""
+        return all(field in instance for field in self.answer_fields)
 
     def load(self, split: str, variant: str = "all", data_dir: str | None = None):
         from tasks.usb.loaders import load_task_split
@@ -50,8 +57,10 @@ class UsbTask(Task):
 
     def format(self, instance: dict, tokenizer: Any = None,
                max_input_tokens: int | None = None) -> list[ModelInput]:
-        """One input/target pair; long inputs are left to the model's own truncation."""
-        return [ModelInput(self.source(instance), self.target(instance))]
+        """One input/target pair (no target for an unlabelled instance); long inputs are left
+        to the model's own truncation."""
+        return [ModelInput(self.source(instance), self.target(instance)
+                           if self.labelled(instance) else "")]
 
     # -- few-shot prompts (the official GPT-3.5 layout: `FIELD: ...` lines, then the cue)
     #: the word after which the model writes its output
@@ -62,8 +71,8 @@ class UsbTask(Task):
         raise NotImplementedError
 
     def fewshot_parts(self, instance: dict) -> FewShotParts:
-        return FewShotParts(self.fewshot_content(instance), self.target(instance),
-                            self.fewshot_cue)
+        return FewShotParts(self.fewshot_content(instance), self.target(instance)
+                            if self.labelled(instance) else "", self.fewshot_cue)
 
     # -- parsing
     def parse(self, text: str, instance: dict, model_input: ModelInput | None = None) -> Any:
@@ -87,14 +96,19 @@ class UsbTask(Task):
 
     def prediction_record(self, instance: dict, prediction: Any) -> dict:
         """The official record: the dataset fields in official order, then `task`, the
-        reference fields and `prediction`."""
+        reference fields and `prediction`; an unlabelled instance's record has neither its
+        answer nor the reference fields (it is submitted, not scored here)."""
         keys = self.record_keys(instance)
+        labelled = self.labelled(instance)
+        if not labelled:
+            keys = tuple(key for key in keys if key not in self.answer_fields)
         missing = [key for key in keys if key not in instance and key != "task"]
         if missing:
             raise DataError(f"instance lacks {', '.join(missing)}", field=missing[0])
         record = {key: self.name if key == "task" else instance[key] for key in keys}
         record["task"] = self.name
-        record.update(self.reference_fields(instance))
+        if labelled:
+            record.update(self.reference_fields(instance))
         record["prediction"] = self.clean_prediction(prediction)
         return record
 
@@ -111,6 +125,7 @@ class UsbTask(Task):
 
 class TextTask(UsbTask):
     """Generation tasks scored with ROUGE against `output_string` (ABS, COMP, TOPIC, FIX)."""
+    answer_fields = ("output_lines",)
 
     output_kind = "text"
     metric_names = ROUGE_METRICS
@@ -241,6 +256,7 @@ class LineLabelTask(UsbTask):
 
     output_kind = "probabilities"
     metric_names = CLASSIFICATION_METRICS
+    answer_fields = ("labels",)
     #: cap each line's token count so that it fits an empty window (the release's EVEXT)
     cap_line_tokens: ClassVar[bool] = False
 
@@ -293,7 +309,7 @@ class LineLabelTask(UsbTask):
         """Lines [start, end) (all by default) numbered from SENT0; the output is the Yes/No
         sequence, and `extra["line_labels"]` the gold 0/1 per line for other output forms."""
         start, end = lines if lines is not None else (0, len(instance["input_lines"]))
-        labels = self.line_labels(instance)[start:end]
+        labels = self.line_labels(instance)[start:end] if self.labelled(instance) else []
         content = sent_source(self.fewshot_header(instance), instance["input_lines"][start:end])
         return FewShotParts(content, sent_target(labels), self.fewshot_cue,
                             {"line_labels": labels})
@@ -304,14 +320,15 @@ class LineLabelTask(UsbTask):
         release's conversion counts them (see `sentence_windows`; 1024 there); a single
         window covering every line without a tokenizer or budget."""
         lines, prefix = instance["input_lines"], self.prefix(instance)
-        labels = self.line_labels(instance)
+        labels = self.line_labels(instance) if self.labelled(instance) else []
         if tokenizer is None or max_input_tokens is None:
             windows = [(0, len(lines))]
         else:
             windows = sentence_windows(prefix, lines, tokenizer, max_input_tokens,
                                        self.cap_line_tokens)
         return [ModelInput(sent_source(prefix, lines[start:end]),
-                           sent_target(labels[start:end]), window=number, lines=(start, end))
+                           sent_target(labels[start:end]) if labels else "", window=number,
+                           lines=(start, end))
                 for number, (start, end) in enumerate(windows)]
 
     @staticmethod

@@ -23,17 +23,20 @@ class EvidenceExtraction(LineLabelTask):
     cap_line_tokens = True
 
     def instances(self, records: Sequence[dict]) -> list[dict]:
-        """One instance per summary sentence: its evidence indices as `labels`."""
+        """One instance per summary sentence: its evidence indices as `labels` (none for a
+        record without `evidence_labels`: unlabelled inputs)."""
         instances = []
         for record in records:
-            claims, evidence = record["summary_lines"], record["evidence_labels"]
-            if len(claims) != len(evidence):
+            claims, evidence = record["summary_lines"], record.get("evidence_labels")
+            if evidence is not None and len(claims) != len(evidence):
                 raise DataError(f"{len(evidence)} evidence lists for {len(claims)} summary "
                                 f"lines in {record.get('id')!r}", field="evidence_labels")
-            for summ_idx, (claim, indices) in enumerate(zip(claims, evidence)):
-                instances.append({"task": self.name, "id": record["id"], "summ_idx": summ_idx,
-                                  "input_lines": list(record["input_lines"]),
-                                  "labels": list(indices), "claim": claim})
+            for summ_idx, claim in enumerate(claims):
+                instance = {"task": self.name, "id": record["id"], "summ_idx": summ_idx,
+                            "input_lines": list(record["input_lines"]), "claim": claim}
+                if evidence is not None:
+                    instance["labels"] = list(evidence[summ_idx])
+                instances.append(instance)
         return instances
 
     def prefix(self, instance: dict) -> str:

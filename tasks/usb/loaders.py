@@ -144,13 +144,27 @@ GOLD_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def task_features(task_name: str):
-    """The datasets.Features of a task's records (fixed, so empty splits keep their columns)."""
+def task_features(task_name: str, labelled: bool = True):
+    """The datasets.Features of a task's records (fixed, so empty splits keep their columns);
+    without the answer's columns for unlabelled inputs."""
     from datasets import Features, List, Value
     text, index = Value("string"), Value("int64")
     by_kind = {TEXT: text, LINES: List(text), INDEX: index, LABEL: index,
                LINE_LABELS: List(index), EVIDENCE: List(List(index))}
-    return Features({field: by_kind[kind] for field, kind in TASK_SCHEMAS[task_name].items()})
+    return Features({field: by_kind[kind] for field, kind in schema_of(task_name, labelled)
+                     .items()})
+
+
+def schema_of(task_name: str, labelled: bool = True) -> dict[str, str]:
+    """The task's record fields and kinds; unlabelled inputs lack the GOLD_FIELDS."""
+    schema = TASK_SCHEMAS[task_name]
+    return schema if labelled else {field: kind for field, kind in schema.items()
+                                    if field not in GOLD_FIELDS[task_name]}
+
+
+def is_unlabelled(task_name: str, record: Any) -> bool:
+    """Whether a record is an unlabelled input: it has no field of the task's answer."""
+    return isinstance(record, dict) and not set(GOLD_FIELDS[task_name]) & set(record)
 
 
 def _check_field(record: dict, field: str, kind: str) -> None:
@@ -173,14 +187,15 @@ def _check_field(record: dict, field: str, kind: str) -> None:
                             f"{len(record['summary_lines'])} summary lines", field=field)
 
 
-def check_record(task_name: str, record: Any) -> None:
+def check_record(task_name: str, record: Any, labelled: bool = True) -> None:
     """Raise DataError(field=...) unless `record` has exactly the task's fields, each of its
-    kind (TASK_SCHEMAS; lists of per-line labels or evidence fit the lines they refer to).
+    kind (TASK_SCHEMAS; lists of per-line labels or evidence fit the lines they refer to);
+    with `labelled` False, exactly those but the answer's (GOLD_FIELDS: public inputs).
     Fields are checked in column order, so `input_lines` and `summary_lines` are checked
     before the labels that refer to them."""
     if not isinstance(record, dict):
         raise DataError(f"expected a JSON object, got {json_type(record)}")
-    schema = TASK_SCHEMAS[task_name]
+    schema = schema_of(task_name, labelled)
     if set(record) != set(schema):
         missing, extra = sorted(set(schema) - set(record)), sorted(set(record) - set(schema))
         raise DataError(f"record fields differ from {task_name}'s: missing {missing}, "
@@ -190,13 +205,22 @@ def check_record(task_name: str, record: Any) -> None:
 
 
 def _check_records(task_name: str, records: list, path: str | None,
-                   line_numbers: list[int] | None) -> None:
+                   line_numbers: list[int] | None) -> bool:
+    """Check every record; returns whether they are labelled. A file of unlabelled inputs
+    (no record holds an answer field, as the first one) is checked without them."""
+    labelled = not (records and is_unlabelled(task_name, records[0]))
     for position, record in enumerate(records):
         try:
-            check_record(task_name, record)
+            check_record(task_name, record, labelled)
         except DataError as error:
             line = line_numbers[position] if line_numbers else position + 1
+            if not labelled and not is_unlabelled(task_name, record):
+                error = DataError(f"the file's first record has no answer "
+                                  f"({', '.join(GOLD_FIELDS[task_name])}), this one has: "
+                                  f"a file holds labelled records or unlabelled inputs, "
+                                  f"not both", field=GOLD_FIELDS[task_name][0])
             raise error.located(path, line) from None
+    return labelled
 
 
 def _checked_lines(task_name: str, path: Path) -> list[tuple[int, dict]]:
@@ -213,8 +237,8 @@ def records_to_dataset(task_name: str, records: list[dict], path: str | None = N
     checked first (`check_record`), so nothing is cast: a bad one is a DataError naming
     `path`, its line (or 1-based position) and the field."""
     from datasets import Dataset
-    _check_records(task_name, records, path, line_numbers)
-    features = task_features(task_name)
+    labelled = _check_records(task_name, records, path, line_numbers)
+    features = task_features(task_name, labelled)
     columns = {name: [record[name] for record in records] for name in features}
     return Dataset.from_dict(columns, features=features)
 

@@ -1,0 +1,219 @@
+"""`sumbench leaderboard serve` and `worker`: the web app and the processes that do the work
+(evaluating submitted models, scoring, analysing), and the `--db` option every hosting command
+shares."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from benchmark.commands import device_name, non_negative_float, positive_float, positive_int
+from tasks.errors import SumbenchError
+
+DEFAULT_DB = "leaderboard.sqlite"
+
+
+def _db(parser) -> None:
+    parser.add_argument("--db", default=DEFAULT_DB, metavar="URL",
+                        help=f"SQLAlchemy URL or SQLite file (default {DEFAULT_DB}); "
+                             f"PostgreSQL: postgresql+psycopg://user@host/db")
+
+
+def _database(db: str, check: bool = True):
+    """The leaderboard database `--db` names; with `check`, it must exist (a mistyped SQLite
+    name is refused, never created empty) and be at the code's schema revision."""
+    from sqlalchemy.engine import make_url
+
+    from leaderboard.service.db import Database, database_url
+    from leaderboard.service.schema import check_schema
+
+    url = make_url(database_url(db))
+    if check and url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).is_file():
+        raise SumbenchError(f"no leaderboard database at {url.database}; create one with "
+                            f"'sumbench leaderboard init --db {db}'")
+    database = Database(db)
+    if check:
+        check_schema(database)
+    return database
+
+
+#: the kinds of jobs a worker may take (`--kinds`): leaderboard.service.jobs.JOB_KINDS, kept
+#: here so that the command line loads no database code (a test checks they agree)
+JOB_KINDS = ("evaluate", "score", "analyse")
+
+
+def _evaluate_args(parser) -> None:
+    parser.add_argument("--model-root", metavar="DIR",
+                        help="the folder submitted models may be named in (`submit "
+                             "--evaluate NAME`: a lab's shared storage); nothing outside it")
+    parser.add_argument("--device", type=device_name, default="auto",
+                        help="where evaluate jobs run the models: auto (default), cpu, cuda, "
+                             "cuda:N, mps or xpu")
+
+
+def _serve_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=positive_int, default=8000)
+    parser.add_argument("--no-worker", action="store_true",
+                        help="no worker (run `leaderboard worker` apart)")
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                        help="workers started with the server: 1 (default) runs in the "
+                             "server's process, more run as processes of their own, so "
+                             "scores and analyses of several submissions go in parallel")
+    parser.add_argument("--no-evaluate", action="store_true",
+                        help="the server's workers evaluate no submitted model (GPU "
+                             "machines run `leaderboard worker --kinds evaluate`)")
+    _evaluate_args(parser)
+
+
+def kinds_list(text: str) -> tuple[str, ...]:
+    """An argparse type: job kinds, comma-separated."""
+    import argparse
+
+    kinds = tuple(dict.fromkeys(kind.strip() for kind in text.split(",") if kind.strip()))
+    unknown = [kind for kind in kinds if kind not in JOB_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"job kinds are {', '.join(JOB_KINDS)}, got {text!r}")
+    return kinds
+
+
+def _worker_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--once", action="store_true", help="exit when no job is left")
+    parser.add_argument("--lease", type=positive_float, metavar="SECONDS",
+                        help="job lease (default: the instance's lease_seconds)")
+    parser.add_argument("--hold", type=non_negative_float, default=0.0, metavar="SECONDS",
+                        help="sleep after each claim (fault drills: kill a worker mid-job)")
+    parser.add_argument("--kinds", type=kinds_list, default=JOB_KINDS, metavar="KINDS",
+                        help=f"the jobs it takes, comma-separated (default all: "
+                             f"{','.join(JOB_KINDS)}); `evaluate` on GPU machines")
+    _evaluate_args(parser)
+
+
+def evaluate_options(args):
+    from leaderboard.service.evaluation import EvaluateOptions
+
+    root = args.model_root
+    if root is not None and not Path(root).is_dir():
+        raise SumbenchError(f"--model-root {root}: no such folder")
+    return EvaluateOptions(str(Path(root).resolve()) if root else None, args.device)
+
+
+def _log_jobs() -> None:
+    """Worker job lines (ids and kinds only, never data) on stderr."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+    logger = logging.getLogger("sumbench.leaderboard")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def shown_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else (host or "0.0.0.0")
+
+
+def check_address(host: str, port: int) -> None:
+    """Bind (host, port) as uvicorn will (asyncio's `create_server`: every address of the
+    host), then let it go: a port in use or a host not of this machine is an OSError naming
+    the address before the worker or the server starts."""
+    import asyncio
+    import os
+    import socket
+
+    async def probe() -> None:
+        server = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, port)
+        server.close()
+        await server.wait_closed()
+
+    try:
+        asyncio.run(probe())
+    except OSError as error:
+        reason = error.strerror if isinstance(error, socket.gaierror) or not error.errno \
+            else os.strerror(error.errno)
+        raise OSError(error.errno, f"cannot listen on {shown_host(host)}:{port} ({reason})") \
+            from None
+
+
+def run_serve(args) -> int:
+    import uvicorn
+
+    from leaderboard.service.app import create_app
+    from leaderboard.service.worker import Worker
+
+    database = _database(args.db)
+    options = evaluate_options(args)
+    check_address(args.host, args.port)
+    app = create_app(args.db, options.model_root)
+    _log_jobs()
+    stop = threading.Event()
+    thread, processes = None, []
+    kinds = tuple(kind for kind in JOB_KINDS if kind != "evaluate" or not args.no_evaluate)
+    if not args.no_worker and args.workers == 1:
+        worker = Worker(database, kinds=kinds, evaluate=options)
+        thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+        thread.start()
+    elif not args.no_worker:
+        processes = [worker_process(args.db, kinds, options) for _ in range(args.workers)]
+    print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} (Ctrl-C "
+          f"stops)", file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    except SystemExit as exiting:  # uvicorn's exit when the server did not start
+        if exiting.code not in (0, None):
+            raise OSError(None, f"the server could not start on {shown_host(args.host)}:"
+                                f"{args.port} (its log above says why)") from None
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join(timeout=30)
+        stop_processes(processes)
+    return 0
+
+
+def worker_process(db: str, kinds: tuple[str, ...], options):
+    """A `sumbench leaderboard worker` in a process of its own (its log on this stderr)."""
+    import subprocess
+
+    command = [sys.executable, "-m", "benchmark", "leaderboard", "worker", "--db", db,
+               "--kinds", ",".join(kinds), "--device", options.device]
+    if options.model_root:
+        command += ["--model-root", options.model_root]
+    return subprocess.Popen(command)
+
+
+def stop_processes(processes) -> None:
+    """SIGTERM each worker process (a job it is on is taken over after its lease), then wait."""
+    import subprocess
+
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_worker(args) -> int:
+    from leaderboard.service.worker import Worker
+
+    worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold,
+                    kinds=args.kinds, evaluate=evaluate_options(args))
+    _log_jobs()
+    if args.once:
+        print(f"{worker.drain()} job(s) done", file=sys.stderr)
+        return 0
+    stop = threading.Event()
+    try:
+        worker.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
+
+
