@@ -137,7 +137,8 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
     assert code == 0 and json.loads(out)["boards"] == 3
     assert (tmp_path / "site" / f"submission-{answer['id']}.html").is_file()
     code, out, _ = _run(capsys, "leaderboard", "rescore", "--db", instance["db"], "--now")
-    assert code == 0 and json.loads(out) == {"score": 0, "analyse": 0, "jobs_run": 0}
+    assert code == 0 and json.loads(out) == {"score": 0, "analyse": 0, "evaluate": 0,
+                                             "jobs_run": 0}
 
 
 def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:

@@ -308,13 +308,17 @@ def test_records_of_items_the_board_does_not_host_are_left_out(instance, corpus)
 
 def test_no_public_answer_holds_a_digest_of_the_gold(instance, corpus):
     """Gold ids are HMACs with the instance's secret: no file digest, stored or hosted part
-    digest, nor a digest of any guessed label file, can be confirmed against an answer."""
+    digest, nor a digest of any guessed label file, can be confirmed against an answer; nor
+    can a guessed FIX answer or reference line be confirmed against a claim digest of the
+    manifests (what a board does not host is listed by article only)."""
     from leaderboard.service.gold import hosted_gold
+    from leaderboard.tracks.usb import text_digest
 
+    boards = _get(instance, "/api/v1/tracks").json()["tracks"]["usb"]
     for url, params in (("/api/v1/leaderboard/usb", {"variant": "all"}),
                         ("/api/v1/leaderboard/usb.csv", {"variant": "all"}),
                         ("/track/usb", {"variant": "companies"}), ("/", {}),
-                        ("/api/v1/manifest/usb", {"variant": "companies"})):
+                        *(("/api/v1/manifest/usb", {"variant": board}) for board in boards)):
         assert _get(instance, url, **params).status_code == 200
     for submission_id in range(1, 6):
         _get(instance, f"/api/v1/submissions/{submission_id}")
@@ -329,6 +333,13 @@ def test_no_public_answer_holds_a_digest_of_the_gold(instance, corpus):
     hosted = hosted_gold(instance["database"], "usb")
     digests.update(payload["sha256"] for parts in hosted.gold.values()
                    for payload in parts.values())
+    answers = {template.get("fixed_summary") for parts in hosted.gold.values()
+               for payload in parts.values() for template in payload["templates"]}
+    answers |= {line for parts in hosted.gold.values() for payload in parts.values()
+                for template in payload["templates"] for line in template.get("output_lines", [])}
+    answers -= {None, ""}
+    assert len(answers) > 10
+    digests.update(text_digest(answer) for answer in answers)
     found = {digest for digest in digests
              if any(digest.encode()[:16] in text for text in published)}
     assert not found

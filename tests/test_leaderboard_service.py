@@ -493,7 +493,7 @@ def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixt
                 headers=_auth(service, "alice")).status_code == 404
     assert client.post("/api/v1/admin/rescore", headers=_auth(service, "alice")).status_code == 403
     assert client.post("/api/v1/admin/rescore", headers=_auth(service, "admin")).json() == {
-        "score": 0, "analyse": 0}
+        "score": 0, "analyse": 0, "evaluate": 0}
     assert client.get("/api/v1/admin/audit", headers=_auth(service, "alice")).status_code == 403
     assert client.get("/api/v1/admin/audit").status_code == 401
     audit = client.get("/api/v1/admin/audit", headers=_auth(service, "admin")).json()
@@ -597,7 +597,7 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
             "change": "replaced"} in report["gold"]
     from leaderboard.service.boards import read_board
     assert read_board(database, "usb", "all")[0]["partial"] == []  # old version not shown
-    assert queue_rescore(database) == {"score": 1, "analyse": 0}
+    assert queue_rescore(database) == {"score": 1, "analyse": 0, "evaluate": 0}
     Worker(database).drain()
     second = public_view(database, entry["id"])
     assert second["headlines"]["fixing_factuality"] < first["headlines"]["fixing_factuality"]
@@ -647,10 +647,17 @@ def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_chan
     target.write_text("".join(json.dumps(r) + "\n" for r in records))
     initialise(str(tmp_path / "lb.sqlite"), gold=str(gold), computed_rows=False)  # drains
     with database.session() as session:
-        breakdowns = [json.loads(row.breakdown) for row in
-                      session.scalars(select(Score).filter_by(submission_id=second))]
-    # its analysis ran after the change: the material scored on the old gold was not reused
-    assert breakdowns == [breakdown_on_gold_now()] and breakdowns[0] != before
+        stale = session.scalars(select(Score).filter_by(submission_id=second)).one()
+    # its analysis ran after the change: the material scored on the old gold is not read
+    # against the new one; the rescore scores and analyses it again
+    assert (stale.analysed, stale.breakdown) == (False, None)
+    from leaderboard.service.worker import queue_rescore
+    assert queue_rescore(database)["score"] == 2
+    Worker(database).drain()
+    with database.session() as session:
+        current = session.scalars(select(Score).filter_by(submission_id=second, current=True)
+                                  ).one()
+    assert json.loads(current.breakdown) == breakdown_on_gold_now() != before
 
 
 def test_full_session_and_export_never_hold_gold(service, scored, data_dir, tmp_path):

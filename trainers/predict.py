@@ -220,14 +220,12 @@ def predict_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: 
     return run_task(task, instances, model, tokenizer, spec, out_dir, resume, **options).records
 
 
-def load_model(path_or_id: str, revision: str | None = None, *, safetensors_only: bool = False,
-               base_source=None):
+def load_model(path_or_id: str, revision: str | None = None, *, safetensors_only: bool = False):
     """(model, tokenizer, info) for a seq2seq checkpoint; a folder holding a peft adapter
     (adapter_config.json) loads its base model and merges the adapter into it.
     `safetensors_only`: weights from safetensors files only, never a pickle (which can run
-    code), and never the model's own code (`trust_remote_code` stays off either way), as a
-    server loading a submitted model does; `base_source(name)` then says where an adapter's
-    base model may be loaded from (a folder, or the hub id itself)."""
+    code), as a server loading a submitted model does; the model's own code never runs
+    (`trust_remote_code` stays off)."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from trainers.model_loading import check_model_source, load_errors, load_failure
@@ -237,7 +235,7 @@ def load_model(path_or_id: str, revision: str | None = None, *, safetensors_only
     safe = {"use_safetensors": True} if safetensors_only else {}
     try:
         if (path / "adapter_config.json").is_file():
-            return _load_adapter(path, safe, base_source)
+            return _load_adapter(path, safe)
         model = AutoModelForSeq2SeqLM.from_pretrained(path_or_id, revision=revision,
                                                       trust_remote_code=False, **safe)
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision)
@@ -249,7 +247,7 @@ def load_model(path_or_id: str, revision: str | None = None, *, safetensors_only
     return model, tokenizer, info
 
 
-def _load_adapter(path: Path, safe: dict, base_source=None):
+def _load_adapter(path: Path, safe: dict):
     from peft import PeftModel
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -258,7 +256,6 @@ def _load_adapter(path: Path, safe: dict, base_source=None):
     if not base:
         raise SumbenchError(f"{path / 'adapter_config.json'}: no base_model_name_or_path")
     base_revision = config.get("revision")
-    base = base_source(base) if base_source is not None else base
     model = AutoModelForSeq2SeqLM.from_pretrained(base, revision=base_revision,
                                                   trust_remote_code=False, **safe)
     model = PeftModel.from_pretrained(model, str(path), **safe).merge_and_unload()

@@ -104,11 +104,9 @@ def inputs(args) -> int:
     with atomic_directory(args.out) as staging:
         for variant in variants:
             answer = client.fetch_inputs(args.server, args.track, variant)
-            for task, records in sorted(answer["parts"].items()):
-                path = staging / variant / task / "test.jsonl"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n"
-                                        for record in records), encoding="utf-8")
-                print(f"{variant}/{task}/test.jsonl: {len(records)} records", file=sys.stderr)
+            for path in client.write_inputs(staging, answer):
+                count = len(answer["parts"][path.parent.name])
+                print(f"{variant}/{path.parent.name}/test.jsonl: {count} records",
+                      file=sys.stderr)
     print(args.out)
     return 0

@@ -65,8 +65,9 @@ class LadderAnswer(BaseModel):
     note: str | None = None
 
 
-class SubmissionView(Open):
-    """One submission as its viewer may see it (`scores` and `admin` for admins only)."""
+class SubmissionView(BaseModel):
+    """One submission as its viewer may see it (`scores` and `admin` for admins only); a
+    field not declared here is not sent."""
     id: int
     model: str
     track: str
@@ -89,7 +90,11 @@ class SubmissionView(Open):
     breakdown: dict[str, dict[str, dict[str, Any]]] | None = None
     private_headlines: dict[str, Number] | None = None
     versions: dict[str, Any] | None = None
+    card_badge: str | None = None
+    analysed: bool | None = None
+    scored: str | None = None
     scores: dict[str, dict[str, Any]] | None = None
+    admin: dict[str, Any] | None = None
 
 
 class Hidden(BaseModel):
@@ -139,7 +144,9 @@ class Manifest(Open):
     track: str
     board: str
     parts: dict[str, list[dict[str, Any]]]
-    apart: dict[str, list[dict[str, Any]]] | None = None
+    apart: dict[str, list[str]] | None = Field(None, description="per part, the articles "
+                                              "the board does not host: records of them "
+                                              "are left out")
     validation: dict[str, Any]
 
 
@@ -158,6 +165,7 @@ class Tracks(BaseModel):
 class Rescore(BaseModel):
     score: int
     analyse: int
+    evaluate: int
 
 
 class Revealed(BaseModel):

@@ -186,6 +186,7 @@ def api_router(database: Database):
     """The JSON API under /api/v1: submissions, boards, administration."""
     router = APIRouter(prefix=API_PREFIX, dependencies=[Depends(known_query_parameters)])
     _submission_routes(router, database)
+    _change_routes(router, database)
     board_routes(router, database)
     admin_routes(router, database)
     return router
@@ -257,6 +258,10 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
         except NotFound as error:
             raise HTTPException(404, str(error)) from None
 
+
+
+def _change_routes(router: APIRouter, database: Database) -> None:
+    """Hiding, showing again and deleting a submission (its owner or an admin)."""
     def change(submission_id: int, authorization: str | None, action):
         user = request_user(database, authorization)
         try:

@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from leaderboard.service.db import Board, Database, Material, Score, Submission, \
     User, utcnow
-from leaderboard.service.gold import gold_for, score_versions
+from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.settings import InstanceSettings, load_settings
 
 BADGES = {"submission": "scored here from predictions",
@@ -94,11 +94,10 @@ def collect_entries(session, track: str, board: str, key: str, n_resamples: int,
 
 def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[str],
                alpha: float, small_parts: set[str] = frozenset()
-               ) -> tuple[list[dict], list[dict], list[dict]]:
-    """(ranked, partial, pending) entries with intervals, bands and per-part ranks; the
-    intervals of `small_parts` (too few items to publish one) are withheld (None). Pending:
-    the entries among them whose analysis has not landed (ranked by their points, intervals
-    and band marked pending)."""
+               ) -> tuple[list[dict], list[dict]]:
+    """(ranked, partial) entries with intervals, bands and per-part ranks; the intervals of
+    `small_parts` (too few items to publish one) are withheld (None). An entry whose analysis
+    has not landed is ranked by its points, its `analysis` "pending"."""
     from leaderboard.ranking import BoardEntry, intervals, per_part_ranks, rank_entries
 
     for e in entries:
@@ -130,8 +129,7 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
                      versus_id=row.above_id)
         ranked_rows.append(entry)
     partial = sorted((by_id[i] for i in partial_ids), key=lambda e: e["id"])
-    pending = [e for e in entries if e["analysis"] == "pending"]
-    return ranked_rows, partial, sorted(pending, key=lambda e: e["id"])
+    return ranked_rows, partial
 
 
 def _pending(entry: dict, distributions: dict, parts: list[str]) -> bool:
@@ -146,15 +144,16 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
 
     settings = load_settings(database, session)
     track = settings.track(track_name)
-    gold = gold_for(database, track.name, session)
+    hosted = hosted_gold(database, track.name, session)
+    gold = hosted.gold
     if board not in gold:
         return None
-    key, versions = score_versions(database, track, board, gold, session)
+    key, versions = score_versions(track, board, hosted)
     parts = track.parts(gold, board)
     entries, distributions = collect_entries(session, track.name, board, key,
                                              settings.n_resamples, settings.revealed)
     small = small_parts(gold[board], settings.min_public_items)
-    ranked, partial, pending = rank_board(entries, distributions, parts, settings.alpha, small)
+    ranked, partial = rank_board(entries, distributions, parts, settings.alpha, small)
     published = published_usb_rows() if track.name == "usb" and board == "all" else []
     return {"track": track.name, "title": track.title, "description": track.description,
             "board": board, "boards": track.boards(gold), "parts": parts,
@@ -173,7 +172,7 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
                              for part, payload in gold[board].items()},
             "ladder": {"step": settings.ladder_step, "on": settings.ladder_step > 0},
             "revealed": settings.revealed,
-            "ranked": ranked, "partial": partial, "pending": pending, "published": published,
+            "ranked": ranked, "partial": partial, "published": published,
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
 
 

@@ -6,7 +6,7 @@ dicts and breakdown; admins also the whole test set's, each such read audited.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any
 
 from sqlalchemy import select
 
@@ -56,9 +56,9 @@ def public_view(database: Database, submission_id: int, viewer: User | None = No
 def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
     """What a scored entry publishes: an entry the Ladder answers (a predictions file of a
     user who is not an admin) shows the released headlines only (`ladder` says which part
-    improved), never a metric dict, count or interval; the others their public part's
-    headlines, metric dicts (`public_scores`) and per-domain breakdown. After `reveal`, the
-    private part's headlines too."""
+    improved), never a metric dict, count, interval or per-domain score; the others their
+    public part's headlines, metric dicts (`public_scores`) and per-domain breakdown. After
+    `reveal`, the private part's headlines too."""
     from leaderboard.service.boards import private_headlines
     from leaderboard.service.ladder import released_headlines
 
@@ -71,9 +71,8 @@ def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
     if released is None:
         view.update(headlines=json.loads(score.headlines), public_scores=public,
                     breakdown=breakdown)
-    else:
-        view.update(headlines=released_headlines(released), ladder=released,
-                    breakdown=laddered_breakdown(breakdown, released, settings))
+    else:  # no per-domain breakdown: each domain's score would be one more question
+        view.update(headlines=released_headlines(released), ladder=released)
     if settings.revealed:
         view["private_headlines"] = private_headlines(score, released)
     if admin:
@@ -82,24 +81,3 @@ def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
                          "public_scores": public, "breakdown": breakdown,
                          "private_scores": json.loads(score.private_results or "{}")}
     return view
-
-
-def laddered_breakdown(breakdown: dict | None, released: Mapping[str, dict],
-                       settings: InstanceSettings) -> dict | None:
-    """The per-domain breakdown a laddered entry may see: for the parts the Ladder released
-    now, each domain's headline rounded to that domain's own step, where the domain has at
-    least `min_public_items` public items; nothing else."""
-    from leaderboard.service.ladder import part_step, rounded
-
-    if breakdown is None:
-        return None
-    shown: dict[str, dict] = {}
-    for domain, results in breakdown.items():
-        for part, result in results.items():
-            if not released.get(part, {}).get("improved") or "withheld" in result:
-                continue
-            value, n = result.get("headline"), result.get("n_records", 0)
-            if value is not None and n >= settings.min_public_items:
-                shown.setdefault(domain, {})[part] = {
-                    "headline": rounded(value, part_step(settings.ladder_step, n))}
-    return shown or None

@@ -1,16 +1,18 @@
 """Models the server evaluates itself (entries of kind "evaluation", badge "evaluated here").
 
-`accept_evaluation` checks a submitted SOURCE (leaderboard.service.model_source), its quota
-and duplicates (the same content digest and settings by the same user on the same board), and
-queues an "evaluate" job. The job (`evaluate_job`) writes the board's public inputs to a
-temporary folder and runs leaderboard.service.evaluate_child in a process of its own under the
-instance's wall-clock (`evaluate_seconds`) and memory (`evaluate_memory_bytes`, resident, as
-the worker polls it) limits; it then stores the predictions, checked like a file's but with
-every label count accepted (they are scored by the official rule and counted), and queues the
-ordinary score job, in one transaction, once (a job taken over after its worker died finds
-the predictions stored and stops). A model that cannot be loaded, runs too long or out of
-memory ends "failed" with the reason; so does a model whose content an earlier evaluation of
-the user's on the board already had (found once a hub model's files are fetched).
+`accept_evaluation` checks a submitted SOURCE by name (leaderboard.service.model_source), its
+quota and a plain resubmission (the same source, revision and settings), and queues an
+"evaluate" job. The job (`evaluate_job`) copies the model into the worker's scratch folder,
+checked and hashed as it is copied (leaderboard.service.model_fetch); fails it as a duplicate
+when the user's earlier evaluation on the board had the same content and settings; writes the
+board's public inputs; and runs leaderboard.service.evaluate_child in a process of its own
+(no network, none of the worker's credentials) under the instance's wall-clock
+(`evaluate_seconds`) and memory (`evaluate_memory_bytes`, resident, as the worker polls it)
+limits. It then stores the predictions, checked like a file's but with every label count
+accepted (they are scored by the official rule and counted), and queues the ordinary score
+job, in one transaction, once (a job taken over after its worker died finds the predictions
+stored and stops). A model that cannot be fetched, loaded or evaluated, runs too long or out
+of memory ends "failed" with the reason, without a retry.
 """
 from __future__ import annotations
 
@@ -29,10 +31,9 @@ from sqlalchemy import select
 from leaderboard.card import check_card
 from leaderboard.service.auth import audit
 from leaderboard.service.db import Database, Job, Submission, User, pack
-from leaderboard.service.gold import board_inputs, board_manifest, require_board, gold_for
+from leaderboard.service.gold import board_inputs, board_manifest, gold_for, require_board
 from leaderboard.service.jobs import finish
-from leaderboard.service.model_source import (content_digest, model_card, model_files,
-                                              resolve_source)
+from leaderboard.service.model_source import check_size, model_files, resolve_source
 from leaderboard.service.probing import item_digests
 from leaderboard.service.settings import InstanceSettings, load_settings
 from leaderboard.service.submissions import Identical, check_model_name, check_quota
@@ -78,10 +79,14 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
         require_board(gold_for(database, track_name), track_name, board)
         model = check_model_name(model)
         card = check_card({k: v for k, v in card.items() if v not in (None, "")})
-        evaluation = describe(resolve_source(source, model_root, revision or None), profile,
-                              settings)
+        resolved = resolve_source(source, model_root, revision or None)
+        if resolved.kind == "folder":  # what can be seen without reading the files
+            check_size(model_files(Path(resolved.path), Path(model_root)),
+                       settings.max_model_bytes)
+        evaluation = describe(resolved, profile)
         identity = hashlib.sha256(json.dumps(
-            {key: evaluation[key] for key in ("content", "predict")}, sort_keys=True).encode())
+            {key: evaluation[key] for key in ("source", "revision", "predict")},
+            sort_keys=True).encode())
         identical = Identical(user, "evaluation", track_name, board, model,
                               identity.hexdigest(), card)
         answer = identical.earlier_answer(database, detail)
@@ -95,20 +100,11 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
         raise
 
 
-def describe(source, profile: str | None, settings: InstanceSettings) -> dict:
-    """What an evaluation records: its source, content (a folder's digest now; a hub
-    model's name and revision until its files are fetched), card and predict settings."""
-    evaluation = {"source": source.name, "revision": source.revision, "profile": profile,
-                  "predict": predict_settings(profile), "resolved": source.to_dict()}
-    if source.kind == "folder":
-        folder = Path(source.path)
-        evaluation["digest"] = content_digest(folder, model_files(folder),
-                                              settings.max_model_bytes)
-        evaluation["content"] = evaluation["digest"]
-        evaluation["model_card"] = model_card(folder)
-    else:
-        evaluation["content"] = f"hub:{source.name}@{source.revision or 'main'}"
-    return evaluation
+def describe(source, profile: str | None) -> dict:
+    """What an evaluation records when it is submitted: the source as named, its revision,
+    the profile and the predict settings (the content digest and card once it is fetched)."""
+    return {"source": source.name, "revision": source.revision, "profile": profile,
+            "predict": predict_settings(profile)}
 
 
 def _queue(database: Database, settings: InstanceSettings, user: User, identical: Identical,
@@ -129,7 +125,7 @@ def _queue(database: Database, settings: InstanceSettings, user: User, identical
         session.flush()
         session.add(Job(submission_id=submission.id, kind="evaluate"))
         audit(session, user.name, "submit", "accepted", submission_id=submission.id,
-              detail={**detail, "model": identical.model, "content": evaluation["content"]})
+              detail={**detail, "model": identical.model, "revision": evaluation["revision"]})
         return {"id": submission.id, "status": submission.status}
 
 
@@ -139,6 +135,8 @@ class EvaluationFailed(SumbenchError):
 
 
 def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
+    from leaderboard.service.model_fetch import fetch_model
+
     with database.write_session() as session:
         submission = session.get(Submission, job.submission_id)
         if submission.deleted or submission.predictions is not None:
@@ -150,33 +148,88 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
     settings = load_settings(database)
     track = settings.track(track_name)
     try:
-        with tempfile.TemporaryDirectory(prefix="sumbench-evaluate-") as folder:
+        with tempfile.TemporaryDirectory(prefix="sumbench-evaluate-") as scratch:
+            folder = Path(scratch)
+            try:
+                fetched = fetch_model(evaluation["source"], evaluation["revision"],
+                                      options.model_root, settings.max_model_bytes,
+                                      folder / "fetched")
+            except (DataError, OSError) as error:
+                raise EvaluationFailed(f"the model cannot be fetched: {first_line(error)}")
+            evaluation = {**evaluation, "digest": fetched.digest,
+                          "model_card": fetched.card}
+            claim_content(database, job, evaluation)
             outcome = run_child(database, track, board, evaluation, settings, options,
-                                Path(folder))
-            predictions = read_predictions(Path(folder) / "run")
-        store_evaluation(database, job, track, board, evaluation, outcome, predictions)
+                                folder, fetched.folder)
+            predictions = read_predictions(folder / "run")
+            store_evaluation(database, job, track, board, {**evaluation, **outcome},
+                             predictions)
     except EvaluationFailed as error:
         fail(database, job, str(error))
 
 
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
+
+
+def claim_content(database: Database, job, evaluation: dict) -> None:
+    """Record the content digest on the submission, unless the user's earlier evaluation on
+    the board (not deleted, not failed) had the same content and settings: then fail."""
+    with database.write_session() as session:
+        submission = session.scalars(select(Submission).where(
+            Submission.id == job.submission_id).with_for_update()).one()
+        earlier = _same_content(session, submission, evaluation)
+        if earlier is not None:
+            raise EvaluationFailed(f"submission {earlier} already evaluated this model (the "
+                                   f"same content and settings)")
+        submission.evaluation = json.dumps(evaluation, sort_keys=True)
+
+
+def _same_content(session, submission: Submission, evaluation: dict) -> int | None:
+    for other in session.scalars(select(Submission).where(
+            Submission.user_id == submission.user_id, Submission.kind == "evaluation",
+            Submission.track == submission.track, Submission.board == submission.board,
+            Submission.id < submission.id, Submission.deleted.is_(False),
+            Submission.status.in_(("queued", "evaluating", "scoring", "scored")))
+            .order_by(Submission.id)):
+        stored = json.loads(other.evaluation or "{}")
+        if stored.get("digest") == evaluation["digest"] and \
+                stored.get("predict") == evaluation["predict"]:
+            return other.id
+    return None
+
+
+#: what the evaluation process may see of the worker's environment (no credentials, no
+#: database address); it runs offline
+CHILD_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+                     "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "HF_HOME")
+
+
+def child_environment() -> dict[str, str]:
+    import os
+
+    kept = {key: os.environ[key] for key in CHILD_ENVIRONMENT if key in os.environ}
+    return {**kept, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1"}
+
+
 def run_child(database: Database, track, board: str, evaluation: dict,
-              settings: InstanceSettings, options: EvaluateOptions, folder: Path) -> dict:
+              settings: InstanceSettings, options: EvaluateOptions, folder: Path,
+              model: Path) -> dict:
     """Write the board's inputs and the request, run the child under the limits; its
     evaluation.json, or EvaluationFailed."""
+    from leaderboard.client import write_inputs
+
     inputs = board_inputs(database, track, board)
-    for task, records in inputs["parts"].items():
-        path = folder / "inputs" / board / task / "test.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                        encoding="utf-8")
-    request = {"source": evaluation["resolved"], "model_root": options.model_root,
-               "inputs": str(folder / "inputs"), "board": board,
+    write_inputs(folder / "inputs", inputs)
+    request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
                "tasks": sorted(inputs["parts"]), "out": str(folder / "run"),
                "spec": {**evaluation["predict"], "device": options.device},
-               "max_model_bytes": settings.max_model_bytes}
+               "scratch": str(folder)}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     code = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
-                      str(folder / "request.json")], settings)
+                      str(folder / "request.json")], settings, folder / "stderr.log")
     run = folder / "run"
     if code != 0:
         error = run / "error.json"
@@ -186,28 +239,42 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     return json.loads((run / "evaluation.json").read_text())
 
 
-def supervise(command: list[str], settings: InstanceSettings) -> int:
-    """Run `command`, killing it past `evaluate_seconds` or when its resident memory (with
-    its children's) passes `evaluate_memory_bytes`; its exit status, or EvaluationFailed."""
+def die_with_parent() -> None:
+    """Run in the evaluation process before it starts: ask Linux to SIGKILL it when its
+    parent (the worker) dies; set before the program runs, so no kill slips in between."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the worker's lease still covers it
+        pass
+
+
+def supervise(command: list[str], settings: InstanceSettings, log: Path) -> int:
+    """Run `command` (its output to `log`), killing it past `evaluate_seconds` or when its
+    resident memory (with its children's) passes `evaluate_memory_bytes`; its exit status,
+    or EvaluationFailed."""
     import psutil
 
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + settings.evaluate_seconds
-    try:
-        while process.poll() is None:
-            if time.monotonic() > deadline:
-                raise EvaluationFailed(f"the evaluation timed out after "
-                                       f"{settings.evaluate_seconds} s")
-            if resident_bytes(psutil, process.pid) > settings.evaluate_memory_bytes:
-                raise EvaluationFailed(f"the evaluation ran out of memory (over "
-                                       f"{settings.evaluate_memory_bytes} bytes resident)")
-            time.sleep(POLL_SECONDS)
-        return process.returncode
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
+    with open(log, "wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                   env=child_environment(), preexec_fn=die_with_parent)
+        deadline = time.monotonic() + settings.evaluate_seconds
+        try:
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    raise EvaluationFailed(f"the evaluation timed out after "
+                                           f"{settings.evaluate_seconds} s")
+                if resident_bytes(psutil, process.pid) > settings.evaluate_memory_bytes:
+                    raise EvaluationFailed(f"the evaluation ran out of memory (over "
+                                           f"{settings.evaluate_memory_bytes} bytes resident)")
+                time.sleep(POLL_SECONDS)
+            return process.returncode
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def resident_bytes(psutil, pid: int) -> int:
@@ -226,48 +293,33 @@ def read_predictions(run: Path) -> list:
 
 
 def store_evaluation(database: Database, job, track, board: str, evaluation: dict,
-                     outcome: dict, uploads: list) -> None:
+                     uploads: list) -> None:
     """Check the predictions (every label count accepted), then store them with the job that
-    scores them, once; a model whose content the user's earlier evaluation on the board had
-    is failed as a duplicate."""
+    scores them, once."""
     from leaderboard.service.system_rows import TRUSTED_LIMITS
     from leaderboard.service.validate import validate_submission
     from leaderboard.tracks.usb import UsbTrack
 
-    result = validate_submission(UsbTrack(strict_lengths=False), uploads,
-                                 board_manifest(database, track, board), TRUSTED_LIMITS, board)
-    evaluation = {**evaluation, "digest": outcome["digest"], "content": outcome["digest"],
-                  "model_fingerprint": outcome["model_fingerprint"],
-                  "counts": outcome["counts"]}
+    try:
+        result = validate_submission(UsbTrack(strict_lengths=False), uploads,
+                                     board_manifest(database, track, board), TRUSTED_LIMITS,
+                                     board)
+    except DataError as error:  # e.g. the board's gold changed while the model ran
+        raise EvaluationFailed(f"the model's predictions could not be checked: "
+                               f"{first_line(error)}") from None
     predictions, digests = pack(result.checked), item_digests(result.checked)
     with database.write_session() as session:
-        submission = session.get(Submission, job.submission_id)
+        submission = session.scalars(select(Submission).where(
+            Submission.id == job.submission_id).with_for_update()).one()
         if submission.predictions is not None:  # stored by an earlier run of this job
             finish(session, job.id)
             return
-        earlier = _same_content(session, submission, evaluation)
-        if earlier is not None:
-            raise EvaluationFailed(f"submission {earlier} already evaluated this model (the "
-                                   f"same content and settings)")
         submission.predictions, submission.item_digests = predictions, digests
         submission.parts = json.dumps(sorted(result.checked))
         submission.n_records, submission.status = result.n_records, "queued"
         submission.evaluation = json.dumps(evaluation, sort_keys=True)
         session.add(Job(submission_id=submission.id, kind="score"))
         finish(session, job.id)
-
-
-def _same_content(session, submission: Submission, evaluation: dict) -> int | None:
-    for other in session.scalars(select(Submission).where(
-            Submission.user_id == submission.user_id, Submission.kind == "evaluation",
-            Submission.track == submission.track, Submission.board == submission.board,
-            Submission.id != submission.id, Submission.deleted.is_(False),
-            Submission.status.in_(("queued", "evaluating", "scoring", "scored")))):
-        stored = json.loads(other.evaluation or "{}")
-        if stored.get("content") == evaluation["content"] and \
-                stored.get("predict") == evaluation["predict"] and other.id < submission.id:
-            return other.id
-    return None
 
 
 def fail(database: Database, job, reason: str) -> None:

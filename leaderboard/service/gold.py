@@ -91,12 +91,16 @@ def gold_links(database: Database, track: str, session=None) -> list:
 
 
 class HostedGold:
-    """A track's hosted gold (`gold`), the linked parts found on its full test sets and the
-    stored gold itself (`stored`: what a board leaves apart is known items, not unknown)."""
+    """A track's hosted gold (`gold`), the linked parts found on its full test sets, the
+    stored gold itself (`stored`: what a board leaves apart is known items, not unknown), and
+    what its version record needs, all read in one snapshot: the instance's secret and the
+    settings that decide what is published (`published`)."""
 
     def __init__(self, gold: dict[str, dict[str, dict]], links: list,
-                 stored: dict[str, dict[str, dict]]):
+                 stored: dict[str, dict[str, dict]], secret: str = "",
+                 published: Mapping | None = None):
         self.gold, self.links, self.stored = gold, links, stored
+        self.secret, self.published = secret, dict(published or {})
 
 
 def board_inputs(database: Database, track, board: str) -> dict:
@@ -137,17 +141,17 @@ def hosted_gold(database: Database, track: str, session=None) -> HostedGold:
                       instance_secret(session), settings.split_seed)
     key = (database.url, track, marks, hosting)
     with _cache_lock:
-        if key in _cache:
-            return _cache[key]
-    stored: dict[str, dict[str, dict]] = {}
-    for row in session.scalars(select(GoldPart).filter_by(track=track)):
-        stored.setdefault(row.board, {})[row.part] = unpack(row.payload)
-    hosted = HostedGold(*settings.track(track).hosted(stored, hosting), stored)
-    with _cache_lock:
-        for old in [k for k in _cache if k[:2] == key[:2]]:
-            del _cache[old]
-        _cache[key] = hosted
-    return hosted
+        cached = _cache.get(key)
+    if cached is None:
+        stored: dict[str, dict[str, dict]] = {}
+        for row in session.scalars(select(GoldPart).filter_by(track=track)):
+            stored.setdefault(row.board, {})[row.part] = unpack(row.payload)
+        cached = (*settings.track(track).hosted(stored, hosting), stored)
+        with _cache_lock:
+            for old in [k for k in _cache if k[:2] == key[:2]]:
+                del _cache[old]
+            _cache[key] = cached
+    return HostedGold(*cached, hosting.secret, settings.published())
 
 
 def boards_of(database: Database) -> dict[str, list[str]]:
@@ -167,21 +171,21 @@ def require_board(gold: Mapping, track: str, board: str) -> Mapping[str, dict]:
     return gold[board]
 
 
-def part_versions(track, board: str, gold: Mapping, secret: str,
-                  hosting: Mapping) -> dict[str, Any]:
+def part_versions(track, board: str, hosted: HostedGold) -> dict[str, Any]:
     """What decides a board's numbers, per part: the gold as an opaque id (`opaque_id` of
-    the hosted part's sha256), the hosting settings and the task's version."""
+    the hosted part's sha256), the task's version, and the settings that decide what is
+    hosted and published."""
     from leaderboard.tracks.hosting import opaque_id
     from tasks import get_task
 
     parts = {}
-    for part, payload in sorted(require_board(gold, track.name, board).items()):
-        entry = {"gold": opaque_id(secret, "gold", payload["sha256"])}
+    for part, payload in sorted(require_board(hosted.gold, track.name, board).items()):
+        entry = {"gold": opaque_id(hosted.secret, "gold", payload["sha256"])}
         if track.name == "usb":
             entry["task_version"] = get_task(part).version
         parts[part] = entry
     return {"scorer": SCORER_VERSION, "track": track.name, "track_version": track.version,
-            "hosting": dict(hosting), "parts": parts}
+            "hosting": hosted.published, "parts": parts}
 
 
 def version_key(versions: Mapping) -> str:
@@ -196,15 +200,8 @@ def sumbench_build() -> dict[str, Any]:
     return {"sumbench": package_versions(("sumbench",))["sumbench"], "git": git_commit()}
 
 
-def score_versions(database: Database, track, board: str, gold: Mapping,
-                   session=None) -> tuple[str, dict]:
-    """(version key, version record with sumbench's version and git commit) of a board's
-    hosted gold; read in `session` when given."""
-    if session is None:
-        with database.session() as own:
-            return score_versions(database, track, board, gold, own)
-    from leaderboard.service.settings import load_settings
-
-    hosting = load_settings(database, session).hosting()
-    versions = part_versions(track, board, gold, instance_secret(session), hosting)
+def score_versions(track, board: str, hosted: HostedGold) -> tuple[str, dict]:
+    """(version key, version record with sumbench's version and git commit) of a board of
+    hosted gold (its gold, secret and settings from one snapshot)."""
+    versions = part_versions(track, board, hosted)
     return version_key(versions), {**versions, **sumbench_build()}

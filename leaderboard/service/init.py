@@ -18,10 +18,15 @@ from tasks.errors import SumbenchError
 
 
 def configure(database: Database, changes: Mapping[str, str], evaluators: Sequence[str]):
-    """Store the settings with `changes` applied (and evaluator specs, when given)."""
+    """Store the settings with `changes` applied (and evaluator specs, when given). What is
+    hosted and kept private cannot change under published entries before `reveal`: items
+    private under the new split would have public numbers from the old one."""
     from leaderboard.tracks.summaries import SummariesEvaluator
 
-    settings = load_settings(database).with_changes(changes)
+    before = load_settings(database)
+    settings = before.with_changes(changes)
+    if settings.hosting() != before.hosting() and not before.revealed:
+        check_nothing_published(database, before, settings)
     if evaluators:
         parsed = [SummariesEvaluator.parse(text) for text in evaluators]
         names = [evaluator.name for evaluator in parsed]
@@ -31,6 +36,28 @@ def configure(database: Database, changes: Mapping[str, str], evaluators: Sequen
             {**settings.to_dict(), "summary_evaluators": [e.to_dict() for e in parsed]})
     save_settings(database, settings)
     return settings
+
+
+def check_nothing_published(database: Database, before, after) -> None:
+    """Refuse a new split (private part, linked parts) while participants' entries are
+    scored under the old one."""
+    from sqlalchemy import func, select
+
+    from leaderboard.service.auth import QUOTA_KINDS
+    from leaderboard.service.db import Score, Submission
+
+    with database.session() as session:
+        scored = session.scalar(select(func.count(Score.id.distinct())).join(
+            Submission, Submission.id == Score.submission_id).where(
+            Submission.kind.in_(QUOTA_KINDS)))
+    if scored:
+        changed = sorted(key for key, value in after.hosting().items()
+                         if before.hosting()[key] != value)
+        raise SumbenchError(
+            f"{', '.join(changed)} cannot change: {scored} participants' scores were published "
+            f"under the current split, and items private under a new one would have public "
+            f"numbers already; publish the private part first (`sumbench leaderboard reveal`) "
+            f"or start a new instance")
 
 
 def load_all_gold(database: Database, settings, gold: str | None,
@@ -94,9 +121,9 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
         changes = load_all_gold(database, instance, gold, pyramids)
         added = add_computed_rows(database, instance) if computed_rows else {}
         jobs = 0
-        if score:
+        if score:  # the server's own rows; submitted models wait for the workers
             from leaderboard.service.worker import Worker
-            jobs = Worker(database).drain()
+            jobs = Worker(database, kinds=("score", "analyse")).drain()
         boards = boards_of(database)
         stale = {(c["track"], c["board"]) for c in changes if c["change"] != "unchanged"}
         for track, names in boards.items():

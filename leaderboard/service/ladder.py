@@ -43,13 +43,15 @@ def rounded(value: float, step: float) -> float:
 
 def user_bests(session, user_id: int, track: str, board: str, version_key: str,
                before: int | None = None) -> dict[str, float]:
-    """part -> the best value released to the user on the board under this version (hidden
-    and deleted entries count: hiding a probe or deleting it does not reset the Ladder)."""
+    """part -> the best value released to the user on the board under this version, by the
+    user's submissions before submission `before` (the Ladder answers in submission order,
+    also when a rescore answers them again; hidden and deleted entries count: hiding a probe
+    or deleting it does not reset the Ladder)."""
     query = select(Score.released).join(Submission, Submission.id == Score.submission_id).where(
         Submission.user_id == user_id, Submission.track == track, Submission.board == board,
         Score.version_key == version_key, Score.released.is_not(None))
     if before is not None:
-        query = query.where(Submission.id != before)
+        query = query.where(Submission.id < before)
     bests: dict[str, float] = {}
     for text in session.scalars(query):
         for part, answer in json.loads(text).items():

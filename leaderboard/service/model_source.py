@@ -4,8 +4,11 @@ A SOURCE is a folder under the instance's model root (`serve`/`worker --model-ro
 lab's shared storage) or a hub model id. A folder name is relative, holds no `..`, and neither
 it nor any file in it (links included) leads out of the root. A model is loaded from
 safetensors files only (a pickle can run code), never with its own code, and its files may
-hold at most `max_model_bytes`. Its content digest is the sha256 over its files' relative
-paths and their own sha256, in path order: the same files anywhere give the same digest.
+hold at most `max_model_bytes`. The worker copies what it checked into its own scratch folder
+(`copy_checked`) and loads that copy, so the files it loads are the files it hashed, whatever
+happens to the shared folder meanwhile. The content digest is the sha256 over the files'
+relative paths and their own sha256, in path order (hidden files such as `.cache/` left out):
+the same files anywhere give the same digest.
 """
 from __future__ import annotations
 
@@ -80,10 +83,11 @@ def is_inside(path: Path, root: Path) -> bool:
 
 
 def model_files(folder: Path, root: Path | None = None) -> list[Path]:
-    """The folder's files, checked: no link out of `root` (or the folder), safetensors
-    weights present, no pickled weights."""
+    """The folder's files (hidden ones left out), checked: no link out of `root` (or the
+    folder), safetensors weights present, no pickled weights."""
     bound = (root or folder).resolve()
-    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and not any(
+        part.startswith(".") for part in path.relative_to(folder).parts))
     for path in files:
         if not is_inside(path.resolve(), bound):
             raise DataError(f"{path.relative_to(folder)} links out of the model root",
@@ -97,22 +101,50 @@ def model_files(folder: Path, root: Path | None = None) -> list[Path]:
     return files
 
 
-def content_digest(folder: Path, files: list[Path], max_bytes: int) -> str:
-    """sha256 over (relative path, file sha256) in path order; a DataError when the files
-    hold more than `max_bytes`."""
+def check_size(files: list[Path], max_bytes: int) -> None:
     total = sum(path.stat().st_size for path in files)
     if total > max_bytes:
         raise DataError(f"the model's files hold {total} bytes, over this instance's limit of "
                         f"{max_bytes}", field="evaluate")
+
+
+def content_digest(folder: Path, files: list[Path], max_bytes: int,
+                   copy_to: Path | None = None, root: Path | None = None) -> str:
+    """sha256 over (relative path, file sha256) in path order; a DataError when the files
+    hold more than `max_bytes`. With `copy_to`, each file is copied there as it is read (the
+    digest is of the copy), after checking once more that it does not lead out of `root`."""
+    check_size(files, max_bytes)
     digest = hashlib.sha256()
     for path in files:
+        relative = path.relative_to(folder)
+        if root is not None and not is_inside(path.resolve(), root.resolve()):
+            raise DataError(f"{relative} links out of the model root", field="evaluate")
         file_digest = hashlib.sha256()
+        target = None
+        if copy_to is not None:
+            (copy_to / relative).parent.mkdir(parents=True, exist_ok=True)
+            target = open(copy_to / relative, "wb")
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 file_digest.update(block)
-        digest.update(json.dumps([path.relative_to(folder).as_posix(),
-                                  file_digest.hexdigest()]).encode())
+                if target is not None:
+                    target.write(block)
+        if target is not None:
+            target.close()
+        digest.update(json.dumps([relative.as_posix(), file_digest.hexdigest()]).encode())
     return digest.hexdigest()
+
+
+def hub_size(name: str, revision: str | None) -> int:
+    """The bytes of the files a hub model would be fetched with (`HUB_PATTERNS`)."""
+    import fnmatch
+
+    from huggingface_hub import HfApi
+
+    info = HfApi().model_info(name, revision=revision, files_metadata=True, token=False)
+    return sum(sibling.size or 0 for sibling in info.siblings or ()
+               if any(fnmatch.fnmatch(sibling.rfilename.split("/")[-1], pattern)
+                      for pattern in HUB_PATTERNS))
 
 
 def model_card(folder: Path, limit: int = 20_000) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from leaderboard.service.settings import load_settings
 from leaderboard.service.db import (Database, Job, Material, Score, Submission, User, pack,
                                     unpack)
-from leaderboard.service.gold import gold_for, score_versions
+from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.jobs import finish
 from leaderboard.service.ladder import ladder_answers, user_bests
 from leaderboard.service.publish import rebuild_board
@@ -39,23 +40,24 @@ from tasks.errors import DataError
 logger = logging.getLogger("sumbench.leaderboard.worker")
 
 
-def public_indices(payload: Mapping, n_items: int) -> list[int]:
+def public_material(payload: Mapping, material: Sequence) -> list:
+    """The material of the part's public items (gold order)."""
     private = set(payload.get("private", ()))
-    return [index for index in range(n_items) if index not in private]
+    return [item for index, item in enumerate(material) if index not in private]
 
 
 def split_results(track, part: str, payload: Mapping, part_score) -> tuple[dict | None,
-                                                                          dict | None]:
-    """(public result, private result) of a scored part: the results of its public and of
-    its private items (None where a part has none); without private items, the public result
-    is the whole one."""
-    material = part_score.material
-    if not payload.get("private"):
-        return part_score.result, None
-    public = set(public_indices(payload, len(material)))
-    parts = ([m for i, m in enumerate(material) if i in public],
-             [m for i, m in enumerate(material) if i not in public])
-    return tuple(track.subset_result(part, items) if items else None for items in parts)
+                                                                          dict | None, int]:
+    """(public result, private result, public items) of a scored part: the results of its
+    public and of its private items (None where a part has none); without private items, the
+    public result is the whole one."""
+    material, private = part_score.material, set(payload.get("private", ()))
+    if not private:
+        return part_score.result, None, len(material)
+    public = public_material(payload, material)
+    hidden = [item for index, item in enumerate(material) if index in private]
+    return (track.subset_result(part, public) if public else None,
+            track.subset_result(part, hidden) if hidden else None, len(public))
 
 
 def score_job(database: Database, job) -> None:
@@ -72,19 +74,20 @@ def score_job(database: Database, job) -> None:
     checked = unpack(stored)  # after the commit: other writers wait only for the read
     settings = load_settings(database)
     track = settings.track(track_name)
-    gold = gold_for(database, track.name)
+    hosted = hosted_gold(database, track.name)
+    gold = hosted.gold
     started = time.perf_counter()
     try:
         parts = track.score(checked, gold, board)
     except DataError as error:
         reject(database, job, error)
         return
-    key, versions = score_versions(database, track, board, gold)
+    key, versions = score_versions(track, board, hosted)
     split = {part: split_results(track, part, gold[board][part], part_score)
              for part, part_score in parts.items()}
-    n_public = {part: len(public_indices(gold[board][part], len(part_score.material)))
-                for part, part_score in parts.items()}
-    stored_score = StoredScore(key, versions, parts, split, n_public,
+    stored_score = StoredScore(key, versions, parts,
+                               {part: results[:2] for part, results in split.items()},
+                               {part: results[2] for part, results in split.items()},
                                time.perf_counter() - started)
     if store_score(database, settings, job, stored_score):
         rebuild_board(database, track_name, board)
@@ -99,14 +102,16 @@ def reject(database: Database, job, error: DataError) -> None:
         finish(session, job.id)
 
 
+@dataclass
 class StoredScore:
     """What a score job computed: version, whole-set part scores, (public, private) results
     per part, public item counts and the seconds it took."""
-
-    def __init__(self, key: str, versions: dict, parts: dict, split: dict,
-                 n_public: dict, seconds: float):
-        self.key, self.versions, self.parts, self.split = key, versions, parts, split
-        self.n_public, self.seconds = n_public, seconds
+    key: str
+    versions: dict
+    parts: dict
+    split: dict
+    n_public: dict
+    seconds: float
 
     def public_headlines(self) -> dict[str, float | None]:
         return {part: None if public is None else public["headline"]
@@ -187,26 +192,33 @@ def analyse_job(database: Database, job) -> None:
             finish(session, job.id)
             return
         track_name, board, score_id = submission.track, submission.board, score.id
-        score_key = score.version_key
+        score_key, laddered = score.version_key, score.released is not None
         stored = submission.predictions
         packed = {m.part: m.examples for m in session.scalars(
             select(Material).filter_by(score_id=score_id))}
+    track = settings.track(track_name)
+    hosted = hosted_gold(database, track.name)
+    if score_versions(track, board, hosted)[0] != score_key:
+        # scored on another version (gold or settings changed since): its material would be
+        # read against the wrong items; `rescore` scores it again under the current one
+        with database.write_session() as session:
+            finish(session, job.id)
+        return
     checked = unpack(stored)  # unpacked once the write lock is let go
     materials = {part: unpack(blob) for part, blob in packed.items()}
-    track = settings.track(track_name)
-    gold = gold_for(database, track.name)
-    # the material was scored on the gold of `score_key`: reused only while it is current
-    same_gold = score_versions(database, track, board, gold)[0] == score_key
-    distributions = {part: _public_distribution(
-        bootstrap_distribution, material, gold[board].get(part, {}) if same_gold else {},
-        track.statistic(part, gold, board), settings) for part, material in materials.items()}
-    breakdown = public_breakdown(
-        track.breakdown(checked, gold, board, materials if same_gold else None),
-        settings.min_public_items)
+    gold = hosted.gold
+    distributions = {} if laddered else {  # nothing of a laddered entry's material is shown
+        part: bootstrap_distribution(public_material(gold[board].get(part, {}), material),
+                                     track.statistic(part, gold, board),
+                                     n_resamples=settings.n_resamples, seed=settings.seed)
+        for part, material in materials.items()}
+    breakdown = public_breakdown(track.breakdown(checked, gold, board, materials),
+                                 settings.min_public_items)
     with database.write_session() as session:
         score = session.get(Score, score_id)
         for row in session.scalars(select(Material).filter_by(score_id=score_id)):
-            row.distribution = np.asarray(distributions[row.part], dtype="<f8").tobytes()
+            if row.part in distributions:
+                row.distribution = np.asarray(distributions[row.part], dtype="<f8").tobytes()
         versions = json.loads(score.versions)
         versions["analysis"] = {"n_resamples": settings.n_resamples, "seed": settings.seed}
         score.versions = json.dumps(versions, sort_keys=True)
@@ -214,14 +226,6 @@ def analyse_job(database: Database, job) -> None:
         score.analysed = True
         finish(session, job.id)
     rebuild_board(database, track_name, board)
-
-
-def _public_distribution(bootstrap, material: Sequence, payload: Mapping, statistic,
-                         settings) -> np.ndarray:
-    """The bootstrap distribution of the part's headline over its public items."""
-    public = public_indices(payload, len(material))
-    return bootstrap([material[index] for index in public], statistic,
-                     n_resamples=settings.n_resamples, seed=settings.seed)
 
 
 def public_breakdown(breakdown: dict | None, min_items: int) -> dict | None:

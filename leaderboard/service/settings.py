@@ -94,9 +94,15 @@ class InstanceSettings:
                                 f"{self.lease_seconds!r}")
 
     def hosting(self) -> dict:
-        """What decides which test items a board hosts and publishes (part of its version)."""
+        """What decides which test items a board hosts and keeps private."""
         return {"private_fraction": self.private_fraction, "keep_linked": self.keep_linked,
                 "split_seed": self.split_seed}
+
+    def published(self) -> dict:
+        """What decides what a board hosts and publishes (part of every version key: a
+        change is a new version, and `rescore` answers every entry under it)."""
+        return {**self.hosting(), "ladder_step": self.ladder_step,
+                "min_public_items": self.min_public_items}
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database, Job, Score, Submission
-from leaderboard.service.gold import gold_for, score_versions
+from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.evaluation import EvaluateOptions, evaluate_job
 from leaderboard.service.jobs import JOB_KINDS, Heartbeat, claim_job, fail_or_retry
 from leaderboard.service.scoring_jobs import analyse_job, score_job
@@ -85,28 +85,32 @@ class Worker:
 
 def queue_rescore(database: Database) -> dict:
     """Score jobs for every stored submission not scored under its board's current version
-    (old score rows stay as history); analyse jobs for scores analysed with other bootstrap
-    settings. Returns counts."""
+    (old score rows stay as history), in submission order (the Ladder's order); a model the
+    server evaluated is evaluated again (its inputs may have changed); analyse jobs for scores
+    analysed with other bootstrap settings. Returns counts."""
     settings = load_settings(database)
-    queued = {"score": 0, "analyse": 0}
+    queued = {"score": 0, "analyse": 0, "evaluate": 0}
     current_keys: dict[tuple, str | None] = {}
     with database.write_session() as session:
         for submission in session.scalars(select(Submission).where(
-                Submission.deleted.is_(False), Submission.status.in_(
-                    ("scored", "rejected", "failed")))):
+                Submission.deleted.is_(False), Submission.predictions.is_not(None),
+                Submission.status.in_(("scored", "rejected", "failed")))
+                .order_by(Submission.id)):
             board_key = (submission.track, submission.board)
             if board_key not in current_keys:
                 track = settings.track(submission.track)
-                gold = gold_for(database, track.name)
-                current_keys[board_key] = score_versions(database, track, submission.board,
-                                                         gold)[0] \
-                    if submission.board in gold else None
+                hosted = hosted_gold(database, track.name)
+                current_keys[board_key] = score_versions(track, submission.board, hosted)[0] \
+                    if submission.board in hosted.gold else None
             score = session.scalars(select(Score).filter_by(
                 submission_id=submission.id, current=True)).first()
             if score is None or score.version_key != current_keys[board_key]:
+                kind = "evaluate" if submission.kind == "evaluation" else "score"
+                if kind == "evaluate":
+                    submission.predictions = None
                 submission.status = "queued"
-                session.add(Job(submission_id=submission.id, kind="score"))
-                queued["score"] += 1
+                session.add(Job(submission_id=submission.id, kind=kind))
+                queued[kind] += 1
             elif json.loads(score.versions).get("analysis") != {
                     "n_resamples": settings.n_resamples, "seed": settings.seed}:
                 session.add(Job(submission_id=submission.id, kind="analyse"))

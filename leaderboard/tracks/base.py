@@ -99,8 +99,8 @@ class Track(abc.ABC):
         who hold no copy of the test data."""
         raise NotImplementedError(f"track {self.name} publishes no inputs")
 
-    def apart(self, stored: GoldSet, hosted: GoldSet, board: str) -> dict[str, list[dict]]:
-        """part -> manifest items of the board's stored items that it does not host."""
+    def apart(self, stored: GoldSet, hosted: GoldSet, board: str) -> dict[str, list[str]]:
+        """part -> the articles of the board's stored items that it does not host."""
         return {}
 
     def subset_result(self, part: str, material: Sequence) -> dict:

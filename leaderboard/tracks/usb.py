@@ -132,19 +132,6 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
     unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
 
 
-def _evidence_inputs(templates: Sequence[Mapping]) -> list[dict]:
-    """EVEXT's per-claim items as the dataset's per-article records: the claims, in their
-    `summ_idx` order, as `summary_lines`."""
-    articles: dict[str, dict] = {}
-    for template in templates:
-        record = articles.setdefault(template["id"], {
-            "id": template["id"], "input_lines": list(template["input_lines"]), "claims": {}})
-        record["claims"][int(template["summ_idx"])] = template["claim"]
-    return [{"id": record["id"], "input_lines": record["input_lines"],
-             "summary_lines": [claims[index] for index in sorted(claims)]}
-            for record in articles.values() for claims in (record["claims"],)]
-
-
 class UsbTrack(Track):
     name = "usb"
     title = "USB: eight summarization tasks"
@@ -180,50 +167,16 @@ class UsbTrack(Track):
         return gold
 
     def hosted(self, gold, hosting) -> tuple[dict[str, dict[str, dict]], list]:
-        """Linked parts (leaderboard.tracks.linked) hosted on disjoint articles unless
-        `hosting.keep_linked`, and the private items; a part left without items on a board
-        is not hosted there."""
-        from leaderboard.tracks.hosting import host_boards
-        from leaderboard.tracks.linked import find_links
+        from leaderboard.tracks.usb_public import hosted_usb
+        return hosted_usb(gold, hosting)
 
-        links = [link for board, parts in sorted(gold.items())
-                 for link in find_links(board, parts)]
-        hosted = host_boards(gold, "templates", lambda template: str(template["id"]), links,
-                             hosting)
-        return ({board: {part: payload for part, payload in parts.items()
-                         if payload["templates"]}
-                 for board, parts in hosted.items()}, links)
-
-    def apart(self, stored, hosted, board: str) -> dict[str, list[dict]]:
-        """part -> manifest items of the board's stored test items it does not host."""
-        items = {}
-        for part, payload in sorted(stored.get(board, {}).items()):
-            task = get_task(part)
-            kept = set(item_keys(task, hosted.get(board, {}).get(part, {}).get("templates", ())))
-            left = [manifest_item(task, template, None) for template in payload["templates"]
-                    if item_key(task, template) not in kept]
-            if left:
-                items[part] = sorted(left, key=lambda item, task=task: item_key(task, item))
-        return items
+    def apart(self, stored, hosted, board: str) -> dict[str, list[str]]:
+        from leaderboard.tracks.usb_public import apart_articles
+        return apart_articles(stored, hosted, board)
 
     def inputs(self, gold, board: str) -> dict[str, list[dict]]:
-        """part -> the records a submission answers, as the task's dataset holds them (so
-        `sumbench predict` reads them) without the fields that hold the answer (GOLD_FIELDS),
-        sorted by item (never in gold order, which would tell FAC's labels)."""
-        from tasks.usb.loaders import GOLD_FIELDS, TASK_SCHEMAS
-
-        parts = {}
-        for name, payload in sorted(gold[board].items()):
-            task = get_task(name)
-            templates = sorted(payload["templates"],
-                               key=lambda item, task=task: item_key(task, item))
-            if name == "evidence_extraction":  # the dataset holds one record per article
-                parts[name] = _evidence_inputs(templates)
-                continue
-            fields = [field for field in TASK_SCHEMAS[name] if field not in GOLD_FIELDS[name]]
-            parts[name] = [{field: template[field] for field in fields}
-                           for template in templates]
-        return parts
+        from leaderboard.tracks.usb_public import public_inputs
+        return public_inputs(gold, board, item_key)
 
     def subset_result(self, part: str, material: Sequence) -> dict:
         task = get_task(part)
@@ -257,14 +210,13 @@ class UsbTrack(Track):
         errors = ErrorCollector()
         expected = {name: dict(zip(item_keys(get_task(name), items), items))
                     for name, items in manifest["parts"].items()}
-        apart = {name: set(item_keys(get_task(name), items))
-                 for name, items in manifest.get("apart", {}).items()}
+        apart = {name: set(articles) for name, articles in manifest.get("apart", {}).items()}
         seen: dict[str, dict[tuple, tuple[str, int]]] = {}
         checked: dict[str, dict[tuple, dict]] = {}
         tasks: dict[str, Any] = {}  # task name or alias -> task, looked up once
         unplaced: dict[str, list] = {}  # part -> item keys (None: unreadable) of rejected
         for entry in located:              # records (unplaced_count leaves out given items)
-            if self._not_hosted(entry, apart, expected, tasks):
+            if self._not_hosted(entry, apart, tasks):
                 continue
             outcome = self._check_line(errors, entry, manifest, expected, seen, tasks)
             if outcome is not None:
@@ -283,25 +235,18 @@ class UsbTrack(Track):
         return {name: [checked[name][key] for key in expected[name]] for name in sorted(seen)}
 
     @staticmethod
-    def _not_hosted(entry: Located, apart: Mapping[str, set], expected: Mapping,
-                    tasks: dict) -> bool:
-        """Whether the record answers a test item the board does not host (linked parts are
-        hosted on other articles): such records are left out, not refused, so the predictions
-        of the whole test set submit as they are."""
-        record = entry[2]
-        name = record.get("task")
-        if not apart or not isinstance(name, str):
+    def _not_hosted(entry: Located, apart: Mapping[str, set], tasks: dict) -> bool:
+        """Whether the record is of an article the board does not host for its task (linked
+        parts are hosted on other articles): such records are left out, not refused, so the
+        predictions of the whole test set submit as they are."""
+        name, article = entry[2].get("task"), entry[2].get("id")
+        if not apart or not isinstance(name, str) or not isinstance(article, str):
             return False
         try:
             task = tasks[name] if name in tasks else tasks.setdefault(name, get_task(name))
         except UnknownNameError:
             return False
-        if task.name not in apart:
-            return False
-        if not check_id_types(ErrorCollector(), entry, identity_fields(task)):
-            return False
-        key = item_key(task, record)
-        return key in apart[task.name] and key not in expected.get(task.name, {})
+        return article in apart.get(task.name, ())
 
     def _check_line(self, errors: ErrorCollector, entry: Located, manifest: Mapping,
                     expected: Mapping, seen: dict, tasks: dict) -> tuple | None:

@@ -35,9 +35,14 @@ class UsbTask(Task):
     suite = "usb"
     #: the fields of a dataset record (and of the prediction record, before task/prediction)
     record_fields: ClassVar[tuple[str, ...]] = ()
-    #: the instance fields that hold the answer: inputs without them (a leaderboard's public
-    #: inputs) are predicted all the same, and their records carry no reference
-    answer_fields: ClassVar[tuple[str, ...]] = ()
+    @property
+    def answer_fields(self) -> tuple[str, ...]:
+        """The instance fields that hold the answer: inputs without them (a leaderboard's
+        public inputs) are predicted all the same, and their records carry no reference.
+        The dataset's answer fields (GOLD_FIELDS) unless the task's instances differ."""
+        from tasks.usb.loaders import GOLD_FIELDS
+
+        return GOLD_FIELDS[self.name]
 
     def labelled(self, instance: dict) -> bool:
         """Whether the instance holds its answer (every `answer_fields` field)."""
@@ -125,7 +130,6 @@ class UsbTask(Task):
 
 class TextTask(UsbTask):
     """Generation tasks scored with ROUGE against `output_string` (ABS, COMP, TOPIC, FIX)."""
-    answer_fields = ("output_lines",)
 
     output_kind = "text"
     metric_names = ROUGE_METRICS
@@ -256,7 +260,6 @@ class LineLabelTask(UsbTask):
 
     output_kind = "probabilities"
     metric_names = CLASSIFICATION_METRICS
-    answer_fields = ("labels",)
     #: cap each line's token count so that it fits an empty window (the release's EVEXT)
     cap_line_tokens: ClassVar[bool] = False
 

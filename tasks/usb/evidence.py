@@ -19,6 +19,8 @@ class EvidenceExtraction(LineLabelTask):
     #: evidence line indices: the dataset lists them in its order, the official windows in
     #: line order; the scoring marks each line
     set_fields = ("labels",)
+    #: an instance's answer: its claim's evidence lines (the dataset's `evidence_labels`)
+    answer_fields = ("labels",)
     #: as the release: a line's count is capped so that it fits an empty window
     cap_line_tokens = True
 

@@ -19,7 +19,6 @@ class FactualityClassification(UsbTask):
     name = "factuality_classification"
     description = "Classify whether the evidence supports a summary sentence (AUC)."
     record_fields = ("id", "summ_idx", "input_lines", "summary_sent", "label")
-    answer_fields = ("label",)
     output_kind = "probabilities"
     metric_names = CLASSIFICATION_METRICS
     main_metric = "auc"

@@ -10,7 +10,6 @@ class FixingFactuality(TextTask):
     name = "fixing_factuality"
     description = "Rewrite a summary sentence to be factually correct (exact match)."
     record_fields = ("id", "summ_idx", "input_lines", "initial_summary", "fixed_summary")
-    answer_fields = ("fixed_summary",)
     main_metric = "exactmatch"
 
     def reference(self, instance: dict) -> str:

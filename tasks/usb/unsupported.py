@@ -13,7 +13,6 @@ class UnsupportedSpanPrediction(UsbTask):
     name = "unsupported_span_prediction"
     description = "Mark the unsupported spans of a summary sentence with [] [/] (span F1)."
     record_fields = ("summ_idx", "id", "input_lines", "summary", "annotated_summary")
-    answer_fields = ("annotated_summary",)
     output_kind = "spans"
     metric_names = SPAN_METRICS
     main_metric = "f1"
