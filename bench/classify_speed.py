@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from harness import add_options, compare_arms, report, timed  # noqa: E402
+
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 FAC_TEST = SHARED / "fixtures/usb/task_datasets/all/factuality_classification/test.jsonl"
 
@@ -53,8 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if not FAC_TEST.is_file():
         raise SystemExit(f"shared fixture not found: {FAC_TEST}")
 
-    from trainers.label_probs import (build_tiny_labeler, label_decoder,
-                                      official_label_probabilities)
+    from trainers.label_probs import build_tiny_labeler, label_decoder, official_label_probabilities
     from trainers.predict import PredictSpec, label_probabilities
     from trainers.tiny import build_tiny_tokenizer
 

@@ -15,7 +15,8 @@ import json
 import os
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def add_options(parser: argparse.ArgumentParser, repeat: int = 5) -> None:

@@ -86,8 +86,8 @@ def clone_entries(db: str, entries: int) -> None:
     """Copy the one scored entry ENTRIES-1 times with jittered numbers, then rebuild."""
     from sqlalchemy import select
 
-    from leaderboard.service.publish import rebuild_board
     from leaderboard.service.db import Database, Material, Score, Submission
+    from leaderboard.service.publish import rebuild_board
 
     database = Database(db)
     rng = np.random.default_rng(0)
@@ -141,9 +141,9 @@ def latency(db: str, requests: int) -> dict:
 
 def load_board(data: Path, files: list[Path], root: Path, entries: int) -> str:
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
     from leaderboard.service.init import initialise
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import accept
     from leaderboard.service.validate import Upload
     from leaderboard.service.worker import Worker
@@ -211,10 +211,11 @@ def keep_up(data: Path, root: Path, count: int, workers: int) -> dict:
     from sqlalchemy import select
 
     sys.path.insert(0, str(REPO / "tests"))
-    from servers import LeaderboardServer
     from leaderboard.service.auth import create_token
     from leaderboard.service.db import Database, Score
     from leaderboard.service.init import initialise
+
+    from servers import LeaderboardServer
 
     db = str(root / "burst.sqlite")
     initialise(db, gold=str(data), settings={"n_resamples": "1000"}, computed_rows=False)

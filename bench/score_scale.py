@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from harness import add_options, machine  # noqa: E402
+
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 PREDICTIONS = SHARED / "fixtures" / "usb" / "predictions"
 

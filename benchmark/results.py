@@ -25,9 +25,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tasks.errors import DataError, SumbenchError, json_type, unknown_names
 from tasks.io import file_sha256, json_text, read_json
@@ -133,7 +134,7 @@ class RunSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
         unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
         if unknown:
             raise SumbenchError(f"unknown RunSpec field(s): {unknown}")
@@ -143,7 +144,7 @@ class RunSpec:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "RunSpec":
+    def from_json(cls, text: str) -> RunSpec:
         return cls.from_dict(json.loads(text))
 
     def result_fields(self) -> dict[str, Any]:
@@ -158,7 +159,7 @@ class RunSpec:
                                      if key not in RESUMABLE_SPEC_FIELDS}
         return fields
 
-    def differences(self, other: "RunSpec") -> list[str]:
+    def differences(self, other: RunSpec) -> list[str]:
         """Result fields whose values differ between the two specs."""
         mine, theirs = self.result_fields(), other.result_fields()
         return sorted(key for key in mine if mine[key] != theirs.get(key))

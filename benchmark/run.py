@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchmark.results import RunSpec, build_results, prediction_entries, write_results
-from trainers.prompts import OFFICIAL_GPT35_STYLE
 from tasks.errors import SumbenchError
 from tasks.io import read_json
+from trainers.prompts import OFFICIAL_GPT35_STYLE
 
 RUN_SPEC_FILE = "run_spec.json"
 #: entries of DIR that only a run writes (a fresh run refuses a folder holding them)
@@ -57,8 +58,8 @@ class RunState:
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """Run every stage and write DIR/results.json; returns the results document."""
-    from tasks.scoring import score_files
     from tasks import get_task
+    from tasks.scoring import score_files
     from trainers.generation import resolve_device
 
     out = Path(out_dir).resolve()
@@ -270,6 +271,7 @@ def predict_stage(state: RunState, tasks: Sequence[Any], test: dict[str, list[di
                   checkpoint_of: dict[str, Path | None], pspec) -> dict[str, Path]:
     """Predict each task (one model load per distinct checkpoint); resumable per task."""
     from tqdm.auto import tqdm
+
     from trainers.predict import load_model, prepared_fingerprint, run_task
 
     paths, loaded = {}, {}
@@ -319,6 +321,7 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
                      test: dict[str, list[dict]]) -> dict[str, Path]:
     """Few-shot predictions of every task, shots drawn from the train split."""
     from tqdm.auto import tqdm
+
     from trainers.fewshot import context_window, fewshot_predict
 
     spec = state.spec

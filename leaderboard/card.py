@@ -8,7 +8,8 @@ results.json; explicit values win.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tasks.errors import DataError
 from tasks.io import has_lone_surrogate

@@ -7,7 +7,7 @@ drawn as 0.
 from __future__ import annotations
 
 import io
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 MAX_ROWS = 10
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from leaderboard.service.validate import RESULTS_NAME, Limits, Upload, validate_submission
 from tasks.errors import DataError, SumbenchError
@@ -82,7 +83,8 @@ def _get_json(server: str, path: str, params: Mapping | None = None,
     except httpx.HTTPError as error:
         raise SumbenchError(f"cannot reach {server}: {error}") from None
     if response.status_code != 200:
-        raise SumbenchError(f"{server}{path}: {_answer(response).get('detail', response.status_code)}")
+        reason = _answer(response).get("detail", response.status_code)
+        raise SumbenchError(f"{server}{path}: {reason}")
     return response.json()
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tasks.errors import DataError, SumbenchError
 from tasks.io import read_json
-from tasks.metrics.correlation import METHODS, Scores, check_aligned, summary_level, \
-    system_level
+from tasks.metrics.correlation import METHODS, Scores, check_aligned, summary_level, system_level
 
 ALL_GROUP = "all"
 LEVELS = ("system", "summary")

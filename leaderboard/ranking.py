@@ -26,8 +26,9 @@ Rules (also shown on the pages, see `aggregate_rule` and `band_rule`):
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Sequence
+from collections.abc import Sequence
 
 from tasks.errors import SumbenchError
 from tasks.registry import TASKS

@@ -15,10 +15,11 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tasks.errors import SumbenchError
+
 
 def current_umask() -> int:
     """The process umask, read without changing it where /proc allows (Linux)."""

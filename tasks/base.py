@@ -7,8 +7,9 @@ files other than its own data; trainers and the leaderboard only talk to this in
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from tasks.errors import DataError, json_type
 

@@ -19,7 +19,8 @@ import gc
 import multiprocessing
 import signal
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tasks.errors import SumbenchError
 
@@ -150,7 +151,7 @@ class ChunkWorkers:
         self._running.append(handle)
         return handle
 
-    def __enter__(self) -> "ChunkWorkers":
+    def __enter__(self) -> ChunkWorkers:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:

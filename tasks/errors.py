@@ -32,7 +32,7 @@ class DataError(SumbenchError, ValueError):
             where.append(f"field '{field}'")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
-    def located(self, path: str | None, line: int | None) -> "DataError":
+    def located(self, path: str | None, line: int | None) -> DataError:
         """This error at `path`:`line`, keeping a file and line it already names."""
         return DataError(self.reason, path=self.path or path,
                          line=self.line if self.line is not None else line, field=self.field)

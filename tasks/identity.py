@@ -3,7 +3,8 @@ the bootstrap resamples records (tasks.scoring)."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 #: what names a record: its item and position (plus the task's `identity_extra`) ...
 INDEX_IDENTITY = ("id", "summ_idx")

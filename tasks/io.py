@@ -7,8 +7,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from tasks.atomic import atomic_path
 from tasks.errors import DataError, SumbenchError, json_type

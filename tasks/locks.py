@@ -29,8 +29,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tasks.errors import SumbenchError
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 from tasks.errors import SumbenchError, UnknownNameError
 
@@ -68,7 +69,7 @@ class Registry(Generic[T]):
     def decorator(self, *aliases: str) -> Callable[[T], T]:
         """Class decorator: registers the class under its `name` attribute and `aliases`."""
         def wrap(entry: T) -> T:
-            return self.register(getattr(entry, "name"), entry, tuple(aliases))
+            return self.register(entry.name, entry, tuple(aliases))
         return wrap
 
 

@@ -28,8 +28,9 @@ import math
 import os
 import sys
 from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from tasks import get_task
 from tasks.chunk_workers import ChunkWorkers
@@ -39,8 +40,7 @@ from tasks.identity import describe, in_identity_order, record_digest, record_ke
 from tasks.io import check_distinct_files, iter_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
-from tasks.metrics.classification import (UNDEFINED_REASONS, UndefinedMetricError,
-                                          undefined_reasons)
+from tasks.metrics.classification import UNDEFINED_REASONS, UndefinedMetricError, undefined_reasons
 from tasks.validation import require_index, require_str
 
 
@@ -54,8 +54,8 @@ class _Tasks:
 
     def get(self, name: str):
         if name not in self._by_name:
-            from tasks.registry import TASKS
             from tasks import canonical_task_name
+            from tasks.registry import TASKS
 
             taken = TASKS.get(canonical_task_name(name)).option_names
             self._by_name[name] = get_task(name, **{key: value for key, value in
@@ -340,7 +340,7 @@ class TaskStream:
         return self._examples
 
 
-def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: "_Tasks | None" = None, *,
+def stream_examples(located: Iterable[tuple[str, int, dict]], tasks: _Tasks | None = None, *,
                     rescan=None, workers: ChunkWorkers | None = None,
                     gold: GoldCheck | None = None) -> dict[str, TaskStream]:
     """Validate (path, line, record) triples and score them chunk by chunk per task (full

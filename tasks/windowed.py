@@ -15,7 +15,7 @@ mismatches by the scoring).
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from tasks.errors import DataError
 from tasks.validation import require_index, require_str, require_str_list

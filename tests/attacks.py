@@ -1,5 +1,6 @@
 """Attacks on a leaderboard's hidden FAC labels, as an ordinary participant would run them with
-nothing but public inputs and the server's own answers (tests/test_leaderboard_attacks.py).
+nothing but public inputs and the server's own answers
+(tests/leaderboard/test_leaderboard_attacks.py).
 
 `ProbingAttacker`: adaptive probing by crafted probabilities. It works on a window of FAC
 pairs (the two records of one edited sentence: one is supported, one is not) and keeps every

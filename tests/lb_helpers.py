@@ -83,7 +83,8 @@ def gold_strings(data_dir: Path) -> set[str]:
 
 #: an instance that hosts the full test sets and publishes every entry's detail: what the tests
 #: of scoring, ranking and the service's mechanics use (the fixture's domains hold 1-6 items,
-#: too few to split); the tests of hidden gold (test_leaderboard_hidden.py) use the defaults
+#: too few to split); the tests of hidden gold (leaderboard/test_leaderboard_hidden.py) use
+#: the defaults
 OPEN_INSTANCE = {"keep_linked": "true", "private_fraction": "0", "ladder_step": "0"}
 
 
@@ -124,8 +125,8 @@ def scored_fix_submission(tmp_path: Path, data_dir: Path, usb_fixture_dir: Path,
     import shutil
 
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import accept
     from leaderboard.service.worker import Worker
 

@@ -3,10 +3,8 @@ subprocesses, each on a free 127.0.0.1 port and always stopped."""
 from __future__ import annotations
 
 import contextlib
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import glob
+import json
 import os
 import pwd
 import shutil
@@ -14,9 +12,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -97,7 +97,7 @@ class LeaderboardServer:
         self.process: subprocess.Popen | None = None
         self.log = ""  # what the server wrote on stderr, once stopped
 
-    def start(self) -> "LeaderboardServer":
+    def start(self) -> LeaderboardServer:
         import httpx
 
         self._log_file = tempfile.TemporaryFile()
@@ -131,7 +131,7 @@ class LeaderboardServer:
             self.log = self._log_file.read().decode("utf-8", errors="replace")
             self._log_file.close()
 
-    def __enter__(self) -> "LeaderboardServer":
+    def __enter__(self) -> LeaderboardServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -10,7 +10,7 @@ annotate), never a reference or label, and its predictions become official predi
 | topicbased_summarization | Lead-k | the first k input lines after the title line |
 | multisentence_compression | Lead-1 | the first input line |
 | extractive_summarization | position prior | p(line j) = P(positive at position j) |
-| evidence_extraction | lexical overlap | p(line j) = overlap(j) / max overlap: the best lines get 1 |
+| evidence_extraction | lexical overlap | p(line j) = overlap(j) / max overlap (the best get 1) |
 | factuality_classification | constant | p(supported) = 0.5 for every claim |
 | fixing_factuality | copy input | the summary sentence unchanged |
 | unsupported_span_prediction | no spans | the summary unchanged (no [] ... [/] marks) |
@@ -27,7 +27,8 @@ and keeps the ranking for AUC.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tasks.text import content_tokens
 

@@ -27,7 +27,7 @@ Found by dynamic programming over the batch ends: O(len(lengths) x batch_size) s
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 #: a batch's fixed cost, in padded tokens
 BATCH_OVERHEAD_TOKENS = 400

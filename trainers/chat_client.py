@@ -22,8 +22,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 from trainers.disk_cache import DiskCache, cache_key, open_cache

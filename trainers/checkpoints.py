@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from tasks.atomic import atomic_directory
 from tasks.errors import DataError, SumbenchError
@@ -24,7 +25,6 @@ from tasks.io import read_json, read_jsonl, write_json, write_jsonl
 from trainers import data as train_data
 from trainers.profiles import RESUMABLE_SPEC_FIELDS, FinetuneSpec
 from trainers.training_run import TrainingRun, TrainState
-
 
 CHECKPOINTS = "checkpoints"
 

@@ -21,8 +21,9 @@ afterwards).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterable
+from typing import Any
 
 #: batches in flight at once on a CPU when the caller does not say
 DEFAULT_CPU_WORKERS = 2

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def select_documents(document_ids: Sequence[str], fraction: float, seed: int) ->
 
 
 def _document_key(seed: int, document_id: str) -> bytes:
-    return hashlib.blake2b(f"{seed}\x00{document_id}".encode("utf-8"), digest_size=16).digest()
+    return hashlib.blake2b(f"{seed}\x00{document_id}".encode(), digest_size=16).digest()
 
 
 @dataclass

@@ -14,8 +14,9 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 
@@ -90,14 +91,14 @@ class DiskCache:
         with self._lock:
             self._connection.close()
 
-    def __enter__(self) -> "DiskCache":
+    def __enter__(self) -> DiskCache:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
 
 
-def open_cache(cache: "DiskCache | str | os.PathLike | None") -> DiskCache | None:
+def open_cache(cache: DiskCache | str | os.PathLike | None) -> DiskCache | None:
     """A `DiskCache` from a path, an existing cache, or None (no caching)."""
     if cache is None or isinstance(cache, DiskCache):
         return cache

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from trainers.training_run import EvaluateFn
 

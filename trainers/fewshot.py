@@ -27,8 +27,9 @@ an interrupted run resumes where it stopped; a finished run with the same finger
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
 from tasks.errors import SumbenchError
@@ -160,7 +161,7 @@ class PromptPlanner:
         n_lines, planned, start = len(instance["input_lines"]), [], 0
         while start < n_lines or not planned:
             end, fitted = largest_fitting(
-                lambda stop: self._fits(demos, self.task.fewshot_parts(
+                lambda stop, start=start: self._fits(demos, self.task.fewshot_parts(
                     instance, lines=(start, stop))), min(start + 1, n_lines), n_lines)
             item = self.task.fewshot_parts(instance, lines=(start, end))
             planned.append(self._planned(index, len(planned), (start, end), None, shots,

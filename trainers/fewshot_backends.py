@@ -18,7 +18,8 @@ prompts.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 from trainers.disk_cache import DiskCache, cache_key, hub_commit, open_cache

@@ -22,14 +22,19 @@ What the release does, and what this module does the same way:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from tasks.base import SPLITS
 from tasks.errors import SumbenchError
-from trainers.official_prompts import (INSTRUCTIONS, MAX_OUTPUT_TOKENS, convert, count,
-                                       parse_official)
+from trainers.official_prompts import (
+    INSTRUCTIONS,
+    MAX_OUTPUT_TOKENS,
+    convert,
+    count,
+    parse_official,
+)
 from trainers.prompts import OFFICIAL_GPT35_STYLE as STYLE
 
 CONTEXT, SHOT_TOKENS, N_SHOTS, TOKEN_MARGIN, SEED = 4096, 512, 4, 8, 1337

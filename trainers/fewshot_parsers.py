@@ -7,7 +7,8 @@ it as unparseable instead of failing.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tasks.base import FewShotParts
 

@@ -22,18 +22,29 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from tasks.errors import SumbenchError
 from trainers import data as train_data
-from trainers.checkpoints import (CHECKPOINTS, append_log, check_resumable,
-                                  finished_output, latest_checkpoint, load_checkpoint,
-                                  load_trainable_state, save_checkpoint, save_final,
-                                  save_weights, trainable_state, truncate_log,
-                                  write_train_config)
+from trainers.checkpoints import (
+    CHECKPOINTS,
+    append_log,
+    check_resumable,
+    finished_output,
+    latest_checkpoint,
+    load_checkpoint,
+    load_trainable_state,
+    save_checkpoint,
+    save_final,
+    save_weights,
+    trainable_state,
+    truncate_log,
+    write_train_config,
+)
 from trainers.disk_cache import hub_commit as model_commit
 from trainers.distributed import Distributed, deterministic_algorithms, init_distributed
 from trainers.interrupts import InterruptCheckpoint

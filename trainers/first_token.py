@@ -29,7 +29,8 @@ supported shape gets `None` and the reason, never an approximation.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: class name -> (attribute of the encoder, whether the head is pooler + classifier)
 SUPPORTED = {"BertForSequenceClassification": ("bert", True),
@@ -69,7 +70,8 @@ def unsupported_reason(model: Any) -> str | None:
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if base is None or not layers or getattr(base, "embeddings", None) is None:
         return f"{name} has no {encoder_name}.embeddings and {encoder_name}.encoder.layer"
-    missing = [part for part in LAYER_PARTS if not all(_has_part(l, part) for l in layers)]
+    missing = [part for part in LAYER_PARTS
+               if not all(_has_part(layer, part) for layer in layers)]
     if missing:
         return f"its layers lack {', '.join(missing)}"
     if pooled and getattr(base, "pooler", None) is None:

@@ -6,13 +6,13 @@ and the original order is restored by index.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
-from trainers.padding import right_padded, row_mask
 from tasks.errors import SumbenchError
+from trainers.padding import right_padded, row_mask
 from trainers.predict_spec import DEVICES, PredictSpec, is_device_name
-
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def prepare_model(model, spec: "PredictSpec"):
+def prepare_model(model, spec: PredictSpec):
     """Put the model in evaluation mode on the spec's device and dtype (in place)."""
     import torch
 
@@ -156,7 +156,7 @@ def run_generate(model, input_ids, attention_mask, *, max_new_tokens: int, num_b
 
 
 def generate_batch_texts(model, tokenizer, batch: Sequence[EncodedSource],
-                         spec: "PredictSpec") -> list[GeneratedRow]:
+                         spec: PredictSpec) -> list[GeneratedRow]:
     """Generate free text for one batch."""
     input_ids, mask = pad_batch(batch, tokenizer.pad_token_id, model_device(model))
     output = run_generate(model, input_ids, mask, max_new_tokens=spec.max_new_tokens,
@@ -189,7 +189,7 @@ def in_input_order(rows: Sequence[GeneratedRow], count: int) -> list[GeneratedRo
     return [by_index[index] for index in range(count)]
 
 
-def generate_texts(model, tokenizer, sources: Sequence[str], spec: "PredictSpec") -> list[str]:
+def generate_texts(model, tokenizer, sources: Sequence[str], spec: PredictSpec) -> list[str]:
     """Generated text for each source, in input order (batched, length-sorted)."""
     prepare_model(model, spec)
     encoded = encode_sources(tokenizer, sources, spec.max_input_tokens)

@@ -33,7 +33,7 @@ class LeanCheck:
 
 
 #: model -> its latest LeanCheck
-_LEAN_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LEAN_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: largest difference of a step probability still counted as agreement (float rounding)
 LEAN_TOLERANCE = 1e-5
 
@@ -54,7 +54,7 @@ def lean_status(model) -> str:
     return "unchecked" if checked is None else checked.status
 
 
-def label_decoder(model, spec: "PredictSpec") -> str:
+def label_decoder(model, spec: PredictSpec) -> str:
     """How label batches are decoded, for provenance: "lean T5 (checked against generate)",
     "lean T5 (not yet checked)" or "generate: <why not the lean decoder>"."""
     if spec.label_num_beams != 1:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 from tasks.usb.corruptions import Corruption, names
@@ -24,9 +25,8 @@ SENTINEL, NEXT_SENTINEL = "<extra_id_0>", "<extra_id_1>"
 def _load(model: str, auto_class: str):
     import transformers
 
-    from trainers.profiles import resolve_model_path
-
     from trainers.model_loading import check_model_source, load_errors, load_failure
+    from trainers.profiles import resolve_model_path
 
     check_model_source(model)
     source = resolve_model_path(model)

@@ -15,8 +15,8 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from trainers.checkpoints import latest_checkpoint, save_checkpoint
 from trainers.training_run import TrainingRun

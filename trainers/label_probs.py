@@ -17,13 +17,24 @@ model allows it, after a batch decoded both ways agreed (trainers.greedy_labels)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tasks.errors import SumbenchError
-from trainers.generation import (EncodedSource, GeneratedRow, cut_generated, decode_texts,
-                                 encode_sources, eos_token_ids, in_input_order, iter_batches,
-                                 model_device, pad_batch, prepare_model, run_generate)
+from trainers.generation import (
+    EncodedSource,
+    GeneratedRow,
+    cut_generated,
+    decode_texts,
+    encode_sources,
+    eos_token_ids,
+    in_input_order,
+    iter_batches,
+    model_device,
+    pad_batch,
+    prepare_model,
+    run_generate,
+)
 from trainers.greedy_labels import greedy_label_steps, label_decoder, lean_status
 from trainers.label_tokens import LabelTokens, YesNoRecorder, label_token_ids, renormalised_yes
 from trainers.predict_spec import LABEL_RULES, PredictSpec
@@ -109,7 +120,7 @@ def needs_full_generation(n_lines: Sequence[int | None], rule: str) -> bool:
     return rule == "official" or any(count is not None for count in n_lines)
 
 
-def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec: "PredictSpec",
+def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec: PredictSpec,
                           labels: LabelTokens, max_new_tokens: int,
                           lean: bool = True) -> list[GeneratedRow]:
     """Generate one batch recording the Yes-vs-No probability at every step of each row;
@@ -139,7 +150,7 @@ def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:
     return rows
 
 
-def label_probabilities(model, tokenizer, sources: Sequence[str], spec: "PredictSpec",
+def label_probabilities(model, tokenizer, sources: Sequence[str], spec: PredictSpec,
                         n_lines: Sequence[int | None] | None = None,
                         lean: bool = True) -> list[list[float]]:
     """Yes-probabilities per source under `spec.label_rule`, in input order.
@@ -162,7 +173,7 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: "Predict
             for row in in_input_order(rows, len(sources))]
 
 
-def label_batch(model, tokenizer, batch: Sequence[EncodedSource], spec: "PredictSpec",
+def label_batch(model, tokenizer, batch: Sequence[EncodedSource], spec: PredictSpec,
                 labels: LabelTokens, n_lines: Sequence[int | None],
                 lean: bool = True) -> list[GeneratedRow]:
     """One batch, generating only one step when the rule needs no more."""
@@ -171,7 +182,7 @@ def label_batch(model, tokenizer, batch: Sequence[EncodedSource], spec: "Predict
 
 
 # ---- the official one-example-at-a-time way (reference for tests and benchmarks) ----------
-def official_label_probabilities(model, tokenizer, source: str, spec: "PredictSpec") -> list[float]:
+def official_label_probabilities(model, tokenizer, source: str, spec: PredictSpec) -> list[float]:
     """One `generate(output_scores=True)` call for one input; at every generated Yes/No token
     take the vocabulary softmax (float32) and renormalise over {Yes, No}."""
     import torch

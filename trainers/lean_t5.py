@@ -18,7 +18,8 @@ processors, get `None` and the reason, never an approximation.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: model classes with the T5 layout (relative position bias in the first block only). mT5 has
 #: the layout too but its own rule for scaling the decoder output, so it is left to generate.

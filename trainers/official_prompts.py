@@ -21,7 +21,8 @@ from __future__ import annotations
 import functools
 import re
 import string
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 

@@ -5,7 +5,7 @@ torch with `torch.from_numpy`, which shares the memory instead of copying it.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

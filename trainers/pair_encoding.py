@@ -40,8 +40,9 @@ from __future__ import annotations
 import json
 import sys
 from collections import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 #: pairs of the first call compared with the tokenizer call (plus every truncated pair)
 CHECK_PAIRS = 256
@@ -215,7 +216,7 @@ class PairEncoder:
                 return call_tokenizer(self.tokenizer, firsts, seconds, self.max_length)
         return features if lazy else list(features)
 
-    def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> "AssembledPairs":
+    def _assemble(self, firsts: Sequence[str], seconds: Sequence[str]) -> AssembledPairs:
         text_backend, pair_backend = self._backends
         encode = getattr(text_backend, "encode_batch_fast", text_backend.encode_batch)
         texts = list(dict.fromkeys([*firsts, *seconds]))
@@ -226,7 +227,7 @@ class PairEncoder:
                               self._template)
 
     def _check(self, firsts: Sequence[str], seconds: Sequence[str],
-               features: "AssembledPairs") -> None:
+               features: AssembledPairs) -> None:
         sample = sorted(set(range(min(CHECK_PAIRS, len(features)))) | {
             i for i, length in enumerate(features.lengths) if length >= self.max_length})
         expected = call_tokenizer(self.tokenizer, [firsts[i] for i in sample],

@@ -10,7 +10,8 @@ text order, so a verb used twice is generated for twice, as gold predicates are.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tasks.errors import SumbenchError
 
@@ -35,9 +36,8 @@ class PredicateDetector:
                  max_length: int = 512):
         import transformers
 
-        from trainers.profiles import resolve_model_path
-
         from trainers.model_loading import check_model_source, load_errors, load_failure
+        from trainers.profiles import resolve_model_path
 
         check_model_source(model, "predicate detector")
         source = resolve_model_path(model)

@@ -8,21 +8,33 @@ Only the `Task` interface is used: `format`, `output_kind`, `parse`, `combine`,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tasks.base import ModelInput, Task
 from tasks.errors import DataError, SumbenchError
 from tasks.io import read_json
 from trainers.disk_cache import hub_commit
-from trainers.generation import (EncodedSource, GeneratedRow, encode_sources,
-                                 generate_batch_texts, generate_texts, iter_batches,
-                                 prepare_model)
-from trainers.label_probs import (label_batch, label_decoder, label_probabilities,
-                                  label_token_ids, label_values)
-from trainers.prediction_io import OutputStore, digest, model_fingerprint
+from trainers.generation import (
+    EncodedSource,
+    GeneratedRow,
+    encode_sources,
+    generate_batch_texts,
+    generate_texts,
+    iter_batches,
+    prepare_model,
+)
+from trainers.label_probs import (
+    label_batch,
+    label_decoder,
+    label_probabilities,
+    label_token_ids,
+    label_values,
+)
 from trainers.predict_spec import PredictSpec
+from trainers.prediction_io import OutputStore, digest, model_fingerprint
 
 __all__ = ["PredictSpec", "TaskRun", "predict_task", "run_task", "generate_texts",
            "label_probabilities", "load_model"]

@@ -82,14 +82,14 @@ class PredictSpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "PredictSpec":
+    def from_dict(cls, data: dict) -> PredictSpec:
         unknown = unknown_names(data, (item.name for item in dataclasses.fields(cls)))
         if unknown:
             raise SumbenchError(f"unknown PredictSpec fields: {unknown}")
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "PredictSpec":
+    def from_json(cls, text: str) -> PredictSpec:
         return cls.from_dict(json.loads(text))
 
     def result_fields(self) -> dict:

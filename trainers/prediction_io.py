@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from tasks.errors import DataError, SumbenchError
 from tasks.io import dumps_record, read_json, read_jsonl, write_json, write_jsonl

@@ -8,8 +8,8 @@ choices and are marked as such below; every value can be overridden with
 from __future__ import annotations
 
 import dataclasses
-import math
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ class FinetuneSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "FinetuneSpec":
+    def from_dict(cls, data: dict[str, Any]) -> FinetuneSpec:
         unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
         if unknown:
             raise SpecError(f"unknown spec field(s): {unknown}")
@@ -148,10 +148,10 @@ class FinetuneSpec:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "FinetuneSpec":
+    def from_json(cls, text: str) -> FinetuneSpec:
         return cls.from_dict(json.loads(text))
 
-    def override(self, values: dict[str, Any]) -> "FinetuneSpec":
+    def override(self, values: dict[str, Any]) -> FinetuneSpec:
         """A copy with `values` applied; strings (from a command line) are parsed by field type."""
         parsed = {name: _parse_value(self, name, value) for name, value in values.items()}
         return dataclasses.replace(self, **parsed)

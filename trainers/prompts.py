@@ -20,8 +20,8 @@ tables are not available here) and say explicitly which output form is expected.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tasks.base import FewShotParts
 

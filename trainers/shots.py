@@ -13,8 +13,8 @@ the permuted order. An item can therefore get fewer shots than asked when the po
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -6,8 +6,9 @@ randomly initialised from a small config with a fixed seed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Sequence, Callable, Iterable, TypeVar
+from typing import TypeVar
 
 Model = TypeVar("Model")
 

@@ -2,9 +2,10 @@
 (`TrainingRun`), shared by the loop (trainers.finetune) and its folder (trainers.checkpoints)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

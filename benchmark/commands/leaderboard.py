@@ -21,8 +21,14 @@ import sys
 
 from benchmark.commands import positive_int, probability
 from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
-from benchmark.commands.leaderboard_serve import (_database, _db, _serve_args, _worker_args,
-                                                  run_serve, run_worker)
+from benchmark.commands.leaderboard_serve import (
+    _database,
+    _db,
+    _serve_args,
+    _worker_args,
+    run_serve,
+    run_worker,
+)
 from tasks.errors import SumbenchError
 
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
@@ -230,9 +236,9 @@ def submit_demo(db: str, gold: str) -> dict:
     """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
     train references, position prior from the train labels), scored like any submission."""
     from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.settings import load_settings
     from leaderboard.service.db import Database
     from leaderboard.service.entry_view import public_view
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import accept
     from leaderboard.service.validate import Upload
     from leaderboard.service.worker import Worker

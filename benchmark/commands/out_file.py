@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from tasks.errors import SumbenchError
 

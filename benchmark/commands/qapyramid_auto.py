@@ -37,14 +37,18 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from benchmark.commands import finite_float, positive_float, positive_int
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
-from leaderboard.evaluators.pyramid import (check_backend_options, describe_presence,
-                                             text_backend_names)
+from leaderboard.evaluators.pyramid import (
+    check_backend_options,
+    describe_presence,
+    text_backend_names,
+)
 from tasks.errors import DataError, SumbenchError, UnknownNameError
 from tasks.io import read_json
 

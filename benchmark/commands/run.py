@@ -12,8 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import device_name, non_negative_int, positive_float, positive_int, \
-    resample_count
+from benchmark.commands import (
+    device_name,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    resample_count,
+)
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
 from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 

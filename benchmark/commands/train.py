@@ -8,8 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import fraction, non_negative_int, positive_int, \
-    training_device_name
+from benchmark.commands import fraction, non_negative_int, positive_int, training_device_name
 from benchmark.results import EARLY_STOPPING
 
 

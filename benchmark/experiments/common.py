@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 from tasks.io import json_text, read_json

@@ -16,9 +16,9 @@ import os
 import shlex
 import sys
 import traceback
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 from tasks.errors import DataError, SumbenchError, json_type
 from tasks.io import read_json, write_jsonl

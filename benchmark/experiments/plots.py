@@ -3,8 +3,8 @@ the PNG metadata, so the same numbers give the same bytes)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 
 def _figure(width: float, height: float):

@@ -2,7 +2,8 @@
 headlines x100 with one decimal; missing cells as "—")."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def number(value: Any, signed: bool = False) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 
 from benchmark.experiments.common import SPEC_FILE, claim_folder
 from benchmark.experiments.jobs import PLAN_FILE, run_jobs, write_plan
-from tasks.errors import SumbenchError
 from benchmark.experiments.report import job_lines, notes
+from tasks.errors import SumbenchError
 from tasks.io import read_json, write_json
 
 PREPARED_FILE = "prepared.json"

@@ -12,9 +12,10 @@ provenance), transfer_heatmap.png, transfer_deltas.png, summary.md.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from benchmark.experiments.common import ModelSettings, cell_headlines, mean_or_none
 from benchmark.experiments.data import DataSource, shortfalls, subsample_domain

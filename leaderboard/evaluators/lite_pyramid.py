@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from tasks.errors import DataError, SumbenchError
 

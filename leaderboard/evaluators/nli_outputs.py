@@ -7,7 +7,8 @@ outputs.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from leaderboard.evaluators.presence import PresenceBackendError
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from tasks.errors import SumbenchError
 from tasks.metrics.correlation import correlation

@@ -30,8 +30,9 @@ import json
 import math
 import random
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, ClassVar
 
 from tasks.errors import SumbenchError
 from tasks.registry import Registry
@@ -187,7 +188,7 @@ class LexicalBackend(PresenceBackend):
         self.tokens: dict[str, frozenset] = {}  # this run's token cache (unbounded)
 
     @classmethod
-    def calibrated(cls, pairs: Sequence[Sequence[str]], labels: Sequence[int]) -> "LexicalBackend":
+    def calibrated(cls, pairs: Sequence[Sequence[str]], labels: Sequence[int]) -> LexicalBackend:
         cache: dict[str, frozenset] = {}
         scores = [unit_token_recall(*pair_parts(pair)[:2], cache) for pair in pairs]
         backend = cls(calibrate_threshold(scores, labels))

@@ -38,15 +38,23 @@ from __future__ import annotations
 import abc
 import math
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
-from leaderboard.evaluators.presence import (BACKEND_CLASSES, NLI_MODES, FewShotPrompter,
-                                             PresenceBackend, PresenceBackendError,
-                                             PresenceResult, pair_parts, pair_progress,
-                                             presence_task)
 from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
+from leaderboard.evaluators.presence import (
+    BACKEND_CLASSES,
+    NLI_MODES,
+    FewShotPrompter,
+    PresenceBackend,
+    PresenceBackendError,
+    PresenceResult,
+    pair_parts,
+    pair_progress,
+    presence_task,
+)
 from trainers.batch_plan import fixed_batches, planned_batches
 from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
@@ -67,7 +75,7 @@ def load_pretrained(model: Any, tokenizer: Any, auto_class: str, revision: str |
 
     if isinstance(model, (str, Path)):
         model_id = str(model)
-        from trainers.model_loading import looks_local, load_errors
+        from trainers.model_loading import load_errors, looks_local
 
         if looks_local(model_id) and not Path(model_id).expanduser().exists():
             raise PresenceBackendError(f"model path {model_id} does not exist")

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from tasks.errors import SumbenchError
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
+from tasks.registry import Registry
 
 #: unit kinds a text-judging backend accepts: the folder's, Lite²·⁵ mixes and unit files
 MODEL_UNIT_KINDS = UNIT_KINDS + ("mixed", "file")
-from tasks.registry import Registry
 
 Presence = Callable[[list[str], list[list[str]]], list[list[float]]]
 PresenceFactory = Callable[..., Presence]

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import collections
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import dataclasses
 
 from leaderboard.service.auth import audit
-from leaderboard.service.settings import load_settings, save_settings
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of
 from leaderboard.service.publish import rebuild_board
+from leaderboard.service.settings import load_settings, save_settings
 
 
 def reveal(database: Database, actor: str) -> dict:

@@ -1,5 +1,5 @@
 """The JSON API's answers as Pydantic models: what /api/v1/openapi.json documents and a
-schemathesis run checks every answer against (tests/test_leaderboard_api_schema.py).
+schemathesis run checks every answer against (tests/leaderboard/test_leaderboard_api_schema.py).
 
 Open dictionaries (a task's metric dict, a card) stay dictionaries; the documents the workers
 store (a board's JSON) are described here and served as stored.

@@ -11,12 +11,21 @@ from __future__ import annotations
 from fastapi import APIRouter, Header, HTTPException
 from fastapi.responses import Response
 
-from leaderboard.service.api_models import (ERRORS, AuditLog, BoardDocument, Inputs, Manifest,
-                                            Rescore, Revealed, Tracks, Users)
+from leaderboard.service.api_models import (
+    ERRORS,
+    AuditLog,
+    BoardDocument,
+    Inputs,
+    Manifest,
+    Rescore,
+    Revealed,
+    Tracks,
+    Users,
+)
 from leaderboard.service.auth import TOKEN_REQUIRED, audit, authenticate, bearer_token
 from leaderboard.service.boards import stored_output
-from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database
+from leaderboard.service.settings import load_settings
 from tasks.errors import SumbenchError
 
 

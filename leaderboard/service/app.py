@@ -20,28 +20,54 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import (APIRouter, Depends, FastAPI, File, Form, Header, HTTPException, Request,
-                     UploadFile)
+from fastapi import (
+    APIRouter,
+    Depends,
+    FastAPI,
+    File,
+    Form,
+    Header,
+    HTTPException,
+    Request,
+    UploadFile,
+)
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from leaderboard.service.api_models import (ERRORS, SUBMIT_ERRORS, Accepted, Deleted, Hidden,
-                                            SubmissionView)
+from leaderboard.service.api_models import (
+    ERRORS,
+    SUBMIT_ERRORS,
+    Accepted,
+    Deleted,
+    Hidden,
+    SubmissionView,
+)
 from leaderboard.service.api_routes import admin_routes, board_routes, request_user, stored
-from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database
-from leaderboard.service.middleware import (FORM_OVERHEAD, SECURITY_HEADERS, BodyLimit,
-                                            HeadAsGet, TokenFirst, route_path)
-from leaderboard.service.schema import check_schema
 from leaderboard.service.entry_view import public_view
-from leaderboard.service.submissions import (Forbidden, NotFound, QuotaExceeded, accept, delete,
-                                             set_hidden)
+from leaderboard.service.middleware import (
+    FORM_OVERHEAD,
+    SECURITY_HEADERS,
+    BodyLimit,
+    HeadAsGet,
+    TokenFirst,
+    route_path,
+)
+from leaderboard.service.schema import check_schema
+from leaderboard.service.settings import load_settings
+from leaderboard.service.submissions import (
+    Forbidden,
+    NotFound,
+    QuotaExceeded,
+    accept,
+    delete,
+    set_hidden,
+)
 from leaderboard.service.validate import Upload
-from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
-                                       render)
+from leaderboard.service.views import STATIC, Links, compare_view, entry_ranks, home_view, render
 from leaderboard.tracks import SubmissionErrors
 from tasks.errors import DataError, SumbenchError, did_you_mean, json_type
 from tasks.io import DuplicateKey, strict_loads

@@ -10,8 +10,8 @@ import struct
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tasks.errors import DataError
 
@@ -55,7 +55,7 @@ class Limits:
     max_line_bytes: int = 1 << 20
 
     @classmethod
-    def of(cls, settings) -> "Limits":
+    def of(cls, settings) -> Limits:
         return cls(settings.max_upload_bytes, settings.max_records, settings.max_files,
                    settings.max_line_bytes)
 

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
-from leaderboard.service.db import Board, Database, Material, Score, Submission, \
-    User, utcnow
+from leaderboard.service.db import Board, Database, Material, Score, Submission, User, utcnow
 from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.settings import InstanceSettings, load_settings
 

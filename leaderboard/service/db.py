@@ -16,11 +16,24 @@ import contextlib
 import datetime as _dt
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
-                        String, Text, UniqueConstraint, create_engine, event)
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 ENTRY_KEYS = ("id", "model", "kind", "badge", "card", "user", "created", "rank", "band",
               "aggregate", "aggregate_ci95", "ci95", "part_ranks", "analysis", "laddered")

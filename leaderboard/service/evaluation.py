@@ -22,9 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from sqlalchemy import select
 
@@ -155,7 +156,8 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
                                       options.model_root, settings.max_model_bytes,
                                       folder / "fetched")
             except (DataError, OSError) as error:
-                raise EvaluationFailed(f"the model cannot be fetched: {first_line(error)}")
+                raise EvaluationFailed(f"the model cannot be fetched: {first_line(error)}") \
+                    from None
             evaluation = {**evaluation, "digest": fetched.digest,
                           "model_card": fetched.card}
             claim_content(database, job, evaluation)

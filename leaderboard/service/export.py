@@ -17,12 +17,19 @@ from leaderboard.service.documents import board_csv, board_document
 from tasks.atomic import atomic_directory
 from tasks.errors import SumbenchError
 
+
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
     from leaderboard.service.entry_view import public_view
     from leaderboard.service.submissions import NotFound
-    from leaderboard.service.views import (STATIC, Links, compare_view, entry_ranks, home_view,
-                                           render)
+    from leaderboard.service.views import (
+        STATIC,
+        Links,
+        compare_view,
+        entry_ranks,
+        home_view,
+        render,
+    )
 
     links, counts = Links(static=True), {"boards": 0, "entries": 0, "compare": 0}
     with atomic_directory(out_dir) as staging:

@@ -16,7 +16,8 @@ import functools
 import hashlib
 import json
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy import select
 

@@ -6,7 +6,7 @@ and computed rows are added once.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from leaderboard.service.boards import read_board, settings_sha256
 from leaderboard.service.db import Database
@@ -76,8 +76,11 @@ def load_all_gold(database: Database, settings, gold: str | None,
 
 
 def add_computed_rows(database: Database, settings) -> dict[str, int]:
-    from leaderboard.service.system_rows import (add_baseline_rows, add_builtin_rows,
-                                                 add_reference_rows)
+    from leaderboard.service.system_rows import (
+        add_baseline_rows,
+        add_builtin_rows,
+        add_reference_rows,
+    )
 
     tracks = boards_of(database)
     added = {"baseline": 0, "reference": 0, "builtin": 0}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from sqlalchemy import and_, or_, select
 
@@ -70,7 +70,7 @@ class Heartbeat:
             if not extend_lease(database, job_id, worker, lease_seconds):
                 return
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from sqlalchemy import select
 

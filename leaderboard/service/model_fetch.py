@@ -15,9 +15,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaderboard.service.model_source import (HUB_PATTERNS, content_digest, hub_size,
-                                              is_inside, model_card, model_files,
-                                              resolve_source)
+from leaderboard.service.model_source import (
+    HUB_PATTERNS,
+    content_digest,
+    hub_size,
+    is_inside,
+    model_card,
+    model_files,
+    resolve_source,
+)
 from tasks.errors import DataError
 
 ADAPTER_CONFIG = "adapter_config.json"

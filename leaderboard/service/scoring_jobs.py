@@ -21,20 +21,19 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.service.settings import load_settings
-from leaderboard.service.db import (Database, Job, Material, Score, Submission, User, pack,
-                                    unpack)
+from leaderboard.service.db import Database, Job, Material, Score, Submission, User, pack, unpack
 from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.jobs import finish
 from leaderboard.service.ladder import ladder_answers, user_bests
 from leaderboard.service.publish import rebuild_board
+from leaderboard.service.settings import load_settings
 from tasks.errors import DataError
 
 logger = logging.getLogger("sumbench.leaderboard.worker")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from leaderboard.service.db import Database, Setting
 from tasks.errors import SumbenchError
@@ -110,7 +111,7 @@ class InstanceSettings:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "InstanceSettings":
+    def from_dict(cls, data: Mapping) -> InstanceSettings:
         known = {item.name for item in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -129,7 +130,7 @@ class InstanceSettings:
         return make_track(name, self.evaluators() if name == "summaries" else None,
                           self.strict_lengths)
 
-    def with_changes(self, changes: Mapping[str, str]) -> "InstanceSettings":
+    def with_changes(self, changes: Mapping[str, str]) -> InstanceSettings:
         """A copy with `KEY=VALUE` strings applied (values parsed as JSON when possible)."""
         values = self.to_dict()
         for key, text in changes.items():

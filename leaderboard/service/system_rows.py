@@ -12,7 +12,7 @@ A row already present (same kind, board and name) is not added again.
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import select
 

@@ -22,11 +22,17 @@ import codecs
 import hashlib
 import json
 import posixpath
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
 
-from leaderboard.service.archives import (ARCHIVE_SUFFIXES, RESULTS_NAME, UNREAD_SUFFIXES,
-                                          Limits, Upload, archive_reader)
+from leaderboard.service.archives import (
+    ARCHIVE_SUFFIXES,
+    RESULTS_NAME,
+    UNREAD_SUFFIXES,
+    Limits,
+    Upload,
+    archive_reader,
+)
 from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
 from tasks.errors import DataError
 from tasks.io import DuplicateKey, duplicate_key_error, json_line_object, strict_loads

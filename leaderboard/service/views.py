@@ -6,8 +6,9 @@ The view builders read stored snapshots and public views only.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
@@ -147,8 +148,8 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
 def withheld_parts(database: Database, track: str, board: str) -> set[str]:
     """Parts of a board too small to publish intervals for (see boards.small_parts)."""
     from leaderboard.service.boards import small_parts
-    from leaderboard.service.settings import load_settings
     from leaderboard.service.gold import gold_for
+    from leaderboard.service.settings import load_settings
 
     gold = gold_for(database, track)
     return small_parts(gold.get(board, {}), load_settings(database).min_public_items)

@@ -17,12 +17,12 @@ import time
 
 from sqlalchemy import select
 
-from leaderboard.service.settings import load_settings
 from leaderboard.service.db import Database, Job, Score, Submission
-from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.evaluation import EvaluateOptions, evaluate_job
+from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.jobs import JOB_KINDS, Heartbeat, claim_job, fail_or_retry
 from leaderboard.service.scoring_jobs import analyse_job, score_job
+from leaderboard.service.settings import load_settings
 
 logger = logging.getLogger("sumbench.leaderboard.worker")
 

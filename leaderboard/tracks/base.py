@@ -11,8 +11,9 @@ private per-example material that bootstrap intervals and paired tests resample.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from tasks.errors import DataError
 from tasks.validation import require_index, require_str

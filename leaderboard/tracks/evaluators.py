@@ -13,7 +13,7 @@ sentences and (when the set has them) QA units.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 

@@ -14,7 +14,7 @@ whole (an article's every line: ABS, EXT, TOPIC inputs) single nothing out and a
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from leaderboard.tracks.hosting import Link
 

@@ -11,11 +11,17 @@ QA units, which enable the QAPyramid evaluator of the summaries track.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from leaderboard.tracks.base import (ErrorCollector, Track, check_id_types, check_item,
-                                     report_missing, unplaced_count)
+from leaderboard.tracks.base import (
+    ErrorCollector,
+    Track,
+    check_id_types,
+    check_item,
+    report_missing,
+    unplaced_count,
+)
 from tasks.errors import DataError, SumbenchError
 from tasks.io import iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
@@ -168,7 +174,8 @@ class PyramidSetTrack(Track):
                 errors.add(problem, path=path, line=line, field=self.value_field)
                 unplaced.append(key)
                 continue
-            if check_item(errors, entry, seen, key, expected, lambda: self._describe(key)):
+            if check_item(errors, entry, seen, key, expected,
+                          lambda key=key: self._describe(key)):
                 values[key] = record[self.value_field]
             else:  # unknown, or a duplicate (left out by unplaced_count)
                 unplaced.append(key)

@@ -11,8 +11,9 @@ set are scored the same way as reference rows, with their human Pyramid score be
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, dataset_of, human_pyramid
@@ -37,12 +38,12 @@ class SummariesEvaluator:
         return {**dataclasses.asdict(self), "options": dict(self.options)}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "SummariesEvaluator":
+    def from_dict(cls, data: Mapping) -> SummariesEvaluator:
         return cls(data["name"], data["units"], data.get("presence", "lexical"),
                    tuple(dict(data.get("options", {})).items()))
 
     @classmethod
-    def parse(cls, text: str) -> "SummariesEvaluator":
+    def parse(cls, text: str) -> SummariesEvaluator:
         """`NAME=UNITS:PRESENCE[,KEY=VALUE...]`, e.g. `pyramid-scus-nli=scus:nli,model=DIR`."""
         name, sep, rest = text.partition("=")
         spec, _, extra = rest.partition(",")
@@ -62,9 +63,12 @@ class SummariesEvaluator:
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
         """Pyramid score of each summary (aligned with the set's ids)."""
-        from leaderboard.evaluators.pyramid import (check_presence_options, evaluate_system,
-                                                    presence_factory)
         from leaderboard.evaluators.presence import LexicalBackend
+        from leaderboard.evaluators.pyramid import (
+            check_presence_options,
+            evaluate_system,
+            presence_factory,
+        )
 
         dataset = dataset_of(payload)
         units = dataset.units.get(self.units) if self.units != "sentences" else None

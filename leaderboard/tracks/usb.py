@@ -16,11 +16,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from leaderboard.tracks.base import (ErrorCollector, Located, PartScore, Track, check_id_types,
-                                     check_item, report_missing, unplaced_count)
+from leaderboard.tracks.base import (
+    ErrorCollector,
+    Located,
+    PartScore,
+    Track,
+    check_id_types,
+    check_item,
+    report_missing,
+    unplaced_count,
+)
 from tasks import get_task, task_names
 from tasks.base import SPLITS
 from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
@@ -44,12 +53,12 @@ def identity_fields(task) -> tuple[str, ...]:
     return _identity_fields(tuple(getattr(task, "record_fields", ())))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _identity_fields(record_fields: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(field for field in ID_FIELDS if field == "id" or field in record_fields)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _has_text_field(fields: tuple[str, ...]) -> bool:
     return any(field in TEXT_ID_FIELDS for field in fields)
 

@@ -7,7 +7,7 @@ without the fields that hold the answer.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tasks import get_task
 from tasks.errors import DataError

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 
 def coincidence_matrix(units: Iterable[Sequence[Hashable]]

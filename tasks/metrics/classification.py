@@ -14,7 +14,7 @@ key present only when some metric is undefined. Precision (no predicted positive
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

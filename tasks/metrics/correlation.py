@@ -18,7 +18,7 @@ nan when undefined; the system-level value stays nan in that case.
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 

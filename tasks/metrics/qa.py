@@ -22,7 +22,7 @@ rescaling), from `layer` (default: the last hidden layer). It is built on transf
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from tasks.errors import SumbenchError
 from tasks.metrics.rouge import rouge_tokens

@@ -8,7 +8,7 @@ identical tokens, hence identical scores.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rouge_score import rouge_scorer, tokenizers
 

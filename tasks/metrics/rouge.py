@@ -21,7 +21,8 @@ import contextvars
 import itertools
 import math
 import multiprocessing
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from rapidfuzz.distance import LCSseq

@@ -21,7 +21,7 @@ Official rules (docs/usb-format.md §3-§4):
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 from tasks.metrics.char_diff import character_diff
 from tasks.metrics.classification import with_undefined

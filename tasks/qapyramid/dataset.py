@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from tasks.errors import DataError, UnknownNameError, json_type
 from tasks.io import read_json
@@ -47,7 +48,7 @@ Downloader = Callable[[str], Any]
 # ---- id-based splits ---------------------------------------------------------------------
 def split_position(example_id: str, seed: int = DEFAULT_SPLIT_SEED) -> float:
     """A uniform number in [0, 1) from SHA-256 of "seed:example_id" (first 64 bits)."""
-    digest = hashlib.sha256(f"{seed}:{example_id}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{seed}:{example_id}".encode()).hexdigest()
     return int(digest[:16], 16) / 2 ** 64
 
 

@@ -21,8 +21,9 @@ the probability rounded half-to-even (0.5 counts as not present), AUC on the pro
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
 from tasks.errors import DataError, UnknownNameError

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from tasks.errors import DataError, UnknownNameError, did_you_mean
 from tasks.io import read_text, refuse_non_file

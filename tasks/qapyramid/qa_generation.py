@@ -23,14 +23,19 @@ so a bootstrap resamples predicates without re-running any model.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
 from tasks.errors import DataError
 from tasks.metrics.qa import BERTSCORE_KEYS, linearize_qas, parse_qa_list
-from tasks.qapyramid.dataset import (DEFAULT_SPLIT_SEED, in_split, load_examples,
-                                     raw_predicate_groups)
+from tasks.qapyramid.dataset import (
+    DEFAULT_SPLIT_SEED,
+    in_split,
+    load_examples,
+    raw_predicate_groups,
+)
 from tasks.qapyramid.task import QAPyramidTask
 from tasks.qapyramid.units import predicate_word
 from tasks.registry import TASKS
@@ -76,7 +81,8 @@ def instances_from_raw(raw_groups: Mapping[str, list], references: Mapping[str, 
 
 
 def qagen_features():
-    from datasets import Features, Sequence as Seq, Value
+    from datasets import Features, Value
+    from datasets import Sequence as Seq
 
     return Features({"id": Value("string"), "example_id": Value("string"),
                      "predicate_index": Value("int64"), "predicate": Value("string"),

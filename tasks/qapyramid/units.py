@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 #: unit kinds a presence instance can carry
 UNIT_KINDS = ("qa", "statement", "scu", "stu")

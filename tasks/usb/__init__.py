@@ -1,5 +1,13 @@
 """The eight USB tasks; importing this package registers them in tasks.registry.TASKS."""
 from __future__ import annotations
 
-from tasks.usb import (abstractive, compression, evidence, extractive, factuality,  # noqa: F401
-                       fixing, topic, unsupported)
+from tasks.usb import (  # noqa: F401
+                       abstractive,
+                       compression,
+                       evidence,
+                       extractive,
+                       factuality,
+                       fixing,
+                       topic,
+                       unsupported,
+)

@@ -15,9 +15,9 @@ import json
 import os
 import re
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from tasks.atomic import atomic_directory
 from tasks.errors import DataError

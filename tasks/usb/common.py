@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from array import array
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from tasks.base import FewShotParts, ModelInput, Task
 from tasks.errors import DataError, SumbenchError

@@ -14,8 +14,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import NamedTuple
 
 from tasks.atomic import atomic_directory
 from tasks.errors import DataError

@@ -1,7 +1,7 @@
 """EVEXT: for one summary sentence (the claim), label each article line as evidence or not."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tasks.errors import DataError
 from tasks.registry import TASKS

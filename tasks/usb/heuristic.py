@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from tasks.atomic import atomic_directory
 from tasks.errors import SumbenchError

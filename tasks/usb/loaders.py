@@ -14,12 +14,28 @@ from typing import Any
 from tasks.errors import DataError, json_type
 from tasks.io import iter_jsonl, refuse_non_file
 from tasks.usb.archive import (  # noqa: F401  (re-exported)
-    ARCHIVE_INFO_FILE, CACHE_ENV, EXTRACTED_FOLDER, FETCH_MESSAGES, HUB_FILENAME, HUB_REPO_ID,
-    Downloader, FetchResult, default_cache_dir, extract_archive_safely, fetch_archive,
-    fetch_processed_data)
+    ARCHIVE_INFO_FILE,
+    CACHE_ENV,
+    EXTRACTED_FOLDER,
+    FETCH_MESSAGES,
+    HUB_FILENAME,
+    HUB_REPO_ID,
+    Downloader,
+    FetchResult,
+    default_cache_dir,
+    extract_archive_safely,
+    fetch_archive,
+    fetch_processed_data,
+)
 from tasks.usb.layout import HOW_TO_GET_DATA, SPLITS, TASK_FOLDERS, find_data_root  # noqa: F401
-from tasks.validation import (require_binary_label, require_binary_labels, require_index,
-                              require_index_lists, require_str, require_str_list)
+from tasks.validation import (
+    require_binary_label,
+    require_binary_labels,
+    require_index,
+    require_index_lists,
+    require_str,
+    require_str_list,
+)
 
 DATA_ENV = "SUMBENCH_DATA"
 
@@ -212,7 +228,7 @@ def _check_records(task_name: str, records: list, path: str | None,
     for position, record in enumerate(records):
         try:
             check_record(task_name, record, labelled)
-        except DataError as error:
+        except DataError:
             line = line_numbers[position] if line_numbers else position + 1
             if not labelled and not is_unlabelled(task_name, record):
                 error = DataError(f"the file's first record has no answer "

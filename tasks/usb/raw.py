@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 from tasks.errors import DataError, json_type
 from tasks.io import file_sha256, read_json, read_text

@@ -9,8 +9,8 @@ makes them an error.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 SPLIT_PAIRS = (("train", "test"), ("validation", "test"), ("train", "validation"))
 

@@ -1,7 +1,7 @@
 """UNSUP: re-write a summary sentence with `[]`...`[/]` around its unsupported parts."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from tasks.registry import TASKS
 from tasks.usb.common import SPAN_METRICS, UsbTask, instructed, joined

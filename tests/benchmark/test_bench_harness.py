@@ -1,0 +1,85 @@
+"""The benchmark harness alternates arms, judges outputs and names the machine; the presence
+benchmark runs end to end on a few pairs (speed itself is never asserted here)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.provenance import cpu_model
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import harness  # noqa: E402
+
+
+def test_arms_alternate_and_outputs_are_compared():
+    calls = []
+
+    def arm(name, value):
+        return lambda: calls.append(name) or value
+
+    result = harness.compare_arms(arm("ours", [1]), arm("base", [1]), repeat=3)
+    assert calls == ["ours", "base", "base", "ours", "ours", "base"]
+    assert result["identical"] is True and len(result["ours"]["runs"]) == 3
+    assert result["ratio"] == result["baseline"]["median"] / result["ours"]["median"]
+
+    drifting = iter([[1], [2]])
+    changed = harness.compare_arms(lambda: next(drifting), arm("base", [1]), repeat=2)
+    assert changed["identical"] is False  # an arm that changes its output between runs
+    close = harness.compare_arms(arm("ours", 1.0), arm("base", 1.0 + 1e-9), repeat=1,
+                                 same=lambda a, b: abs(a - b) < 1e-6)
+    assert close["identical"] is True
+    assert harness.compare_arms(arm("ours", 1.0), arm("base", 1.0 + 1e-9), repeat=1)[
+        "identical"] is False
+
+
+def test_reports_name_the_machine(capsys):
+    result = harness.compare_arms(lambda: 1, lambda: 1, repeat=1)
+    harness.report("probe", result, as_json=True, extra={"pairs": 3})
+    line = json.loads(capsys.readouterr().out)
+    host = line["machine"]
+    assert host["cpu"] == cpu_model() and host["cpu"]
+    assert host["cpus"] == harness.cpus() >= 1
+    assert len(host["git"]["commit"]) == 40 and "numpy" in host["packages"]
+    assert (line["benchmark"], line["pairs"], line["identical"]) == ("probe", 3, True)
+    harness.report("probe", result, as_json=False)
+    assert f"machine: {host['cpu']}, {host['cpus']} CPUs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("sample", ["pairs", "examples"])
+def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
+    completed = subprocess.run(
+        [sys.executable, str(BENCH / "presence_speed.py"), "--data",
+         str(pyramid_data_dir / "pyrxsum"), "--subset", "40", "--repeat", "1", "--sample",
+         sample, "--threads", "1", "--json"],
+        capture_output=True, text=True, timeout=300, check=True)
+    line = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert line["identical"] is True and line["identical_one_pair"] is True
+    assert (line["first_token_shortcut"], line["pair_encoding"]) == ("on", "on")
+    assert line["sample"] == sample and line["machine"]["torch_threads"] == 1
+    assert line["workers"] == 1  # one torch thread: one batch at a time
+    if sample == "examples":  # whole examples: every system's summary with each unit
+        assert line["pairs"] > 2 * line["distinct_summaries"]
+    else:
+        assert line["pairs"] == line["distinct_summaries"] == 40
+
+
+def test_leaderboard_benchmark_alternates_its_scoring_arms():
+    completed = subprocess.run(
+        [sys.executable, str(BENCH / "leaderboard_load.py"), "--docs", "100", "--entries", "3",
+         "--requests", "2", "--repeat", "2", "--burst", "3", "--json"],
+        capture_output=True, text=True, timeout=300, check=True)
+    line = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert line["identical"] is True and line["records"] > 0
+    assert len(line["score"]["runs"]) == len(line["server"]["runs"]) == 2
+    assert line["ratio"] == line["server"]["median"] / line["score"]["median"]
+    assert set(line["latency"]) == {"/track/usb", "/api/v1/leaderboard/usb"}
+    burst = line["keep_up"]
+    assert (burst["submissions"], burst["listed"], burst["workers"]) == (3, 3, 2)
+    assert 0 <= burst["p50_s"] <= burst["p95_s"] <= burst["max_s"]
+    assert line["machine"]["cpus"] >= 1

@@ -1,0 +1,590 @@
+"""Presence backends: lexical (pinned F1 on REALSumm/PyrXSum), NLI, seq2seq Yes/No, causal LM."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from leaderboard.evaluators.presence import (
+    CausalLMBackend,
+    FewShotPrompter,
+    LexicalBackend,
+    NLIBackend,
+    PresenceBackendError,
+    Seq2SeqYesNoBackend,
+    build_backend,
+    calibrate_threshold,
+    content_tokens,
+    entailment_index,
+    nli_outputs,
+    presence_values,
+    pyramid_factory,
+    unit_token_recall,
+)
+from tasks.metrics.classification import binary_scores
+from tasks.qapyramid.presence_detection import PresenceDetection
+from trainers.pair_encoding import feature_lengths
+
+TEXTS = [
+    "Police said the thieves took jewels from a store in London on Sunday.",
+    "The team won the championship after a long season of hard games.",
+    "Juan Arango bit Jesus Zavala during the game and could face a ban.",
+    "The company reported record profits and hired new engineers.",
+]
+PAIRS = [
+    (TEXTS[0], "Thieves took jewels.", "ex0"),
+    (TEXTS[1], "The team lost the final.", "ex1"),
+    (TEXTS[2], "Arango could face a ban.", "ex2"),
+    (TEXTS[3], "Profits fell sharply in the last quarter of the year.", "ex3"),
+    (TEXTS[0] + " " + TEXTS[1], "Police said something.", "ex4"),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from trainers.tiny import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(TEXTS * 3, vocab_size=400)
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tokenizer, tmp_path_factory):
+    from trainers.tiny import build_tiny_classifier
+
+    path = tmp_path_factory.mktemp("nli")
+    build_tiny_classifier(tokenizer, labels=("contradiction", "entailment", "neutral"),
+                          save_dir=path, seed=3)
+    return path
+
+
+# ---- lexical ----------------------------------------------------------------------------
+def test_unit_token_recall_counts_distinct_content_tokens():
+    assert content_tokens("The cats, and the dog!") == ["cats", "dog"]
+    # content tokens of the unit: {police, arrested, three, men}; found: police, men
+    assert unit_token_recall("Police questioned two men.", "The police arrested three men") \
+        == pytest.approx(2 / 4)
+    assert unit_token_recall("anything", "the of and") == 0.0
+
+
+def test_calibrate_threshold_maximises_f1_and_prefers_larger_on_ties():
+    # t=0.9: f1 2/3; t=0.6: predicted {0.9, 0.6} = the positives, f1 1; t=0.4: 0.8; t=0.1: 2/3
+    assert calibrate_threshold([0.9, 0.6, 0.4, 0.1], [1, 1, 0, 0]) == 0.6
+    assert calibrate_threshold([0.9, 0.6, 0.4, 0.1], [1, 1, 0, 1]) == 0.1  # f1 6/7 beats 0.8
+    assert calibrate_threshold([0.5, 0.5, 0.2], [1, 0, 0]) == 0.5
+    with pytest.raises(ValueError):
+        calibrate_threshold([], [])
+
+
+@pytest.mark.parametrize("variant, threshold, f1, micro", [
+    ("realsumm", 0.5714285714285714, 0.7203754399687133, 0.7646090534979424),
+    ("pyrxsum", 0.6666666666666666, 0.5102880658436214, 0.85125),
+])
+def test_lexical_f1_on_pyramid_scus(pyramid_data_dir, variant, threshold, f1, micro):
+    """Threshold calibrated on the train split; positive-class F1 and micro F1 (the paper's
+    headline, over both classes) on the test split (example-id split)."""
+    task = PresenceDetection()
+    train = task.load_instances("train", variant, str(pyramid_data_dir))
+    test = task.load_instances("test", variant, str(pyramid_data_dir))
+    backend = LexicalBackend.calibrated([(i["summary"], i["unit"]) for i in train],
+                                        [i["label"] for i in train])
+    assert backend.threshold == pytest.approx(threshold)
+    labels = [float(r.label) for r in backend.score((i["summary"], i["unit"]) for i in test)]
+    gold = [i["label"] for i in test]
+    assert binary_scores(labels, gold)["f1"] == pytest.approx(f1)
+    from sklearn.metrics import f1_score
+
+    from tasks.metrics.classification import micro_f1
+    assert micro_f1(labels, gold) == pytest.approx(f1_score(gold, [int(v) for v in labels],
+                                                            average="micro"), abs=1e-12)
+    assert micro_f1(labels, gold) == pytest.approx(micro)
+
+
+def test_presence_callable_shape_and_factory():
+    backend = build_backend("lexical", threshold=0.5)
+    values = backend(["Police said thieves took jewels."], [["Thieves took jewels.",
+                                                             "Profits fell."]])
+    assert values == [[1.0, 0.0]]
+    assert presence_values(backend, ["a b"], [[]]) == [[]]
+    factory = pyramid_factory("lexical")
+    first = factory(None, "sys1", "scus", threshold=0.5, model=None)
+    assert factory(None, "sys2", "scus", threshold=0.5) is first
+    other = factory(None, "sys1", "scus", threshold=0.6)
+    assert other is not first and other.threshold == 0.6
+    assert factory(None, "sys1", "scus", threshold=0.5) is not first  # only the latest is kept
+
+
+# ---- NLI --------------------------------------------------------------------------------
+def test_entailment_index_follows_id2label():
+    id2label = {0: "CONTRADICTION", 1: "neutral", 2: "Entailment"}
+    assert entailment_index(id2label) == 2  # case-insensitive
+    assert entailment_index(id2label, {"contradiction": 0, "neutral": 1, "entailment": 2}) == 2
+    assert entailment_index({"0": "entailment", "1": "not_entailment"}, None) == 0  # str keys
+    assert entailment_index(id2label, {"LABEL_0": 0}) == 2  # label2id without the label
+    assert entailment_index(None, {"Entailment": 1, "neutral": 0}) == 1  # only label2id
+    assert entailment_index({}, {"entailment": 0}) == 0
+    assert entailment_index(id2label, None, "NEUTRAL") == 1  # entailment_label, any case
+    assert entailment_index({0: "refuted", 1: "supported"}, None, "supported") == 1
+    with pytest.raises(PresenceBackendError, match="disagrees on the 'entailment' label: "
+                       "id2label puts it at index 2, label2id at 0"):
+        entailment_index(id2label, {"entailment": 0, "neutral": 1, "contradiction": 2})
+    with pytest.raises(PresenceBackendError, match="no single 'entailment' label.*"
+                       "--entailment-label"):
+        entailment_index({0: "LABEL_0", 1: "LABEL_1"}, {"entailment": 1})
+    with pytest.raises(PresenceBackendError, match="no single 'entailment'"):
+        entailment_index({0: "entailment", 1: "ENTAILMENT"})
+    with pytest.raises(PresenceBackendError, match="no id2label.*no single 'supported'"):
+        entailment_index(None, {"entailment": 0}, "supported")
+
+
+def test_nli_outputs_follow_lite2pyramid():
+    """p2c / l2c as Lite²Pyramid computes them: the non-entailment LOGITS are added, then
+    softmax / argmax over [entailment, that sum] (entailment first, as in the release)."""
+    import torch
+
+    logits = [1.0, 0.9, 0.8]  # entailment is the 3-class argmax
+    out = nli_outputs(logits, 0)
+    p_e = math.exp(1.0) / sum(math.exp(v) for v in logits)
+    assert out["p3"] == pytest.approx(p_e)
+    batch = torch.tensor([logits], dtype=torch.float64)
+    official = torch.stack([batch[:, 0], batch[:, 1] + batch[:, 2]], dim=1)
+    assert out["p2"] == pytest.approx(torch.softmax(official, dim=1)[0, 0].item(), abs=1e-12)
+    assert out["p2"] == pytest.approx(1 / (1 + math.exp(0.7)))
+    assert (out["label3"], out["label2"]) == (1, int(torch.argmax(official, dim=1) == 0))
+    assert nli_outputs([2.0, 1.0, 1.0], 0)["label2"] == 1  # a tie goes to entailment
+    two_class = nli_outputs([0.3, -0.2], 1)  # [not_entailment, entailment]
+    assert two_class["p2"] == pytest.approx(1 / (1 + math.exp(0.5)))
+    assert nli_outputs([-900.0, 0.0, 0.0], 0)["p2"] == pytest.approx(0.0)
+
+
+def test_nli_reads_entailment_index_from_label2id(tokenizer, classifier_dir):
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from leaderboard.evaluators import presence_models
+
+    backend = build_backend("nli", model=str(classifier_dir), mode="prob3")
+    assert type(backend) is NLIBackend is presence_models.NLIBackend and backend.entail == 1
+    model = AutoModelForSequenceClassification.from_pretrained(str(classifier_dir)).eval()
+    with torch.no_grad():
+        logits = model(**tokenizer(PAIRS[0][0], PAIRS[0][1], return_tensors="pt")).logits[0]
+    expected = torch.softmax(logits, -1)[1].item()
+    assert expected != pytest.approx(torch.softmax(logits, -1)[0].item())
+    assert backend.score([PAIRS[0]])[0].probability == pytest.approx(expected, abs=1e-6)
+
+
+def _edited_copy(folder, destination, edit):
+    """A copy of a saved model folder with its config.json changed by `edit(dict)`."""
+    import json
+    import shutil
+
+    shutil.copytree(folder, destination)
+    config = json.loads((destination / "config.json").read_text())
+    edit(config)
+    (destination / "config.json").write_text(json.dumps(config))
+    return destination
+
+
+def _softmax_at(folder, tokenizer, pair, index) -> float:
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
+    with torch.no_grad():
+        logits = model(**tokenizer(pair[0], pair[1], return_tensors="pt")).logits[0]
+    return torch.softmax(logits, -1)[index].item()
+
+
+def test_nli_config_with_only_id2label(tokenizer, classifier_dir, tmp_path):
+    """A config.json without label2id (transformers then leaves label2id None): the index
+    comes from id2label, here moved to the last class."""
+    def only_id2label(config):
+        del config["label2id"]
+        config["id2label"] = {"0": "contradiction", "1": "neutral", "2": "ENTAILMENT"}
+
+    folder = _edited_copy(classifier_dir, tmp_path / "nli", only_id2label)
+    backend = NLIBackend(str(folder), mode="prob3")
+    assert backend.entail == 2
+    expected = _softmax_at(folder, tokenizer, PAIRS[0], 2)
+    assert expected != pytest.approx(_softmax_at(folder, tokenizer, PAIRS[0], 1))
+    assert backend.score([PAIRS[0]])[0].probability == pytest.approx(expected, abs=1e-6)
+
+
+def test_nli_stale_label2id_is_an_error(classifier_dir, tmp_path):
+    def stale(config):  # id2label: entailment = 1; label2id says 2
+        config["label2id"] = {"contradiction": 0, "neutral": 1, "entailment": 2}
+
+    folder = _edited_copy(classifier_dir, tmp_path / "nli", stale)
+    with pytest.raises(PresenceBackendError, match="disagrees on the 'entailment' label"):
+        build_backend("nli", model=str(folder))
+
+
+def test_nli_entailment_label_option(tokenizer, tmp_path):
+    from trainers.tiny import build_tiny_classifier
+
+    build_tiny_classifier(tokenizer, labels=("refuted", "supported"), save_dir=tmp_path / "m",
+                          seed=4)
+    with pytest.raises(PresenceBackendError, match="no single 'entailment' label"):
+        NLIBackend(str(tmp_path / "m"))
+    supported = NLIBackend(str(tmp_path / "m"), entailment_label="Supported", mode="prob2")
+    refuted = build_backend("nli", model=str(tmp_path / "m"), entailment_label="REFUTED")
+    assert (supported.entail, refuted.entail) == (1, 0)
+    p_supported = supported.score([PAIRS[2]])[0].probability
+    assert p_supported == pytest.approx(_softmax_at(tmp_path / "m", tokenizer, PAIRS[2], 1),
+                                        abs=1e-6)
+    assert p_supported + refuted.score([PAIRS[2]])[0].probability == pytest.approx(1.0)
+
+
+def test_nli_is_batch_size_independent_and_cached(classifier_dir, tmp_path):
+    one = NLIBackend(str(classifier_dir), batch_size=1).score(PAIRS)
+    cache = tmp_path / "nli.sqlite"
+    batched = NLIBackend(str(classifier_dir), batch_size=4, chunk_size=3, cache=cache)
+    first = batched.score(PAIRS)
+    for a, b in zip(one, first):
+        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-5)
+    assert batched.forward_calls == 2  # chunks of 3 and 2 pairs
+    again = NLIBackend(str(classifier_dir), batch_size=4, cache=cache)
+    assert again.score(PAIRS) == first and again.forward_calls == 0
+    assert again.revision.startswith("files:")
+
+
+def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
+    """Length-sorted batches weigh padding against a batch's cost (trainers.batch_plan): once
+    the shortcut is checked, the long pair runs in its own batch, the short ones fill whole
+    batches, and the numbers are those of fixed batches (up to float rounding: other padded
+    shapes)."""
+    pairs = outlier_pairs()
+    planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    fixed.plan_batches = False
+    sizes, forward = [], planned.forward
+    planned.forward = lambda features: sizes.append(len(features)) or forward(features)
+    expected = fixed.score(pairs)
+    assert planned.score(pairs) and sizes == [8, 5]  # the check's batch: the 8 longest
+    sizes.clear()
+    got = planned.score(pairs)
+    lengths = planned_lengths(planned, pairs)
+    assert lengths[0] > 3 * lengths[1] and sizes == [1, 4, 8]
+    assert fixed.forward_calls == 2 and planned.forward_calls == 2 + 3
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
+    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
+    assert (planned.fast_paths()["batches"], fixed.fast_paths()["batches"]) == \
+        ("planned", "fixed")
+
+
+def test_nli_results_are_made_on_the_worker_threads_and_repeats_get_their_own(
+        classifier_dir):
+    """A batch's results are made on its worker thread, beside the other batch's forward
+    pass; a repeated pair runs once and gets an equal result object of its own. The plan
+    counts the keys as the shortcut pads them (blocks of 16 for these 16-wide heads)."""
+    import threading
+
+    backend = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
+    made_on, result = [], backend.result
+    backend.result = lambda raw: made_on.append(threading.current_thread().name) or result(raw)
+    got = backend.score(PAIRS + PAIRS[:2])
+    assert len(made_on) == len(PAIRS) + 2
+    assert all(name.startswith("sumbench-batch") for name in made_on[:len(PAIRS)])
+    assert made_on[len(PAIRS):] == [threading.current_thread().name] * 2  # the repeats
+    assert [r.details for r in got[len(PAIRS):]] == [r.details for r in got[:2]]
+    assert got[len(PAIRS)] is not got[0] and got[len(PAIRS)].details is not got[0].details
+    assert backend.plan_key_block() == 16
+    assert NLIBackend(str(classifier_dir), first_token_shortcut=False).plan_key_block() == 1
+
+
+def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifier_dir,
+                                                                         monkeypatch):
+    """The plan would run the long pair alone, unpadded; the check runs the `batch_size`
+    longest pairs together instead, so a shortcut that mishandled padding (here: one that
+    ignores the attention mask) is caught and turned off."""
+    import torch
+
+    from trainers import first_token
+
+    folded = first_token._first_position_layer
+    monkeypatch.setattr(first_token, "_first_position_layer",
+                        lambda layer, hidden, mask, heads:
+                        folded(layer, hidden, torch.ones_like(mask), heads))
+    pairs = outlier_pairs()
+    backend = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
+    plain = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1,
+                       first_token_shortcut=False)
+    got = backend.score(pairs)
+    assert backend.shortcut.startswith("off: it differs from the model's forward")
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in plain.score(pairs)], abs=1e-6)
+
+
+def outlier_pairs() -> list[tuple[str, str, str]]:
+    """One long pair (four summaries in one) and twelve short ones."""
+    return [(" ".join(TEXTS * 4), "Thieves took jewels.", "ex0")] + \
+        [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
+
+
+def planned_lengths(backend, pairs) -> list[int]:
+    """The backend's token lengths of `pairs`, longest first (as it sorts them)."""
+    return sorted(feature_lengths(backend.prepare(pairs)), reverse=True)
+
+
+def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):
+    from trainers.tiny import build_tiny_classifier
+
+    labels = ("entailment", "neutral", "contradiction")
+    build_tiny_classifier(tokenizer, labels=labels, save_dir=tmp_path / "m", seed=1)
+    before = NLIBackend(str(tmp_path / "m")).fingerprint()
+    build_tiny_classifier(tokenizer, labels=labels, save_dir=tmp_path / "m", seed=2)
+    assert NLIBackend(str(tmp_path / "m")).fingerprint() != before
+
+
+def test_model_revision_covers_tokenizer_and_config_files(classifier_dir, tmp_path):
+    import json
+    import shutil
+
+    from trainers.disk_cache import model_folder_files, model_revision
+
+    folder = tmp_path / "m"
+    shutil.copytree(classifier_dir, folder)
+    names = [path.name for path in model_folder_files(folder)]
+    assert names == ["config.json", "model.safetensors", "tokenizer.json",
+                     "tokenizer_config.json"]
+    seen = {model_revision(str(folder), None)}
+    (folder / "README.md").write_text("not part of the model")
+    assert model_revision(str(folder), None) in seen
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "do_lower_case": 1}))
+    seen.add(model_revision(str(folder), None))
+    (folder / "special_tokens_map.json").write_text('{"pad_token": "<pad>"}')
+    seen.add(model_revision(str(folder), None))
+    (folder / "spiece.model").write_bytes(b"sentencepiece")
+    seen.add(model_revision(str(folder), None))
+    (folder / "vocab.txt").write_text("a\nb\n")
+    seen.add(model_revision(str(folder), None))
+    assert len(seen) == 5 and all(rev.startswith("files:") for rev in seen)
+    assert model_revision(str(folder), None, "v1") == "v1"
+
+
+def test_nli_cache_misses_after_a_tokenizer_change(classifier_dir, tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "m"
+    shutil.copytree(classifier_dir, folder)
+    cache = tmp_path / "cache.sqlite"
+    first = NLIBackend(str(folder), cache=cache, mode="prob3")
+    before = first.score(PAIRS[:2])
+    definition = json.loads((folder / "tokenizer.json").read_text())
+    definition["normalizer"] = {"type": "Lowercase"}  # same weights, other token ids
+    (folder / "tokenizer.json").write_text(json.dumps(definition))
+    second = NLIBackend(str(folder), cache=cache, mode="prob3")
+    assert second.fingerprint() != first.fingerprint()
+    after = second.score(PAIRS[:2])
+    assert second.forward_calls == 1  # not the first tokenizer's cached outputs
+    assert after[0].probability != pytest.approx(before[0].probability, abs=1e-9)
+
+
+# ---- seq2seq and causal LM ---------------------------------------------------------------
+def test_seq2seq_yes_no_probability(tokenizer):
+    import torch
+
+    from trainers.tiny import build_tiny_t5
+
+    model = build_tiny_t5(tokenizer, seed=0)
+    backend = Seq2SeqYesNoBackend(model, tokenizer, batch_size=2)
+    results = backend.score(PAIRS[:3])
+    source = PresenceDetection.source_text(PAIRS[1][0], PAIRS[1][1])
+    with torch.no_grad():
+        logits = model(**tokenizer(source, return_tensors="pt"),
+                       decoder_input_ids=torch.tensor([[tokenizer.pad_token_id]])).logits[0, 0]
+    probs = torch.softmax(logits, -1)
+    yes, no = (tokenizer.convert_tokens_to_ids(t) for t in ("ĠYes", "ĠNo"))
+    expected = (probs[yes] / (probs[yes] + probs[no])).item()
+    assert results[1].probability == pytest.approx(expected, abs=1e-5)
+    assert results[1].label == int(expected > 0.5)
+
+
+def test_seq2seq_cache_key_is_the_model_input(tokenizer, tmp_path, monkeypatch):
+    """Another instruction text means another model input: not the cached output."""
+    from tasks.qapyramid import presence_detection
+    from trainers.tiny import build_tiny_t5
+
+    model = build_tiny_t5(tokenizer, seed=0)
+    cache = tmp_path / "s2s.sqlite"
+    original = Seq2SeqYesNoBackend(model, tokenizer, cache=cache).score(PAIRS[:2])
+    cached = Seq2SeqYesNoBackend(model, tokenizer, cache=cache)
+    assert cached.score(PAIRS[:2]) == original and cached.forward_calls == 0
+    key = cached.key_parts(PAIRS[0])
+    assert key == (PresenceDetection.source_text(PAIRS[0][0], PAIRS[0][1]),)
+    monkeypatch.setattr(presence_detection, "PRESENCE_INSTRUCTION", "Does the summary say it?")
+    reworded = Seq2SeqYesNoBackend(model, tokenizer, cache=cache)
+    assert reworded.key_parts(PAIRS[0]) != key
+    results = reworded.score(PAIRS[:2])
+    assert reworded.forward_calls == 1
+    fresh = Seq2SeqYesNoBackend(model, tokenizer).score(PAIRS[:2])
+    assert [r.probability for r in results] == pytest.approx([r.probability for r in fresh])
+    assert results[0].probability != pytest.approx(original[0].probability, abs=1e-9)
+    longer = Seq2SeqYesNoBackend(model, tokenizer, cache=cache, max_length=8)
+    assert longer.fingerprint() != reworded.fingerprint()
+
+
+def _pool():
+    return [{"example_id": f"ex{i}", "summary": s, "unit": u, "label": i % 2}
+            for i, (s, u, _) in enumerate(PAIRS)]
+
+
+def test_fewshot_shots_never_from_the_same_example():
+    prompter = FewShotPrompter(_pool(), shots=3, seed=7)
+    for summary, unit, group in PAIRS:
+        shots = prompter.shots_for(summary, unit, group)
+        assert len(shots) == 3 and all(shot["example_id"] != group for shot in shots)
+        assert shots == prompter.shots_for(summary, unit, group)  # seeded per query
+        prompt = prompter.prompt((summary, unit, group))
+        assert prompt.count("ANSWER:") == 4 and prompt.endswith(f"UNIT: {unit}\nANSWER:")
+    with pytest.raises(PresenceBackendError):
+        FewShotPrompter(_pool(), shots=6)
+
+
+def test_causal_lm_scorer_matches_unpadded_forward(tokenizer):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=1024,
+                                           n_embd=32, n_layer=2, n_head=2)).eval()
+    backend = CausalLMBackend(model, tokenizer, pool=_pool(), shots=2, seed=1, batch_size=3)
+    results = backend.score(PAIRS)
+    prompt = backend.prompter.prompt(PAIRS[2])
+    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        last = model(ids).logits[0, -1]
+    yes, no = last[backend.yes_id].item(), last[backend.no_id].item()
+    assert results[2].probability == pytest.approx(1 / (1 + math.exp(no - yes)), abs=1e-5)
+    one_by_one = CausalLMBackend(model, tokenizer, pool=_pool(), shots=2, seed=1,
+                                 batch_size=1).score(PAIRS)
+    for a, b in zip(results, one_by_one):
+        assert a.probability == pytest.approx(b.probability, abs=1e-5)
+
+
+def test_backend_fits_the_pyramid_evaluator(pyramid_data_dir):
+    """The backend is a presence callable for leaderboard.evaluators.pyramid; the lexical
+    default `use="label"` counts thresholded units, `use="probability"` the token recall."""
+    from leaderboard.evaluators.pyramid import evaluate_system
+    from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+
+    dataset = load_pyramid_dataset(pyramid_data_dir / "realsumm", systems=["abs_bart_out"])
+    summaries, units = dataset.summaries["abs_bart_out"], dataset.units["scus"]
+    threshold = 0.5714285714285714
+    labels = evaluate_system("abs_bart_out", summaries, units, LexicalBackend(threshold))
+    assert labels.score == pytest.approx(0.514703157953158)
+    soft = evaluate_system("abs_bart_out", summaries, units,
+                           LexicalBackend(threshold, use="probability"))
+    assert soft.score == pytest.approx(0.5654078221932388)
+
+
+def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir):
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from leaderboard.evaluators.pyramid import check_presence_options
+
+    backend = build_backend("nli", model=str(classifier_dir), mode="prob3")
+    assert backend.max_length == 400
+    assert check_presence_options("nli", "scus", {"model": "m", "max_length": 16}) == "nli"
+    summary, unit = " ".join(TEXTS * 60), PAIRS[0][1]
+    assert len(tokenizer(summary, unit)["input_ids"]) > 400
+    model = AutoModelForSequenceClassification.from_pretrained(str(classifier_dir)).eval()
+
+    def p3(max_length):
+        with torch.no_grad():
+            logits = model(**tokenizer(summary, unit, truncation=True, max_length=max_length,
+                                       return_tensors="pt")).logits[0]
+        return torch.softmax(logits, -1)[backend.entail].item()
+    assert backend.score([(summary, unit)])[0].probability == pytest.approx(p3(400), abs=1e-6)
+    short = build_backend("nli", model=str(classifier_dir), mode="prob3", max_length=16)
+    assert short.score([(summary, unit)])[0].probability == pytest.approx(p3(16), abs=1e-6)
+
+
+def test_nli_first_token_shortcut_is_checked_and_gives_the_full_forward(classifier_dir):
+    full = NLIBackend(str(classifier_dir), batch_size=2, first_token_shortcut=False)
+    assert full.shortcut == "off: turned off"
+    fast = NLIBackend(str(classifier_dir), batch_size=2)
+    assert fast.shortcut == "unchecked"
+    expected, got = full.score(PAIRS), fast.score(PAIRS)
+    assert fast.shortcut == "on"
+    for a, b in zip(expected, got):
+        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
+        assert a.details["label3"] == b.details["label3"]
+
+
+def test_nli_shortcut_that_disagrees_is_dropped_with_a_warning(classifier_dir, capsys):
+    backend = NLIBackend(str(classifier_dir), batch_size=2)
+    shortcut = backend._shortcut_forward
+    backend._shortcut_forward = lambda **tensors: shortcut(**tensors) + 0.5
+    got = backend.score(PAIRS)
+    assert backend.shortcut.startswith("off: it differs from the model's forward by 0.5")
+    assert backend._shortcut_forward is None
+    assert "first-token shortcut is off" in capsys.readouterr().err
+    expected = NLIBackend(str(classifier_dir), first_token_shortcut=False).score(PAIRS)
+    for a, b in zip(expected, got):  # every batch, the checked one too, from the full forward
+        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
+
+
+def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir):
+    """Each distinct summary and unit tokenized once (PAIRS share summaries): the same inputs,
+    so the same numbers exactly; `fast_paths` says what ran."""
+    pairs = PAIRS + [(TEXTS[0], "Jewels were taken in London.", "ex0"),
+                     (TEXTS[2], "Thieves took jewels.", "ex2")] * 2
+    plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False, workers=2)
+    assembled = NLIBackend(str(classifier_dir), batch_size=3, workers=2)
+    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
+                                      "first_token_shortcut": "unchecked",
+                                      "pair_encoding": "unchecked", "pair_template": "on"}
+    assert [r.details for r in assembled.score(pairs)] == \
+        [r.details for r in plain.score(pairs)]
+    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
+                                      "first_token_shortcut": "on", "pair_encoding": "on",
+                                      "pair_template": "on"}
+    assert plain.fast_paths()["pair_encoding"] == "off: turned off"
+
+
+def test_pad_batch_pads_ids_segments_and_mask():
+    from leaderboard.evaluators.presence_models import pad_batch
+
+    batch = pad_batch([{"input_ids": [5, 6, 7], "token_type_ids": [0, 1, 1]},
+                       {"input_ids": [8], "token_type_ids": [0]}], pad_id=2)
+    assert batch["input_ids"].tolist() == [[5, 6, 7], [8, 2, 2]]
+    assert batch["token_type_ids"].tolist() == [[0, 1, 1], [0, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert batch["input_ids"].dtype == batch["attention_mask"].dtype
+    assert sorted(pad_batch([{"input_ids": [3]}], pad_id=0)) == ["attention_mask", "input_ids"]
+
+
+def test_nli_batches_on_two_workers_give_one_workers_numbers(classifier_dir):
+    """Two batches at a time on worker threads (trainers.cpu_workers): the same numbers as one
+    after another; the first, longest batch runs alone (on a worker too, so that its numbers
+    never depend on the call it came in) while it settles the shortcut check, so no other
+    batch sees the check pending."""
+    import threading
+
+    units = ["Thieves took jewels.", "A long season.", "Profits fell.", "Arango bit Zavala."]
+    pairs = [(text, unit, f"ex{i}") for i, text in enumerate(TEXTS) for unit in units] * 2
+    one = NLIBackend(str(classifier_dir), batch_size=2, workers=1)
+    two = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
+    calls, forward = [], two.forward
+
+    def recorded(features):
+        calls.append((threading.current_thread().name, two.shortcut, len(features)))
+        return forward(features)
+
+    two.forward = recorded
+    expected, got = one.score(pairs), two.score(pairs)
+    assert [r.details["p3"] for r in got] == \
+        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
+    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
+    assert calls[0][1] == "unchecked"
+    assert len(calls) == two.forward_calls == 8 and [c[2] for c in calls] == [2] * 8
+    assert {shortcut for _, shortcut, _ in calls[1:]} == {"on"}
+    assert {name.startswith("sumbench-batch") for name, _, _ in calls} == {True}
+    again = [r.details for r in two.score(pairs)]  # the checked batch, now with the others
+    assert again == [r.details for r in got]
+    assert two.fast_paths()["workers"] == 2 and one.fast_paths()["workers"] == 1
