@@ -1,10 +1,15 @@
-"""Benchmark tasks: a registry of small task classes (data, formats, parser, metrics)."""
+"""Benchmark tasks: a registry of small task classes (data, formats, parser, metrics).
+
+The built-in tasks register when first asked for, and so do tasks of installed packages
+(`sumbench.tasks` entry points, tasks.plugins); `task_source(name)` names the package a task
+comes from."""
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
 
 from tasks.errors import SumbenchError
+from tasks.plugins import load_plugins
 from tasks.registry import TASKS
 
 #: modules whose import registers the built-in tasks
@@ -13,14 +18,42 @@ BUILTIN_TASK_MODULES = ("tasks.usb", "tasks.qapyramid.qa_generation",
 #: what `all` means where commands take task lists
 DEFAULT_SUITE = "usb"
 _loaded = False
+#: task name -> the package it comes from (built-ins: sumbench)
+TASK_SOURCES: dict[str, str] = {}
 
 
 def _load_builtin_tasks() -> None:
     global _loaded
     if not _loaded:
+        _loaded = True
         for module in BUILTIN_TASK_MODULES:
             importlib.import_module(module)
-        _loaded = True
+        TASK_SOURCES.update(dict.fromkeys(TASKS.names(), "sumbench"))
+        TASK_SOURCES.update(load_plugins("sumbench.tasks", register_task_class))
+
+
+def register_task_class(name: str, task_class) -> None:
+    """Register a plug-in's Task class under its `name` (and its `aliases`); the entry point
+    must carry the same name, and the class must be a whole task (no abstract method left)."""
+    import inspect
+
+    from tasks.base import Task
+
+    if not (isinstance(task_class, type) and issubclass(task_class, Task)):
+        raise TypeError(f"expected a Task class, got {task_class!r}")
+    if inspect.isabstract(task_class):
+        missing = ", ".join(sorted(task_class.__abstractmethods__))
+        raise TypeError(f"{task_class.__name__} leaves abstract: {missing}")
+    if getattr(task_class, "name", None) != name:
+        raise ValueError(f"the entry point is named {name!r}, the task "
+                         f"{getattr(task_class, 'name', None)!r}")
+    TASKS.register(name, task_class, tuple(getattr(task_class, "aliases", ())))
+
+
+def task_source(name: str) -> str:
+    """The package a registered task comes from."""
+    _load_builtin_tasks()
+    return TASK_SOURCES.get(TASKS.canonical_name(name), "unknown")
 
 
 def get_task(name: str, **options):

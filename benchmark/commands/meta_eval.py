@@ -63,15 +63,20 @@ def _json_ready(value):
 
 
 def metric_scores(name: str, dataset) -> dict[str, list[float]]:
-    """Per-example metric scores: a built-in ROUGE recall or a JSON score file."""
+    """Per-example metric scores: a registered evaluator (a built-in ROUGE recall, or one of
+    an installed package) or a JSON score file."""
     from leaderboard.meta_eval import load_scores
+    from tasks.metrics.evaluators import evaluate_systems, load_evaluators
     from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 
-    if name in RECALL_METRICS:
+    if name in RECALL_METRICS:  # all three references' tokens computed once for every system
         return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name]
+    if name in load_evaluators():
+        return evaluate_systems(name, dataset.summaries, dataset.references)
     if not Path(name).is_file():
-        raise SumbenchError(f"--metric {name!r} is neither a built-in metric "
-                            f"({', '.join(RECALL_METRICS)}) nor an existing JSON file")
+        raise SumbenchError(f"--metric {name!r} is neither an evaluator "
+                            f"({', '.join(load_evaluators().names())}) nor an existing JSON "
+                            f"file")
     return load_scores(name, dataset.ids, dataset.systems)
 
 

@@ -35,10 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tasks.errors import SumbenchError
+from tasks.plugins import entry_points, load_plugins
 from tasks.registry import Registry
 from tasks.text import content_tokens
 
-BACKEND_CLASSES: Registry = Registry("presence backend")
+#: the one registry of presence backends: name -> PresenceBackend class (built-in, or a
+#: plug-in's); `sumbench pyramid` adds "human" (the dataset's own labels) on top
+PRESENCE_BACKENDS: Registry = Registry("presence backend")
 NLI_MODES = ("prob2", "prob3", "label2", "label3")
 MODELS_MODULE = "leaderboard.evaluators.presence_models"
 #: names defined in MODELS_MODULE and served from here on first access
@@ -116,11 +119,45 @@ def presence_values(backend: PresenceBackend, summaries: Sequence[str],
     return [[float(getattr(next(results), use)) for _ in row] for row in units]
 
 
+_plugins_loaded = False
+
+
+def load_backends() -> None:
+    """Register the model backends (nli, seq2seq, causal-lm: imports torch) and those of
+    installed packages (`sumbench.presence_backends` entry points, tasks.plugins), once."""
+    global _plugins_loaded
+    importlib.import_module(MODELS_MODULE)
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        load_plugins("sumbench.presence_backends", register_backend_class)
+
+
+def register_backend_class(name: str, backend_class) -> None:
+    """Register a plug-in's PresenceBackend class under its `name` (the entry point's)."""
+    import inspect
+
+    if not (isinstance(backend_class, type) and issubclass(backend_class, PresenceBackend)):
+        raise TypeError(f"expected a PresenceBackend class, got {backend_class!r}")
+    if inspect.isabstract(backend_class):
+        raise TypeError(f"{backend_class.__name__} leaves abstract: "
+                        f"{', '.join(sorted(backend_class.__abstractmethods__))}")
+    if getattr(backend_class, "name", None) != name:
+        raise ValueError(f"the entry point is named {name!r}, the backend "
+                         f"{getattr(backend_class, 'name', None)!r}")
+    PRESENCE_BACKENDS.register(name, backend_class)
+
+
+def plugin_backend_names() -> list[str]:
+    """The names installed packages give their backends (read without importing them)."""
+    return [point.name for point in entry_points("sumbench.presence_backends")]
+
+
 def build_backend(name: str, **options: Any) -> PresenceBackend:
-    """A backend by registry name (lexical, nli, seq2seq, causal-lm, chat) and its options."""
-    if name not in BACKEND_CLASSES:
-        importlib.import_module(MODELS_MODULE)  # registers nli, seq2seq, causal-lm
-    return BACKEND_CLASSES.get(name)(**options)
+    """A backend by registry name (lexical, nli, seq2seq, causal-lm, chat, or a plug-in's)
+    and its options."""
+    if name not in PRESENCE_BACKENDS:
+        load_backends()
+    return PRESENCE_BACKENDS.get(name)(**options)
 
 
 def pyramid_factory(name: str):
@@ -179,7 +216,7 @@ def calibrate_threshold(scores: Sequence[float], labels: Sequence[int]) -> float
     return float(best)
 
 
-@BACKEND_CLASSES.decorator()
+@PRESENCE_BACKENDS.decorator()
 class LexicalBackend(PresenceBackend):
     name = "lexical"
 
@@ -289,7 +326,7 @@ def parse_qapyramid_gpt4o(text: str) -> int | None:
     return 1 if "yes" in lowered else 0 if "no" in lowered else None
 
 
-@BACKEND_CLASSES.decorator()
+@PRESENCE_BACKENDS.decorator()
 class ChatBackend(PresenceBackend):
     """Presence from an OpenAI-compatible chat model. `prompt_style` "task" asks with the
     presence task's (few-shot) prompt, greedily; "qapyramid-gpt4o" sends QAPyramid's released

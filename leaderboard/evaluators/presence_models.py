@@ -1,6 +1,6 @@
 """Model presence backends: NLI, seq2seq Yes/No and causal LM, on a shared batched base.
 
-Registered in `leaderboard.evaluators.presence.BACKEND_CLASSES` (as `nli`, `seq2seq`,
+Registered in `leaderboard.evaluators.presence.PRESENCE_BACKENDS` (as `nli`, `seq2seq`,
 `causal-lm`) when this module is imported; `build_backend` imports it on demand, and every
 name here is importable from `leaderboard.evaluators.presence` too.
 
@@ -45,8 +45,8 @@ from typing import Any
 
 from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
 from leaderboard.evaluators.presence import (
-    BACKEND_CLASSES,
     NLI_MODES,
+    PRESENCE_BACKENDS,
     FewShotPrompter,
     PresenceBackend,
     PresenceBackendError,
@@ -237,7 +237,7 @@ class BatchedModelBackend(PresenceBackend):
 
 
 # ---- NLI (labels and outputs: leaderboard.evaluators.nli_outputs) ----------------------
-@BACKEND_CLASSES.decorator()
+@PRESENCE_BACKENDS.decorator()
 class NLIBackend(BatchedModelBackend):
     name = "nli"
 
@@ -315,7 +315,7 @@ def _yes_no_result(logit_yes: float, logit_no: float) -> PresenceResult:
     return PresenceResult(p_yes, int(p_yes > 0.5), {"logit_yes": logit_yes, "logit_no": logit_no})
 
 
-@BACKEND_CLASSES.decorator()
+@PRESENCE_BACKENDS.decorator()
 class Seq2SeqYesNoBackend(BatchedModelBackend):
     name = "seq2seq"
 
@@ -359,7 +359,7 @@ class Seq2SeqYesNoBackend(BatchedModelBackend):
 
 
 # ---- causal LM -------------------------------------------------------------------------
-@BACKEND_CLASSES.decorator()
+@PRESENCE_BACKENDS.decorator()
 class CausalLMBackend(BatchedModelBackend):
     name = "causal-lm"
 

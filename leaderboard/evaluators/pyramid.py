@@ -5,8 +5,10 @@ A presence backend is any callable `presence(summaries, units) -> presences` whe
 `presences[i][j]` in [0, 1] the presence of unit j in summary i. The Pyramid score of a summary is
 the unweighted mean presence over its units; a system's score is the mean over examples.
 
-Backends are reached by name through `PRESENCE_BACKENDS` (`presence_factory(name)`), whose
-entries are factories `factory(dataset, system, units_kind, **options) -> presence`:
+Backends are reached by name through `presence_factory(name)`, which gives a factory
+`factory(dataset, system, units_kind, **options) -> presence` for each name of
+`backend_names()`: "human", and the one registry of backends
+(leaderboard.evaluators.presence.PRESENCE_BACKENDS, built-in or of installed packages):
 - "human": the human SCU labels of the dataset (SCUs only, no options);
 - "lexical": `leaderboard.evaluators.presence.LexicalBackend` (present iff the unit's content
   token recall >= threshold). `threshold` defaults to `lexical_threshold(dataset.root)`: the
@@ -20,8 +22,8 @@ entries are factories `factory(dataset, system, units_kind, **options) -> presen
   leaderboard.evaluators.presence, imported on first use (so "human" never imports torch); one
   backend (one model) is built per options and reused across systems.
 `BACKEND_OPTIONS` says which options each built-in backend needs and takes (and with which
-units); `check_presence_options` enforces it. Another module may add a backend with
-`PRESENCE_BACKENDS.register(name, factory)`; its factory then checks its own options.
+units); `check_presence_options` enforces it. A package adds a backend through a
+`sumbench.presence_backends` entry point (tasks.plugins); it checks its own options.
 """
 from __future__ import annotations
 
@@ -32,10 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError
+from tasks.errors import SumbenchError, UnknownNameError, did_you_mean
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
-from tasks.registry import Registry
 
 #: unit kinds a text-judging backend accepts: the folder's, Lite²·⁵ mixes and unit files
 MODEL_UNIT_KINDS = UNIT_KINDS + ("mixed", "file")
@@ -43,8 +44,8 @@ MODEL_UNIT_KINDS = UNIT_KINDS + ("mixed", "file")
 Presence = Callable[[list[str], list[list[str]]], list[list[float]]]
 PresenceFactory = Callable[..., Presence]
 
-#: presence backend factories by name
-PRESENCE_BACKENDS: Registry = Registry("presence backend")
+#: the backend that reads the dataset's human labels instead of judging summary text
+HUMAN = "human"
 #: option name -> the `sumbench pyramid` flag that sets it (for messages)
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
                 "batch_size": "--batch-size", "device": "--device", "workers": "--workers",
@@ -192,7 +193,7 @@ def _flags(names: Sequence[str]) -> str:
 def check_presence_options(backend: str, units_kind: str, options: Mapping[str, Any]) -> str:
     """The backend's canonical name, once its units and options (None = not given) are
     checked against `BACKEND_OPTIONS`; a clear SumbenchError otherwise."""
-    name = PRESENCE_BACKENDS.canonical_name(backend)
+    name = canonical_backend(backend)
     spec = BACKEND_OPTIONS.get(name)
     if spec is not None and units_kind not in spec.units:
         raise SumbenchError(f"--presence {name} needs --units {' or '.join(spec.units)}, not "
@@ -204,7 +205,7 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
     """The backend's canonical name, once the options given (None = not given) are checked
     against its `BACKEND_OPTIONS`: each required one given, none it does not take. Backends
     without an entry (registered elsewhere) check their own options."""
-    name = PRESENCE_BACKENDS.canonical_name(backend)
+    name = canonical_backend(backend)
     spec = BACKEND_OPTIONS.get(name)
     if spec is None:
         return name
@@ -221,20 +222,46 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
     return name
 
 
+#: the factory of each automatic backend, built once (it keeps the model it loaded)
+_AUTOMATIC: dict[str, AutomaticPresence] = {}
+
+
 def presence_factory(name: str) -> PresenceFactory:
-    """The registered factory for backend `name`."""
-    return PRESENCE_BACKENDS.get(name)
+    """The factory for backend `name`: the human labels, the lexical backend (calibrated
+    on the folder), or an automatic one of the registry."""
+    name = canonical_backend(name)
+    if name == HUMAN:
+        return human_presence
+    if name == "lexical":
+        return lexical_presence
+    return _AUTOMATIC.setdefault(name, AutomaticPresence(name))
 
 
 def backend_names() -> list[str]:
-    """Registered backend names (what `sumbench pyramid --presence` accepts)."""
-    return PRESENCE_BACKENDS.names()
+    """What `sumbench pyramid --presence` accepts: "human", the built-in backends and
+    those of installed packages (named without importing them)."""
+    from leaderboard.evaluators.presence import plugin_backend_names
+
+    return sorted({*BACKEND_OPTIONS, *plugin_backend_names()})
 
 
 def text_backend_names() -> list[str]:
-    """The built-in backends that judge the summary text (all but those reading human
-    labels): what `sumbench qapyramid semi-auto/auto --presence` accepts."""
-    return [name for name, spec in BACKEND_OPTIONS.items() if not spec.human_labels]
+    """The backends that judge the summary text (all but the human labels): what `sumbench
+    qapyramid semi-auto/auto --presence` accepts; the built-in ones first."""
+    from leaderboard.evaluators.presence import plugin_backend_names
+
+    return [*(name for name, spec in BACKEND_OPTIONS.items() if not spec.human_labels),
+            *sorted(set(plugin_backend_names()) - set(BACKEND_OPTIONS))]
+
+
+def canonical_backend(name: str) -> str:
+    """A backend's name as registered (any case); unknown names suggest close ones."""
+    known = backend_names()
+    for candidate in known:
+        if candidate.lower() == str(name).lower():
+            return candidate
+    raise UnknownNameError(f"unknown presence backend {name!r}{did_you_mean(str(name), known)} "
+                           f"(known: {', '.join(known)})")
 
 
 # ---- backends -----------------------------------------------------------------------------
@@ -333,8 +360,4 @@ class AutomaticPresence:
         return self._factory(dataset, system, units_kind, **options)
 
 
-PRESENCE_BACKENDS.register("human", human_presence)
-PRESENCE_BACKENDS.register("lexical", lexical_presence)
-for _name in BACKEND_OPTIONS:  # nli, seq2seq, causal-lm, chat
-    if _name not in PRESENCE_BACKENDS:
-        PRESENCE_BACKENDS.register(_name, AutomaticPresence(_name))
+

@@ -34,7 +34,7 @@ def test_tasks_table_lists_every_task(capsys):
     for name, (alias, metric) in EXPECTED.items():
         header, description = listed[name]
         assert header == (f"{name} [{alias}]  suite: usb  main metric: {metric}  "
-                          "splits: train/validation/test")
+                          "splits: train/validation/test  source: sumbench")
         assert description == f"    {get_task(name).description}"
 
 
@@ -119,3 +119,14 @@ def test_commands_refuse_all_mixed_with_names(tmp_path, capsys):
     assert main(["predict", "--model", "m", "--tasks", "all", "FAC",
                  "--out", str(tmp_path / "o")]) == 2
     assert "'all' stands alone" in capsys.readouterr().err
+
+
+def test_the_docs_task_table_is_the_registrys(capsys):
+    """docs/tasks.md is `sumbench tasks --markdown` as it prints today (regenerate it with
+    `sumbench tasks --markdown > docs/tasks.md`)."""
+    from pathlib import Path
+
+    assert main(["tasks", "--markdown"]) == 0
+    table = capsys.readouterr().out
+    checked_in = Path(__file__).resolve().parents[2] / "docs" / "tasks.md"
+    assert checked_in.read_text(encoding="utf-8") == table

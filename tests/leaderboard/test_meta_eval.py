@@ -189,7 +189,7 @@ def test_metric_and_human_files(pyramid_data_dir, tmp_path, capsys):
 def test_cli_errors(pyramid_data_dir, tmp_path, capsys):
     assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  "bleu"]) == 2
-    assert "neither a built-in metric" in capsys.readouterr().err
+    assert "neither an evaluator" in capsys.readouterr().err
     groups = tmp_path / "groups.json"
     groups.write_text(json.dumps({"llm": ["gpt-4"]}))
     assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",

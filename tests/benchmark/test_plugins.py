@@ -1,0 +1,185 @@
+"""Plug-ins from installed packages: the package of docs/adding-a-task.md, built from the code
+on that page, installed in a throwaway virtual environment, and run through `sumbench tasks`,
+`score` and `run` with a tiny model; a package whose plug-ins are broken or clash is named
+in one warning line each and skipped; presence backends and evaluators plug in too."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = REPO / "docs" / "adding-a-task.md"
+BLOCK = re.compile(r'```\w+ title="([^"]+)"\n(.*?)```', re.S)
+
+
+def page_files(page: Path = PAGE) -> dict[str, str]:
+    """The files of the page's package: each code block with a `title` is one."""
+    return dict(BLOCK.findall(page.read_text(encoding="utf-8")))
+
+
+def install(venv: Path, package: Path) -> None:
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--disable-pip-version-check", str(package)],
+                   check=True, capture_output=True, text=True, timeout=300)
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    """A virtual environment that sees this one's packages (sumbench among them) and holds
+    the page's package on top."""
+    root = tmp_path_factory.mktemp("plugins")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(root / "venv")], check=True, timeout=300)
+    install(root / "venv", write_package(root / "sumbench-titles", page_files()))
+    return root / "venv"
+
+
+def sumbench_in(venv: Path, *args, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "benchmark", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def title_data(root: Path) -> Path:
+    rng = random.Random(0)
+    words = "river bridge mayor storm school team cup city council festival".split()
+    for split, count in (("train", 12), ("validation", 4), ("test", 4)):
+        path = root / "data" / "all" / "title_generation" / f"{split}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = []
+        for index in range(count):
+            a, b = rng.sample(words, 2)
+            records.append({"id": f"{split}-{index}", "title": f"{a} and {b}",
+                            "text": f"The {a} and the {b} were in the news. All about the {a}."})
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return root / "data"
+
+
+def test_the_pages_task_package_works_end_to_end(venv, tmp_path, usb_tokenizer):
+    from trainers.tiny import build_tiny_t5
+
+    listed = sumbench_in(venv, "tasks", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    task = next(row for row in json.loads(listed.stdout) if row["name"] == "title_generation")
+    assert (task["source"], task["aliases"], task["main_metric"]) == (
+        "sumbench-titles", ["title"], "token_f1")
+    data = title_data(tmp_path)
+    tests = [json.loads(line) for line in (data / "all" / "title_generation" / "test.jsonl")
+             .read_text().splitlines()]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({
+        "task": "TITLE", "id": record["id"], "title": record["title"],
+        "prediction": record["title"].upper() if index % 2 else "a river"})
+        + "\n" for index, record in enumerate(tests)))
+    scored = sumbench_in(venv, "score", predictions, "--bootstrap", "50", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads(scored.stdout)["title_generation"]
+    assert (result["exactmatch"], result["n_records"]) == (0.5, 4)
+    build_tiny_t5(usb_tokenizer, save_dir=tmp_path / "tiny")
+    run = sumbench_in(venv, "run", "--model", tmp_path / "tiny", "--tasks", "title_generation",
+                      "--data", data, "--mode", "finetune", "--max-steps", "2",
+                      "--batch-size", "4", "--device", "cpu", "--out", tmp_path / "run",
+                      cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["scores"]["title_generation"]["n_records"] == 4
+    assert (tmp_path / "run" / "predictions" / "title_generation.jsonl").is_file()
+
+
+BROKEN = {
+    "pyproject.toml": textwrap.dedent('''\
+        [build-system]
+        requires = ["setuptools>=68"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "sumbench-odds"
+        version = "0.1.0"
+
+        [project.entry-points."sumbench.tasks"]
+        missing_module = "sumbench_no_such_module:Task"
+        abstractive_summarization = "sumbench_odds:Clash"
+        not_a_task = "sumbench_odds:length_ratio"
+
+        [project.entry-points."sumbench.evaluators"]
+        summary_words = "sumbench_odds:summary_words"
+
+        [project.entry-points."sumbench.presence_backends"]
+        every-word = "sumbench_odds:EveryWord"
+
+        [tool.setuptools]
+        packages = ["sumbench_odds"]
+        '''),
+    "sumbench_odds/__init__.py": textwrap.dedent('''\
+        import re
+
+        from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
+        from tasks.usb.abstractive import AbstractiveSummarization
+
+
+        class Clash(AbstractiveSummarization):
+            """Takes a built-in task's name."""
+
+
+        def length_ratio(summaries, references):
+            return [len(s) / max(len(r), 1) for s, r in zip(summaries, references)]
+
+
+        def summary_words(summaries, references):
+            return [float(len(summary.split())) for summary in summaries]
+
+
+        class EveryWord(PresenceBackend):
+            """Present when every word of the unit is in the summary."""
+            name = "every-word"
+            use = "label"
+
+            def fingerprint(self):
+                return "every-word"
+
+            def score_iter(self, pairs):
+                for summary, unit, *_ in pairs:
+                    words = [set(re.findall(r"\\w+", text.lower())) for text in (unit, summary)]
+                    found = words[0] <= words[1]
+                    yield PresenceResult(float(found), int(found))
+        '''),
+}
+
+
+def test_broken_or_clashing_plug_ins_are_one_warning_each_and_the_rest_runs(venv, tmp_path):
+    from lb_helpers import write_pyramid_folder
+
+    install(venv, write_package(tmp_path / "sumbench-odds", BROKEN))
+    listed = sumbench_in(venv, "tasks", cwd=tmp_path)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    warnings = [line for line in listed.stderr.splitlines() if line.startswith("sumbench:")]
+    assert len(warnings) == 3, listed.stderr
+    assert any("'missing_module' of package 'sumbench-odds' (ModuleNotFoundError" in line
+               for line in warnings)
+    assert any("'abstractive_summarization' of package 'sumbench-odds' (DuplicateNameError"
+               in line for line in warnings)
+    assert any("'not_a_task'" in line and "expected a Task class" in line for line in warnings)
+    assert "source: sumbench-titles" in listed.stdout
+    assert "abstractive_summarization [ABS]" in listed.stdout  # the built-in one stays
+    folder = write_pyramid_folder(tmp_path / "set")
+    meta = sumbench_in(venv, "meta-eval", "--data", folder, "--metric", "summary_words",
+                       cwd=tmp_path)
+    assert meta.returncode == 0, meta.stderr
+    pyramid = sumbench_in(venv, "pyramid", "--data", folder, "--units", "scus", "--presence",
+                          "every-word", cwd=tmp_path)
+    assert pyramid.returncode == 0, pyramid.stderr
+    assert json.loads(pyramid.stdout) == {"alpha": 1.0, "beta": pytest.approx(2 / 3),
+                                          "gamma": pytest.approx(1 / 3)}
