@@ -183,9 +183,16 @@ def parse_arguments(parser: argparse.ArgumentParser, argv) -> argparse.Namespace
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_arguments(parser, argv)
     prefix = f"sumbench {args.command}"
     try:
+        if getattr(args, "config", None):  # options left out of the command line
+            from benchmark.commands.config_file import apply_config
+
+            command = _command_chain(parser, args, argv)[-1][0]
+            args = apply_config(command, args, argv)
+            args.parser = command
         with sigterm_as_interrupt():
             code = _handle(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit

@@ -107,3 +107,12 @@ def training_device_name(text: str) -> str:
     except SumbenchError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """An argparse type: `KEY=VALUE` (every `--set`), as (key, value); the key stripped, the
+    value as given (its own parser reads it: a number, true/false, JSON)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int, resample_count
+from benchmark.commands import key_value, non_negative_int, positive_int, resample_count
 from benchmark.results import EARLY_STOPPING
 
 
@@ -76,7 +76,7 @@ def _common(parser, default_tasks: str = "all") -> None:
     parser.add_argument("--tasks", default=default_tasks, help=f"default {default_tasks}")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--max-steps", type=positive_int)
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
+    parser.add_argument("--set", dest="overrides", action="append", default=[], type=key_value,
                         metavar="FIELD=VALUE", help="fine-tuning spec field (train and run)")
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric")
     parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
@@ -99,16 +99,9 @@ def _common(parser, default_tasks: str = "all") -> None:
 def _settings(args):
     from benchmark.commands.run import local_or_id, task_list
     from benchmark.experiments.common import ModelSettings
-    from tasks.errors import SumbenchError
 
-    overrides = []
-    for text in args.overrides:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise SumbenchError(f"--set expects FIELD=VALUE, got {text!r}")
-        overrides.append((key.strip(), value))
     return ModelSettings(local_or_id(args.model), task_list(args.tasks), args.profile,
-                         args.lora, args.seed, args.max_steps, tuple(overrides),
+                         args.lora, args.seed, args.max_steps, tuple(args.overrides),
                          args.early_stopping, args.bootstrap, args.batch_size,
                          args.max_new_tokens, args.device)
 

@@ -12,6 +12,7 @@
   rescore  re-score every submission not scored under the current data/metric versions
   reveal   publish the private part's scores (an admin's decision, audited)
   inputs   write a board's public inputs (no gold field) as <variant>/<task>/test.jsonl
+  openapi  the API's OpenAPI document (--markdown: the docs' API reference page)
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import argparse
 import json
 import sys
 
-from benchmark.commands import positive_int, probability
+from benchmark.commands import key_value, positive_int, probability
 from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
 from benchmark.commands.leaderboard_serve import (
     _database,
@@ -53,7 +54,8 @@ def register(subparsers) -> None:
                                ("export", _export_args, run_export),
                                ("rescore", _rescore_args, run_rescore),
                                ("reveal", _reveal_args, run_reveal),
-                               ("inputs", _inputs_args, inputs)):
+                               ("inputs", _inputs_args, inputs),
+                               ("openapi", _openapi_args, run_openapi)):
         sub = commands.add_parser(name, help=_HELP[name])
         add(sub)
         sub.set_defaults(handler=handler)
@@ -65,7 +67,8 @@ _HELP = {"init": "create/upgrade the database and load hidden gold",
          "status": "show a submission", "export": "write a static copy of the site",
          "rescore": "re-score submissions after a data/metric/scorer version change",
          "reveal": "publish the private part's scores (audited)",
-         "inputs": "write a board's public inputs without gold fields"}
+         "inputs": "write a board's public inputs without gold fields",
+         "openapi": "print the API's OpenAPI document"}
 
 
 def _init_args(parser) -> None:
@@ -76,7 +79,7 @@ def _init_args(parser) -> None:
     parser.add_argument("--pyramid", action="append", default=[], metavar="DIR",
                         help="REALSumm/PyrXSum-layout folder for the summaries and "
                              "evaluators tracks (repeatable)")
-    parser.add_argument("--set", dest="settings", action="append", default=[],
+    parser.add_argument("--set", dest="settings", action="append", default=[], type=key_value,
                         metavar="KEY=VALUE", help="an instance setting (n_resamples, seed, "
                         "alpha, quota_per_day, max_upload_bytes, max_records, max_files, "
                         "max_line_bytes, lease_seconds, ...)")
@@ -185,7 +188,7 @@ def _inputs_args(parser) -> None:
 def run_init(args) -> int:
     from leaderboard.service.init import initialise
 
-    gold, settings = args.gold, _pairs(args.settings)
+    gold, settings = args.gold, dict(args.settings)
     if args.private_fraction is not None:
         settings["private_fraction"] = str(args.private_fraction)
     if args.keep_linked:
@@ -263,16 +266,6 @@ def submit_demo(db: str, gold: str) -> dict:
     return {**entry, "status": status}
 
 
-def _pairs(items) -> dict[str, str]:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SumbenchError(f"--set expects KEY=VALUE, got {item!r}")
-        pairs[key.strip()] = value
-    return pairs
-
-
 def run_token(args) -> int:
     from leaderboard.service.auth import create_token, revoke_tokens
 
@@ -293,6 +286,23 @@ def run_export(args) -> int:
     from leaderboard.service.export import export_site
 
     print_json(export_site(_database(args.db), args.out))
+    return 0
+
+
+def _openapi_args(parser) -> None:
+    parser.add_argument("--markdown", action="store_true",
+                        help="the API reference page (docs/api.md) instead of the JSON")
+
+
+def run_openapi(args) -> int:
+    from leaderboard.service.api_doc import api_markdown
+    from leaderboard.service.app import openapi_document
+
+    document = openapi_document()
+    if args.markdown:
+        print(api_markdown(document), end="")
+    else:
+        print(json.dumps(document, indent=1, sort_keys=True))
     return 0
 
 

@@ -26,18 +26,13 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmark.commands import positive_int, probability
+from benchmark.commands import probability
+from benchmark.commands.presence_options import PresenceConfig, add_presence_options
 from leaderboard.evaluators.pyramid import backend_names
 
 UNIT_CHOICES = ("scus", "stus", "sentences", "mixed", "file")
 PRESENCE_CHOICES = tuple(backend_names())
-NLI_MODE_CHOICES = ("prob2", "prob3", "label2", "label3")
 SCORE_SPLITS = ("all", "train", "validation", "test")
-#: argparse destination -> backend option name
-OPTION_ARGS = {"model": "model", "threshold": "threshold", "nli_mode": "mode",
-               "entailment_label": "entailment_label", "batch_size": "batch_size",
-               "device": "device", "workers": "workers", "cache": "cache",
-               "nli_max_length": "max_length"}
 
 
 def register(subparsers) -> None:
@@ -60,25 +55,7 @@ def register(subparsers) -> None:
     parser.add_argument("--weights", metavar="FILE",
                         help="unit weights, TAB-separated per example, aligned with the units "
                              "(Lite²Pyramid's --weight)")
-    parser.add_argument("--presence", required=True, choices=PRESENCE_CHOICES,
-                        help="who decides unit presence (human = the SCU labels)")
-    parser.add_argument("--model", help="model folder or hub id (nli, seq2seq, causal-lm); "
-                        "model name (chat)")
-    parser.add_argument("--threshold", type=probability, help="lexical: present iff the unit's "
-                        "content-token recall >= T (default: calibrated on the train split)")
-    parser.add_argument("--nli-mode", choices=NLI_MODE_CHOICES,
-                        help="nli: entailment probability (prob2, default; prob3) or label")
-    parser.add_argument("--entailment-label", metavar="NAME", help="nli: the class name "
-                        "(in the model's id2label, any case) that means entailment "
-                        "(default: entailment)")
-    parser.add_argument("--nli-max-length", type=positive_int, metavar="N",
-                        help="nli: tokens of a (summary, unit) pair (default 400, as "
-                             "Lite²Pyramid)")
-    parser.add_argument("--batch-size", type=positive_int, help="model backends: batch size")
-    parser.add_argument("--device", help="model backends: cpu (default), cuda, cuda:N")
-    parser.add_argument("--workers", type=positive_int, help="model backends: batches run at "
-                        "once (default: 2 on a CPU with 2 or more torch threads, else 1)")
-    parser.add_argument("--cache", metavar="FILE", help="model/chat backends: on-disk cache")
+    add_presence_options(parser, list(PRESENCE_CHOICES))
     parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
     parser.add_argument("--score-split", choices=SCORE_SPLITS, default="all",
                         help="score only the examples of this id split (60/20/20; the lexical "
@@ -87,12 +64,6 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run, out_inputs={
         "data": "--data folder", "scu_ids": "--scu-ids file", "units_file": "--units-file file",
         "weights": "--weights file", "model": "--model folder", "cache": "--cache file"})
-
-
-def backend_options(args) -> dict:
-    """The backend options given on the command line (not None)."""
-    return {option: getattr(args, dest) for dest, option in OPTION_ARGS.items()
-            if getattr(args, dest) is not None}
 
 
 def resolve_threshold(args, options: dict) -> dict | None:
@@ -178,7 +149,7 @@ def run(args) -> int:
     from tasks.io import write_json
     from tasks.provenance import provenance
 
-    options = backend_options(args)
+    options = PresenceConfig.of(args).options()
     check_presence_options(args.presence, args.units, options)  # fail before loading data
     dataset, chosen = load_scored_dataset(args)
     calibration = resolve_threshold(args, options)

@@ -41,7 +41,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.commands import finite_float, positive_float, positive_int
+from benchmark.commands import positive_float, positive_int
+from benchmark.commands.presence_options import PresenceConfig, add_presence_options
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
 from leaderboard.evaluators.pyramid import (
@@ -83,24 +84,13 @@ def register_subcommands(commands) -> None:
 
 def _add_common_options(parser) -> None:
     parser.add_argument("--dataset", required=True, help="QAPyramid dataset file (JSON/JSONL)")
-    parser.add_argument("--presence", required=True, choices=text_backend_names())
-    parser.add_argument("--model", help="presence model (folder or hub id; chat: model name)")
-    parser.add_argument("--threshold", type=finite_float, help="presence threshold in [0, 1]")
-    parser.add_argument("--entailment-label", metavar="NAME", help="nli: the class name (in "
-                        "the model's id2label, any case) that means entailment (entailment)")
-    parser.add_argument("--nli-max-length", type=positive_int, metavar="N",
-                        help="nli: tokens of a (summary, QA) pair (default 400, as Lite²Pyramid)")
+    add_presence_options(parser, text_backend_names())
     parser.add_argument("--use", choices=("label", "probability"), default="label")
     parser.add_argument("--unit-kind", choices=("qa", "statement"), default="qa")
     parser.add_argument("--systems", nargs="+", help="systems to score (default: all)")
     parser.add_argument("--normalize", action="store_true", help="also nQAPyramid")
     parser.add_argument("--alpha", type=positive_float,
                         help="length penalty alpha (6; --normalize)")
-    parser.add_argument("--batch-size", type=positive_int, help="presence model batch size")
-    parser.add_argument("--device", default="cpu", help="presence/QA model device (cpu)")
-    parser.add_argument("--workers", type=positive_int, help="presence model batches run at "
-                        "once (default: 2 on a CPU with 2 or more torch threads, else 1)")
-    parser.add_argument("--cache", help="disk cache folder of presence model outputs")
     parser.add_argument("--base-url", help="chat endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--prompt-style", choices=("task", "qapyramid-gpt4o"), default="task",
                         help="chat: the presence task's prompt (default) or QAPyramid's "
@@ -133,33 +123,19 @@ def presence_backend(args) -> PresenceBackend:
     """The backend `--presence` names, with --model/--threshold and the model options."""
     from leaderboard.evaluators.presence import build_backend
 
-    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
-        raise SumbenchError(f"--threshold must be in [0, 1], got {args.threshold}")
+    config = PresenceConfig.of(args)
     # --threshold applies to every backend here (ThresholdedBackend), so it is not checked
-    check_backend_options(args.presence, {"model": args.model,
-                                          "entailment_label": args.entailment_label,
-                                          "batch_size": args.batch_size,
-                                          "workers": args.workers})
+    options = {key: value for key, value in config.options().items() if key != "threshold"}
+    check_backend_options(args.presence, options)
     if args.presence == "lexical":
         return build_backend("lexical", threshold=0.5 if args.threshold is None
                              else args.threshold)
-    options: dict[str, Any] = {"model": args.model, "cache": args.cache}
     if args.presence == "chat":
         options.update(base_url=args.base_url, prompt_style=args.prompt_style)
     elif args.prompt_style != "task":
         raise SumbenchError("--prompt-style applies to --presence chat only")
     else:
-        options["device"] = args.device
-        options.update({name: getattr(args, name) for name in ("batch_size", "workers")
-                        if getattr(args, name) is not None})
-    if args.entailment_label is not None:
-        options["entailment_label"] = args.entailment_label
-    if args.nli_max_length is not None:
-        if args.presence != "nli":
-            raise SumbenchError("--nli-max-length applies to --presence nli only")
-        if args.nli_max_length < 1:
-            raise SumbenchError(f"--nli-max-length must be >= 1, got {args.nli_max_length}")
-        options["max_length"] = args.nli_max_length
+        options.setdefault("device", "cpu")
     backend = build_backend(args.presence, **options)
     return backend if args.threshold is None else ThresholdedBackend(backend, args.threshold)
 
@@ -355,7 +331,7 @@ def predicate_finder(args, examples: Sequence):
     if args.predicate_model:
         from trainers.predicate_detector import PredicateDetector
 
-        detector = PredicateDetector(args.predicate_model, device=args.device)
+        detector = PredicateDetector(args.predicate_model, device=args.device or "cpu")
         return lambda reference: detector(reference)
     by_example = ({ex.example_id: gold_predicates(ex) for ex in examples}
                   if args.predicates == "gold" else read_predicates(args.predicates, examples))
@@ -376,7 +352,7 @@ def qa_generator(args, examples: Sequence):
         model, tokenizer, _ = load_pretrained(args.qa_model, None, "AutoModelForSeq2SeqLM", None)
     except SumbenchError as error:
         raise SumbenchError(f"--qa-model: {error}") from None
-    return seq2seq_qa_generator(model.to(args.device), tokenizer, predicates,
+    return seq2seq_qa_generator(model.to(args.device or "cpu"), tokenizer, predicates,
                                 max_new_tokens=args.max_new_tokens,
                                 batch_size=args.qa_batch_size)
 

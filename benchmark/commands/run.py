@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmark.commands import (
     device_name,
+    key_value,
     non_negative_int,
     positive_float,
     positive_int,
@@ -51,8 +52,11 @@ def _add_run_arguments(what) -> None:
     what.add_argument("--model", help="hub id or local folder (finetune default: the "
                                       "profile's model)")
     what.add_argument("--revision", help="hub revision (branch, tag or commit) of --model")
-    what.add_argument("--tasks", required=True, metavar="T1,T2|all",
-                      help="comma-separated task names or aliases, or 'all'")
+    what.add_argument("--config", metavar="FILE",
+                      help="options from a YAML or JSON file (the command line's win); a "
+                           "run's results.json repeats that run")
+    what.add_argument("--tasks", metavar="T1,T2|all",
+                      help="comma-separated task names or aliases, or 'all' (required)")
     what.add_argument("--mode", choices=MODES, default="finetune")
     what.add_argument("--variant", default="all", help="a USB domain or 'all' (default)")
     what.add_argument("--split", default="test", help="split to predict (default test)")
@@ -82,7 +86,7 @@ def _add_training_arguments(train) -> None:
                             "(default), minus the loss, or none")
     train.add_argument("--max-steps", type=positive_int, help="optimizer steps")
     train.add_argument("--learning-rate", type=positive_float)
-    train.add_argument("--set", dest="overrides", action="append", default=[],
+    train.add_argument("--set", dest="overrides", action="append", default=[], type=key_value,
                        metavar="FIELD=VALUE", help="any fine-tuning spec field")
 
 
@@ -132,14 +136,8 @@ def local_or_id(value: str | None) -> str | None:
 
 
 def _overrides(args: argparse.Namespace) -> dict:
-    from trainers.profiles import SpecError
 
-    values = {}
-    for text in args.overrides:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise SpecError(f"--set expects FIELD=VALUE, got {text!r}")
-        values[name.strip()] = value
+    values = dict(args.overrides)
     if args.max_steps is not None:
         values["max_steps"] = args.max_steps
     if args.learning_rate is not None:
@@ -186,6 +184,10 @@ def print_results(results: dict, out_dir: str | Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tasks.errors import SumbenchError
+
+    if not args.tasks:
+        raise SumbenchError("--tasks is required (on the command line or in --config)")
     spec = build_run_spec(args)
     if args.print_spec:
         print(spec.to_json())
@@ -193,5 +195,28 @@ def run(args: argparse.Namespace) -> int:
     from benchmark.run import run_benchmark
 
     results = run_benchmark(spec, args.out, resume=args.resume)
+    record_run_config(args, args.out)
     print_results(results, args.out)
     return 0
+
+
+def record_run_config(args: argparse.Namespace, out_dir: str | Path) -> None:
+    """Write every option of this run into its results.json (`run_config`): `--config` of
+    that file repeats the run."""
+    from benchmark.commands.config_file import RUN_CONFIG, effective_options
+    from benchmark.results import RESULTS_FILE
+    from tasks.io import read_json, write_json
+
+    parser = getattr(args, "parser", None) or _run_parser()
+    path = Path(out_dir) / RESULTS_FILE
+    results = read_json(path, what="results")
+    options = effective_options(parser, args)
+    options.update({key: local_or_id(options[key]) for key in ("model", "data", "raw")})
+    options["out"] = None  # a repeat names its own folder
+    write_json(path, {**results, RUN_CONFIG: options})
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sumbench run")
+    add_arguments(parser)
+    return parser

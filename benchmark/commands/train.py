@@ -8,7 +8,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import fraction, non_negative_int, positive_int, training_device_name
+from benchmark.commands import (
+    fraction,
+    key_value,
+    non_negative_int,
+    positive_int,
+    training_device_name,
+)
 from benchmark.results import EARLY_STOPPING
 
 
@@ -41,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mixing", choices=("proportional", "temperature"))
     parser.add_argument("--seed", type=non_negative_int)
     parser.add_argument("--max-steps", type=positive_int)
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
+    parser.add_argument("--set", dest="overrides", action="append", default=[], type=key_value,
                         metavar="FIELD=VALUE", help="any spec field, e.g. --set lora_r=8")
     parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric",
                         help="validation signal for early stopping and best-model selection: "
@@ -66,7 +72,7 @@ def build_spec(args: argparse.Namespace):
                "lora": args.lora, "train_fraction": args.train_fraction,
                "mixing": args.mixing, "seed": args.seed, "max_steps": args.max_steps}
     spec = spec.override({key: value for key, value in options.items() if value is not None})
-    return spec.override(dict(_split_assignment(text) for text in args.overrides))
+    return spec.override(dict(args.overrides))
 
 
 def apply_spec_file(spec, path: str):
@@ -96,15 +102,6 @@ def read_spec_file(path: str) -> dict:
         raise DataError(f"expected a JSON object of spec fields, got {json_type(values)}",
                         path=path)
     return values
-
-
-def _split_assignment(text: str) -> tuple[str, str]:
-    from trainers.profiles import SpecError
-
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise SpecError(f"--set expects FIELD=VALUE, got {text!r}")
-    return name.strip(), value
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -56,20 +56,25 @@ def board_routes(router: APIRouter, database: Database) -> None:
     from leaderboard.service.gold import board_inputs, tracks_and_boards
     from leaderboard.service.submissions import manifest
 
-    @router.get("/leaderboard/{track}.csv", response_class=Response, responses={
+    @router.get("/leaderboard/{track}.csv", summary="A board as CSV, one row per entry",
+                response_class=Response, responses={
         200: {"content": {"text/csv": {"schema": {"type": "string"}}},
               "description": "one row per entry"}, 404: ERRORS[404]})
     def leaderboard_csv(track: str, variant: str = "all"):
         return Response(stored(database, track, variant, "csv"), media_type="text/csv")
 
-    @router.get("/leaderboard/{track}", response_class=Response, responses={
+    @router.get("/leaderboard/{track}",
+                summary="A board: entries, ranks, intervals, rules and versions",
+                response_class=Response, responses={
         200: {"model": BoardDocument, "description": "the board as last rebuilt"},
         404: ERRORS[404]})
     def leaderboard(track: str, variant: str = "all"):
         return Response(stored(database, track, variant, "document"),
                         media_type="application/json")
 
-    @router.get("/manifest/{track}", response_model=Manifest, response_model_exclude_unset=True,
+    @router.get("/manifest/{track}",
+                summary="The items a submission answers, and how they are checked",
+                response_model=Manifest, response_model_exclude_unset=True,
                 responses=ERRORS)
     def manifest_route(track: str, variant: str = "all"):
         try:
@@ -77,7 +82,8 @@ def board_routes(router: APIRouter, database: Database) -> None:
         except SumbenchError as error:
             raise HTTPException(404, str(error)) from None
 
-    @router.get("/inputs/{track}", response_model=Inputs, responses=ERRORS)
+    @router.get("/inputs/{track}", summary="The public inputs of a board, without gold fields",
+                response_model=Inputs, responses=ERRORS)
     def inputs_route(track: str, variant: str = "all"):
         try:
             return board_inputs(database, load_settings(database).track(track), variant)
@@ -86,30 +92,37 @@ def board_routes(router: APIRouter, database: Database) -> None:
         except NotImplementedError as error:
             raise HTTPException(404, str(error)) from None
 
-    @router.get("/tracks", response_model=Tracks)
+    @router.get("/tracks", summary="Every track and its boards",
+                response_model=Tracks)
     def tracks_route():
         return {"tracks": tracks_and_boards(database)}
 
 
 def admin_routes(router: APIRouter, database: Database) -> None:
-    @router.post("/admin/rescore", status_code=202, response_model=Rescore, responses=ERRORS)
+    @router.post("/admin/rescore",
+                 summary="Queue every entry not scored under the current versions (admins)",
+                 status_code=202, response_model=Rescore, responses=ERRORS)
     def rescore(authorization: str | None = Header(None)):
         from leaderboard.service.worker import queue_rescore
         require_admin(database, authorization)
         return queue_rescore(database)
 
-    @router.post("/admin/reveal", response_model=Revealed, responses=ERRORS)
+    @router.post("/admin/reveal", summary="Publish the private part's scores (admins, audited)",
+                 response_model=Revealed, responses=ERRORS)
     def reveal_route(authorization: str | None = Header(None)):
         from leaderboard.service.admin import reveal
         return reveal(database, require_admin(database, authorization).name)
 
-    @router.get("/admin/audit", response_model=AuditLog, responses=ERRORS)
+    @router.get("/admin/audit", summary="The append-only audit log (admins)",
+                response_model=AuditLog, responses=ERRORS)
     def audit_log(authorization: str | None = Header(None), limit: int = 100):
         from leaderboard.service.auth import audit_rows
         require_admin(database, authorization)
         return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
 
-    @router.get("/admin/users", response_model=Users, responses=ERRORS)
+    @router.get("/admin/users",
+                summary="Every user's submission history with the probing flag (admins, audited)",
+                response_model=Users, responses=ERRORS)
     def users(authorization: str | None = Header(None)):
         return {"users": admin_user_histories(database, authorization)}
 

@@ -94,8 +94,7 @@ def create_app(db: str, model_root: str | None = None):
     database = Database(db)
     check_schema(database)
     settings = load_settings(database)
-    app = FastAPI(title="sumbench leaderboard", docs_url=None, redoc_url=None,
-                  openapi_url="/api/v1/openapi.json")
+    app = fastapi_app(database)
     app.state.database, app.state.model_root = database, model_root
 
     @app.middleware("http")
@@ -105,13 +104,26 @@ def create_app(db: str, model_root: str | None = None):
         return response
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
-    app.include_router(api_router(database))
     app.include_router(page_router(database))
     app.add_exception_handler(RequestValidationError, _malformed_request)
     app.add_exception_handler(StarletteHTTPException, _page_or_api_error)
     limited = BodyLimit(app, settings.max_upload_bytes + FORM_OVERHEAD,
                         settings.max_upload_bytes)
     return HeadAsGet(TokenFirst(limited, database, {("POST", SUBMISSIONS_PATH)}))
+
+
+def fastapi_app(database: Database) -> FastAPI:
+    """The API's FastAPI app (its routes reach the database only when requested)."""
+    app = FastAPI(title="sumbench leaderboard", version="1", docs_url=None, redoc_url=None,
+                  openapi_url="/api/v1/openapi.json",
+                  description="Submit predictions or models, read boards, administer.")
+    app.include_router(api_router(database))
+    return app
+
+
+def openapi_document() -> dict:
+    """The API's OpenAPI document, without a database (what /api/v1/openapi.json serves)."""
+    return fastapi_app(Database("sqlite://")).openapi()
 
 
 async def _page_or_api_error(request, error: StarletteHTTPException) -> Any:
@@ -257,7 +269,8 @@ async def form_problems(request: Request) -> list[DataError]:
 
 
 def _submission_routes(router: APIRouter, database: Database) -> None:
-    @router.post("/submissions", status_code=202, response_model=Accepted,
+    @router.post("/submissions", summary="Submit prediction files, or a model to evaluate",
+                 status_code=202, response_model=Accepted,
                  response_model_exclude_unset=True,
                  responses={200: {"model": Accepted, "description": "sent again: the "
                                   "earlier identical submission"}, **SUBMIT_ERRORS})
@@ -275,7 +288,8 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
                                       track, variant, card, evaluate, revision, profile)
         return _accept_form(database, user, files, model, track, variant, card)
 
-    @router.get("/submissions/{submission_id}", response_model=SubmissionView,
+    @router.get("/submissions/{submission_id}", summary="One submission, as its viewer may see it",
+                response_model=SubmissionView,
                 response_model_exclude_unset=True, responses=ERRORS)
     def submission(submission_id: int, authorization: str | None = Header(None)):
         viewer = request_user(database, authorization, required=False)
@@ -297,19 +311,23 @@ def _change_routes(router: APIRouter, database: Database) -> None:
         except Forbidden as error:
             raise HTTPException(403, str(error)) from None
 
-    @router.post("/submissions/{submission_id}/hide", response_model=Hidden,
+    @router.post("/submissions/{submission_id}/hide", summary="Hide a submission from its board",
+                 response_model=Hidden,
                  responses=ERRORS)
     def hide(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: set_hidden(database, submission_id, user, True))
 
-    @router.post("/submissions/{submission_id}/unhide", response_model=Hidden,
+    @router.post("/submissions/{submission_id}/unhide", summary="Show a hidden submission again",
+                 response_model=Hidden,
                  responses=ERRORS)
     def unhide(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,
                       lambda user: set_hidden(database, submission_id, user, False))
 
-    @router.delete("/submissions/{submission_id}", response_model=Deleted,
+    @router.delete("/submissions/{submission_id}",
+                   summary="Delete a submission (its scores stay as history)",
+                   response_model=Deleted,
                    responses=ERRORS)
     def remove(submission_id: int, authorization: str | None = Header(None)):
         return change(submission_id, authorization,

@@ -259,16 +259,22 @@ def test_semi_auto_nli_entailment_label(dataset, refuted_supported_nli, capsys, 
     (["--presence", "chat", "--model", "m", "--batch-size", "4"],
      "--presence chat does not take --batch-size (it takes: --model, --cache)"),
     (["--presence", "lexical", "--alpha", "2"], "--alpha needs --normalize"),
-    (["--presence", "lexical", "--threshold", "1.5"], "--threshold must be in [0, 1]"),
+    (["--presence", "lexical", "--threshold", "1.5"],
+     "argument --threshold: must be in [0, 1], got 1.5"),  # refused by the option's type
     (["--presence", "nli", "--model", "/nonexistent/nli"],
      "model path /nonexistent/nli does not exist"),
 ])
 def test_semi_auto_errors(dataset, tmp_path, capsys, extra, message):
     out = tmp_path / "never.json"
-    assert main(["qapyramid", "semi-auto", "--dataset", str(dataset), *extra,
-                 "--out", str(out)]) == 2
+    try:
+        code = main(["qapyramid", "semi-auto", "--dataset", str(dataset), *extra,
+                     "--out", str(out)])
+    except SystemExit as stop:  # an option's type refused the value (argparse)
+        code = stop.code
+    assert code == 2
     error = capsys.readouterr().err
-    assert message in error and error.startswith("sumbench qapyramid: error:")
+    assert message in error and error.startswith("sumbench qapyramid")
+    assert len(error.strip().splitlines()) == 1
     assert not out.exists()
 
 

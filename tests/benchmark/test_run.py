@@ -276,3 +276,33 @@ def test_command_line_specs_and_errors(tmp_path, capsys, data_dir):
     with pytest.raises(SystemExit):
         main(["run", "--model", "m", "--tasks", "FAC", "--out", str(tmp_path / "z"),
               "--data", "a", "--raw", "b"])
+
+
+def test_a_run_from_a_config_file_and_again_from_its_results(tmp_path, capsys, tiny_models,
+                                                              data_dir):
+    """`--config FILE` (YAML) sets every option the command line leaves out; results.json
+    records every option (`run_config`), and `--config results.json` repeats the run: the
+    same numbers."""
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model: {tiny_models['t5']}\ntasks: FAC,ABS\nprofile: tiny\nlora: true\n"
+                      f"max-steps: 2\nearly_stopping: none\ndata: {data_dir}\n"
+                      f"max_new_tokens: 6\nset:\n  learning_rate: 0.001\n  seed: 3\n")
+    code, _, stderr = sumbench(capsys, "run", "--config", config, "--out", tmp_path / "a",
+                               "--batch-size", 4)
+    assert code == 0, stderr
+    first = json.loads((tmp_path / "a" / "results.json").read_text())
+    recorded = first["run_config"]
+    assert (recorded["tasks"], recorded["max_steps"], recorded["batch_size"]) == (
+        "FAC,ABS", 2, 4)
+    assert recorded["set"] == {"learning_rate": "0.001", "seed": "3"} and recorded["lora"]
+    assert first["training"]["train"]["spec"]["learning_rate"] == 0.001
+    code, _, stderr = sumbench(capsys, "run", "--config", tmp_path / "a" / "results.json",
+                               "--out", tmp_path / "b")
+    assert code == 0, stderr
+    again = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert again["scores"] == first["scores"] and again["run_config"] == recorded
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("taks: FAC\n")
+    code, _, stderr = sumbench(capsys, "run", "--config", bad, "--out", tmp_path / "c")
+    assert code == 2 and "bad.yaml, field 'taks': not an option of this command" in stderr
+    assert "did you mean 'tasks'" in stderr

@@ -4,6 +4,7 @@ ordinary and an admin token, finds no server error and no answer that breaks its
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -79,3 +80,17 @@ def test_the_schema_documents_every_api_route(live):
             assert "schema" in next(iter(content.values())), (method, path)
     view = paths["/api/v1/submissions/{submission_id}"]["get"]["responses"]["200"]
     assert view["content"]["application/json"]["schema"]["$ref"].endswith("SubmissionView")
+
+
+def test_the_api_reference_page_is_current(live):
+    """docs/api.md is `sumbench leaderboard openapi --markdown` of the live app's schema
+    (regenerate: `sumbench leaderboard openapi --markdown > docs/api.md`)."""
+    from fastapi.testclient import TestClient
+
+    from leaderboard.service.api_doc import api_markdown
+    from leaderboard.service.app import openapi_document
+
+    served = TestClient(live["app"]).get("/api/v1/openapi.json").json()
+    assert served == openapi_document()
+    page = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+    assert page.read_text(encoding="utf-8") == api_markdown(served)
