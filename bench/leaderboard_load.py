@@ -229,7 +229,8 @@ def keep_up(data: Path, root: Path, count: int, workers: int) -> dict:
                                    headers={"Authorization": f"Bearer {token}"},
                                    files=[("files", ("fac.jsonl", files[index]))],
                                    data={"model": f"burst {index}"}, timeout=300)
-            response.raise_for_status()
+            if response.status_code != 202 and response.status_code >= 400:
+                raise SystemExit(f"submission {index}: {response.status_code} {response.text}")
             return response.json()["id"]
 
         with concurrent.futures.ThreadPoolExecutor(count) as pool:

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Sequence
 
 from tasks.errors import SumbenchError
-from tasks.plugins import load_plugins
+from tasks.plugins import Once, load_plugins
 from tasks.registry import TASKS
 
 #: modules whose import registers the built-in tasks
@@ -17,19 +17,19 @@ BUILTIN_TASK_MODULES = ("tasks.usb", "tasks.qapyramid.qa_generation",
                         "tasks.qapyramid.presence_detection")
 #: what `all` means where commands take task lists
 DEFAULT_SUITE = "usb"
-_loaded = False
 #: task name -> the package it comes from (built-ins: sumbench)
 TASK_SOURCES: dict[str, str] = {}
 
 
-def _load_builtin_tasks() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for module in BUILTIN_TASK_MODULES:
-            importlib.import_module(module)
-        TASK_SOURCES.update(dict.fromkeys(TASKS.names(), "sumbench"))
-        TASK_SOURCES.update(load_plugins("sumbench.tasks", register_task_class))
+def _register_tasks() -> None:
+    for module in BUILTIN_TASK_MODULES:
+        importlib.import_module(module)
+    TASK_SOURCES.update(dict.fromkeys(TASKS.names(), "sumbench"))
+    TASK_SOURCES.update(load_plugins("sumbench.tasks", register_task_class))
+
+
+#: registers the built-in and plug-in tasks once, whichever thread asks first
+_load_builtin_tasks = Once(_register_tasks)
 
 
 def register_task_class(name: str, task_class) -> None:

@@ -15,6 +15,7 @@ stderr naming it and its package; the rest of the program runs on.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -56,3 +57,27 @@ def load_plugins(group: str, register: Callable[[str, Any], None]) -> dict[str, 
             continue
         loaded[point.name] = package
     return loaded
+
+
+class Once:
+    """`load()` run once per process, safe across threads: a caller in another thread waits
+    until the first call has finished (so it never sees a half-filled registry); a call from
+    inside the load itself (an import that asks for the registry) returns at once; a load that
+    raised runs again on the next call."""
+
+    def __init__(self, load: Callable[[], None]):
+        self._load, self._lock = load, threading.RLock()
+        self._done = self._running = False
+
+    def __call__(self) -> None:
+        if self._done:
+            return
+        with self._lock:
+            if self._done or self._running:
+                return
+            self._running = True
+            try:
+                self._load()
+                self._done = True
+            finally:
+                self._running = False

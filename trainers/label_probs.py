@@ -210,10 +210,11 @@ def official_label_probabilities(model, tokenizer, source: str, spec: PredictSpe
 
 # ---- a tiny model with known label behaviour (tests and benchmarks) -------------------
 def build_tiny_labeler(tokenizer, sources: Sequence[str], seed: int = 0,
-                       stop_after_label: bool = True):
+                       stop_after_label: bool = True, **shape):
     """A `trainers.tiny` T5 edited so that, on `sources`, its first generated token is Yes or
     No (which one, and how sure, depends on the input) and, with `stop_after_label`, the next
     one is EOS, like a fine-tuned FAC model; without it, it repeats its label to the end.
+    `shape`: `build_tiny_t5`'s size options (default the tiny test shape).
 
     The edit: output head untied from the embeddings and shrunk (moderate logits),
     cross-attention amplified (outputs depend on the input), Yes/No given one input
@@ -225,7 +226,7 @@ def build_tiny_labeler(tokenizer, sources: Sequence[str], seed: int = 0,
 
     from trainers.tiny import build_tiny_t5
 
-    model = build_tiny_t5(tokenizer, seed=seed)
+    model = build_tiny_t5(tokenizer, seed=seed, **shape)
     labels, pad = label_token_ids(tokenizer), tokenizer.pad_token_id
     with torch.no_grad():
         model.lm_head.weight = torch.nn.Parameter(model.shared.weight.detach() * 0.05)

@@ -71,16 +71,20 @@ def _check_single_tokens(tokenizer) -> None:
 def build_tiny_t5(tokenizer, save_dir: str | Path | None = None, seed: int = 0,
                   d_model: int = 64, num_layers: int = 2, num_heads: int = 4,
                   tie_embeddings: bool = False, relative_buckets: int = 8,
-                  line_heads: bool = False):
+                  line_heads: bool = False, d_ff: int | None = None,
+                  vocab_size: int | None = None):
     """A randomly initialised T5 (seeded) sized for CPU tests; saved when `save_dir` is given.
     `tie_embeddings` shares the input and output embeddings (as T5 v1.0 does: copying input
     words is learnt much faster); `relative_buckets` is T5's relative-position resolution;
-    `line_heads` starts two heads in a useful place (see `init_line_heads`)."""
+    `line_heads` starts two heads in a useful place (see `init_line_heads`). `d_ff` (default
+    2 x d_model) and `vocab_size` (default the tokenizer's; a published config's may be
+    larger) give real shapes, e.g. Flan-T5-base: d_model 768, 12 layers and heads, d_ff 2048,
+    32 buckets, vocab_size 32128."""
     from transformers import T5Config, T5ForConditionalGeneration
 
     config = T5Config(
-        vocab_size=len(tokenizer), d_model=d_model, d_kv=d_model // num_heads,
-        d_ff=d_model * 2, num_layers=num_layers, num_decoder_layers=num_layers,
+        vocab_size=vocab_size or len(tokenizer), d_model=d_model, d_kv=d_model // num_heads,
+        d_ff=d_ff or d_model * 2, num_layers=num_layers, num_decoder_layers=num_layers,
         num_heads=num_heads, relative_attention_num_buckets=relative_buckets, dropout_rate=0.0,
         feed_forward_proj="gated-gelu", tie_word_embeddings=tie_embeddings,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,

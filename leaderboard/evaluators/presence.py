@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tasks.errors import SumbenchError
-from tasks.plugins import entry_points, load_plugins
+from tasks.plugins import Once, entry_points, load_plugins
 from tasks.registry import Registry
 from tasks.text import content_tokens
 
@@ -119,17 +119,15 @@ def presence_values(backend: PresenceBackend, summaries: Sequence[str],
     return [[float(getattr(next(results), use)) for _ in row] for row in units]
 
 
-_plugins_loaded = False
-
-
 def load_backends() -> None:
     """Register the model backends (nli, seq2seq, causal-lm: imports torch) and those of
     installed packages (`sumbench.presence_backends` entry points, tasks.plugins), once."""
-    global _plugins_loaded
     importlib.import_module(MODELS_MODULE)
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        load_plugins("sumbench.presence_backends", register_backend_class)
+    _load_plugin_backends()
+
+
+def _register_plugin_backends() -> None:
+    load_plugins("sumbench.presence_backends", register_backend_class)
 
 
 def register_backend_class(name: str, backend_class) -> None:
@@ -145,6 +143,10 @@ def register_backend_class(name: str, backend_class) -> None:
         raise ValueError(f"the entry point is named {name!r}, the backend "
                          f"{getattr(backend_class, 'name', None)!r}")
     PRESENCE_BACKENDS.register(name, backend_class)
+
+
+#: reads the plug-ins' entry points once, whichever thread asks first
+_load_plugin_backends = Once(_register_plugin_backends)
 
 
 def plugin_backend_names() -> list[str]:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from tasks.plugins import load_plugins
+from tasks.plugins import Once, load_plugins
 from tasks.registry import Registry
 
 Evaluator = Callable[[Sequence[str], Sequence[str]], list[float]]
 EVALUATORS: Registry = Registry("evaluator")
-_loaded = False
 
 
 def rouge_recall(metric: str) -> Evaluator:
@@ -34,16 +33,20 @@ def register_evaluator(name: str, evaluator) -> None:
     EVALUATORS.register(name, evaluator)
 
 
+def _register_evaluators() -> None:
+    from tasks.metrics.recall import RECALL_METRICS
+
+    for name in RECALL_METRICS:
+        EVALUATORS.register(name, rouge_recall(name))
+    load_plugins("sumbench.evaluators", register_evaluator)
+
+
+_register_once = Once(_register_evaluators)
+
+
 def load_evaluators() -> Registry:
     """The registry, with the built-in evaluators and the plug-ins' (read once)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from tasks.metrics.recall import RECALL_METRICS
-
-        for name in RECALL_METRICS:
-            EVALUATORS.register(name, rouge_recall(name))
-        load_plugins("sumbench.evaluators", register_evaluator)
+    _register_once()
     return EVALUATORS
 
 

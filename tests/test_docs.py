@@ -1,0 +1,29 @@
+"""The documentation site builds with `mkdocs build --strict` (a broken link, a page missing
+from the nav or a nav entry without a page fails), and the README stays a user's guide."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_docs_site_builds_strictly(tmp_path):
+    completed = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                                "--site-dir", str(tmp_path / "site")], cwd=REPO,
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert (tmp_path / "site" / "adding-a-task" / "index.html").is_file()
+
+
+def test_the_readme_is_a_users_guide():
+    """At most 250 lines, its CI commands, and no run log: no dates, commit hashes or
+    machine names (measurements live in docs/performance.md, which a script writes)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert "<!-- ci:install -->" in text and "<!-- ci:test -->" in text
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text)
+    assert not re.search(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", text)
+    assert not re.search(r"machine [A-D]\b|quiet spell|H100|H200", text)
