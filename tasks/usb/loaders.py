@@ -228,8 +228,9 @@ def _check_records(task_name: str, records: list, path: str | None,
     for position, record in enumerate(records):
         try:
             check_record(task_name, record, labelled)
-        except DataError:
+        except DataError as record_error:
             line = line_numbers[position] if line_numbers else position + 1
+            error = record_error
             if not labelled and not is_unlabelled(task_name, record):
                 error = DataError(f"the file's first record has no answer "
                                   f"({', '.join(GOLD_FIELDS[task_name])}), this one has: "
