@@ -32,8 +32,9 @@ COMMAND_MODULES = (
 
 #: commands that write one output folder (--out): one process per folder at a time
 LOCKED_COMMANDS = ("train", "predict", "run", "demo", "baseline", "experiment")
-#: experiment kinds that run without the lock: `job` runs one job of a plan, many at once
-UNLOCKED_EXPERIMENT_KINDS = ("job",)
+#: experiment kinds that run without the lock: `job` runs one job of a plan, many at once;
+#: `status` only reads
+UNLOCKED_EXPERIMENT_KINDS = ("job", "status")
 
 #: exit codes of a command stopped by Ctrl-C (SIGINT) and by SIGTERM (what Slurm and
 #: `timeout` send): 128 + the signal number

@@ -4,16 +4,20 @@
   fractions  data-size curves: models trained on nested seeded fractions of the training articles
   labels     heuristic training labels (EVEXT, FAC, FIX) vs fractions of the human labels
   job        run the N-th job of one kind from OUT/plan.jsonl (cluster array tasks)
-  collect    assemble an experiment's outputs from its finished jobs (after --plan)
+  submit     submit an experiment's unfinished jobs to Slurm (after --plan, or to resume)
+  status     each job's state: done, running, pending, failed (with its log) or not run
+  collect    assemble an experiment's outputs from its finished jobs
 
 Every experiment writes OUT/experiment.json, OUT/plan.jsonl (complete `sumbench` command lines
-with their dependencies: run them on a cluster with --plan, then `collect`), one folder per
-job, the result JSON with provenance, figures and summary.md. --resume reuses every finished
-training and cell. The exit code is 0 only when every job finished.
+with their dependencies), one folder per job, the result JSON with provenance, figures and
+summary.md. --executor slurm submits the jobs as Slurm arrays (job ids in OUT/slurm.json);
+--plan runs nothing. --resume reuses every finished training and cell. The exit code is 0
+only when every job that can run finished.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -64,6 +68,25 @@ def register(subparsers) -> None:
     collect = commands.add_parser("collect", help="assemble outputs from finished jobs")
     collect.add_argument("out", metavar="OUT")
     collect.set_defaults(handler=run_collect)
+    submit = commands.add_parser("submit", help="submit the unfinished jobs of a plan to Slurm")
+    submit.add_argument("out", metavar="OUT")
+    _slurm_options(submit)
+    submit.set_defaults(handler=run_submit)
+    status = commands.add_parser("status", help="the state of every job of an experiment")
+    status.add_argument("out", metavar="OUT")
+    status.set_defaults(handler=run_status)
+
+
+def _slurm_options(parser) -> None:
+    group = parser.add_argument_group("Slurm (--executor slurm, submit)")
+    group.add_argument("--slurm-partition", metavar="P")
+    group.add_argument("--slurm-gres", metavar="G", help="e.g. gpu:1")
+    group.add_argument("--slurm-time", metavar="T", help="time limit per job, e.g. 04:00:00")
+    group.add_argument("--slurm-mem", metavar="M", help="memory per job, e.g. 32G")
+    group.add_argument("--slurm-extra", metavar="ARGS", default="",
+                       help="more sbatch options, e.g. '--account=nlp --qos=high'")
+    group.add_argument("--wait", action="store_true",
+                       help="wait for the jobs, then collect (exit code as the local executor)")
 
 
 def _common(parser, default_tasks: str = "all") -> None:
@@ -91,9 +114,13 @@ def _common(parser, default_tasks: str = "all") -> None:
     parser.add_argument("--out", required=True, metavar="OUT")
     parser.add_argument("--plan", action="store_true",
                         help="write OUT/plan.jsonl and the data, run nothing")
+    parser.add_argument("--executor", choices=("local", "slurm"), default="local",
+                        help="run the jobs here, one after the other (local), or submit them "
+                             "as Slurm arrays (slurm)")
     parser.add_argument("--resume", action="store_true", help="continue the experiment in OUT")
     parser.add_argument("--submit", metavar="URL", help="submit every cell to a leaderboard")
     parser.add_argument("--token", help="leaderboard token (or SUMBENCH_LEADERBOARD_TOKEN)")
+    _slurm_options(parser)
 
 
 def _settings(args):
@@ -157,17 +184,67 @@ def check_settings(settings, model: bool = True) -> None:
 
 
 def _execute(kind: str, spec, args) -> int:
-    from benchmark.experiments.runner import all_finished, run_experiment
+    from benchmark.experiments.runner import all_finished, run_experiment, start
+    from tasks.errors import SumbenchError
 
+    slurm = args.executor == "slurm"
+    if slurm and args.plan:
+        raise SumbenchError("--plan writes the plan and runs nothing; --executor slurm "
+                            "submits it: give one of them")
+    if not slurm and (args.wait or _slurm_given(args)):
+        raise SumbenchError("--wait and the --slurm-* options need --executor slurm")
+    if slurm and args.submit and not args.wait:
+        raise SumbenchError("--submit with --executor slurm needs --wait: cells are submitted "
+                            "to the leaderboard once they have finished")
     check_settings(spec.settings, model=not args.plan)
+    if slurm:
+        start(kind, spec, Path(args.out), resume=args.resume)
+        return _submit_and_maybe_wait(Path(args.out), args)
     result = run_experiment(kind, spec, Path(args.out), resume=args.resume,
                             plan_only=args.plan)
     if result is None:
         return 0
-    if args.submit:
+    return _finished(kind, args, result, all_finished(result))
+
+
+def _finished(kind: str, args, result: dict, finished: bool) -> int:
+    if getattr(args, "submit", None):
         _submit_cells(args, result)
     print(f"{kind}: {Path(args.out) / 'summary.md'}", file=sys.stderr)
-    return 0 if all_finished(result) else 1
+    return 0 if finished else 1
+
+
+def _slurm_given(args) -> bool:
+    return any((args.slurm_partition, args.slurm_gres, args.slurm_time, args.slurm_mem,
+                args.slurm_extra))
+
+
+def _submit_and_maybe_wait(out: Path, args) -> int:
+    """Submit the plan's unfinished jobs to Slurm; with --wait, wait for them and collect."""
+    import shlex
+
+    from benchmark.experiments.jobs import PLAN_FILE, read_plan
+    from benchmark.experiments.runner import all_finished, collect_experiment
+    from benchmark.experiments.slurm import SlurmOptions, submit_plan, wait_for
+
+    out = out.resolve()
+    jobs = read_plan(out / PLAN_FILE, out)
+    options = SlurmOptions(args.slurm_partition, args.slurm_gres, args.slurm_time,
+                           args.slurm_mem, tuple(shlex.split(args.slurm_extra)))
+    made = submit_plan(out, jobs, options)
+    for entry in made:
+        print(f"submitted {len(entry['tasks'])} {entry['kind']} jobs: Slurm job "
+              f"{entry['job_id']}", file=sys.stderr)
+    if not made:
+        print("every job has finished: nothing to submit", file=sys.stderr)
+    if not args.wait:
+        print(f"follow them with `sumbench experiment status {out}`, then "
+              f"`sumbench experiment collect {out}`", file=sys.stderr)
+        return 0
+    wait_for(out, jobs)
+    result = collect_experiment(out)
+    kind = json.loads((out / "experiment.json").read_text(encoding="utf-8"))["kind"]
+    return _finished(kind, args, result, all_finished(result))
 
 
 def _submit_cells(args, result) -> None:
@@ -241,3 +318,17 @@ def run_job(args) -> int:
     print(f"job {job.name}: {job.command}", file=sys.stderr)
     with job_argv(job):
         return main(list(job.argv))
+
+
+def run_submit(args) -> int:
+    return _submit_and_maybe_wait(Path(args.out), args)
+
+
+def run_status(args) -> int:
+    from benchmark.experiments.jobs import PLAN_FILE, read_plan
+    from benchmark.experiments.slurm import job_states, status_lines
+
+    out = Path(args.out).resolve()
+    states = job_states(out, read_plan(out / PLAN_FILE, out))
+    print("\n".join(status_lines(states)))
+    return 1 if any(state["state"] == "failed" for state in states) else 0

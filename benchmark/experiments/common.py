@@ -85,15 +85,68 @@ class ModelSettings:
 
 
 def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
-    """task -> {"headline", "ci95"} of a finished run folder (headlines x100)."""
+    """task -> {"headline", "ci95", "metric"} of a finished run folder (headlines x100)."""
     from benchmark.results import read_results
 
     results = read_results(cell_dir)
+    metrics = {row["task"]: row["metric"] for row in results["table"]}
     table = {}
     for task, scores in results["scores"].items():
         ci = (scores.get("ci95") or {}).get("headline")
-        table[task] = {"headline": scores["headline"], "ci95": ci}
+        table[task] = {"headline": scores["headline"], "ci95": ci,
+                       "metric": metrics.get(task, "headline")}
     return table
+
+
+def tasks_with_test_items(data: Path, variant: str, tasks: Sequence[str]) -> list[str]:
+    """The tasks whose test file in `variant` holds at least one record (a cell runs those:
+    a subsample can draw no item of a task in some domain)."""
+    from tasks.io import iter_jsonl
+
+    present = []
+    for task in tasks:
+        path = data / variant / task / "test.jsonl"
+        if path.is_file() and next(iter_jsonl(path), None) is not None:
+            present.append(task)
+    return present
+
+
+def no_items_reason(variant: str) -> str:
+    return f"no test items in {variant}"
+
+
+def cell_values(cell_dir: Path, tasks: Sequence[str], planned: Sequence[str], variant: str,
+                job: str) -> tuple[dict[str, float | None], dict[str, dict | None],
+                                   dict[str, str]]:
+    """(task -> headline, task -> ci95, task -> why the headline is None) of one cell. A task
+    the cell did not run had no test items; a finished task whose metric is undefined (e.g.
+    UNSUP F1 with no gold and no predicted span) says so; an unfinished cell says which
+    job to finish."""
+    values: dict[str, float | None] = dict.fromkeys(tasks)
+    cis: dict[str, dict | None] = dict.fromkeys(tasks)
+    reasons: dict[str, str] = {task: no_items_reason(variant) for task in tasks
+                               if task not in planned}
+    if not planned:
+        return values, cis, reasons
+    if not (cell_dir / "results.json").is_file():
+        reasons.update({task: f"job {job} has not finished" for task in planned})
+        return values, cis, reasons
+    table = cell_headlines(cell_dir)
+    for task in planned:
+        values[task], cis[task] = table[task]["headline"], table[task]["ci95"]
+        if values[task] is None:
+            reasons[task] = f"{table[task]['metric']} is undefined on this test set"
+    return values, cis, reasons
+
+
+def average_tasks(cells: Sequence[Mapping[str, float | None]],
+                  tasks: Sequence[str]) -> list[str]:
+    """The tasks defined in every cell that defines any: every average is then over the
+    same tasks (a cell that defines none, e.g. one whose job has not finished, is left out
+    of the choice and has no average)."""
+    scored = [cell for cell in cells if any(value is not None for value in cell.values())]
+    return [task for task in tasks
+            if scored and all(cell.get(task) is not None for cell in scored)]
 
 
 def check_distinct_names(fractions: Sequence[float], option: str) -> None:

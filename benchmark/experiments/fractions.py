@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.experiments.common import ModelSettings, cell_headlines, check_distinct_names
+from benchmark.experiments.common import (
+    ModelSettings,
+    cell_values,
+    check_distinct_names,
+    tasks_with_test_items,
+)
 from benchmark.experiments.data import DataSource, split_article_ids
 from benchmark.experiments.jobs import Job
 from tasks.errors import SumbenchError
@@ -82,7 +87,9 @@ def prepare_experiment(spec: FractionsSpec, out: Path) -> dict:
 
 
 def experiment_jobs(spec: FractionsSpec, out: Path, prepared: dict) -> list[Job]:
+    """A training job per (fraction, seed), and its cell on the tasks with test items."""
     data, jobs = Path(prepared["data"]), []
+    present = tasks_with_test_items(data, spec.variant, spec.settings.tasks)
     for fraction in spec.fractions:
         for seed in spec.seeds:
             name = model_name(fraction, seed)
@@ -90,22 +97,28 @@ def experiment_jobs(spec: FractionsSpec, out: Path, prepared: dict) -> list[Job]
             jobs.append(Job(f"train/{name}", "train", spec.settings.train_argv(
                 data, spec.variant, train_out, seed=seed, train_fraction=fraction),
                 str(train_out)))
-            jobs.append(Job(f"cell/{name}", "cell", spec.settings.cell_argv(
-                spec.settings.final_folder(train_out), data, spec.variant, cell_out,
-                seed=seed), str(cell_out), needs=(f"train/{name}",)))
+            if present:
+                jobs.append(Job(f"cell/{name}", "cell", spec.settings.cell_argv(
+                    spec.settings.final_folder(train_out), data, spec.variant, cell_out,
+                    seed=seed, tasks=present), str(cell_out), needs=(f"train/{name}",)))
     return jobs
 
 
 def experiment_result(spec: FractionsSpec, out: Path, prepared: dict) -> dict[str, Any]:
     tasks = list(spec.settings.tasks)
+    present = tasks_with_test_items(Path(prepared["data"]), spec.variant, tasks)
     table: dict[str, dict[str, dict]] = {task: {} for task in tasks}
+    reasons: dict[str, dict[str, str]] = {}
     for fraction in spec.fractions:
         values: dict[str, list] = {task: [] for task in tasks}
         for seed in spec.seeds:
-            cell = out / "cells" / model_name(fraction, seed)
-            headlines = cell_headlines(cell) if (cell / "results.json").is_file() else {}
+            name = model_name(fraction, seed)
+            headlines, _, why = cell_values(out / "cells" / name, tasks, present,
+                                            spec.variant, f"cell/{name}")
+            if why:
+                reasons[name] = why
             for task in tasks:
-                values[task].append(headlines.get(task, {}).get("headline"))
+                values[task].append(headlines[task])
         for task in tasks:
             defined = [v for v in values[task] if v is not None]
             complete = len(defined) == len(values[task])
@@ -115,7 +128,7 @@ def experiment_result(spec: FractionsSpec, out: Path, prepared: dict) -> dict[st
                 "spread": statistics.stdev(defined) if complete and len(defined) > 1
                 else (0.0 if complete else None)}
     return {"tasks": tasks, "fractions": list(spec.fractions), "seeds": list(spec.seeds),
-            "scores": table, "articles": prepared["articles"],
+            "scores": table, "null_reasons": reasons, "articles": prepared["articles"],
             "available_train_articles": prepared["available"]}
 
 
@@ -132,7 +145,7 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import number, table
+    from benchmark.experiments.report import notes, null_lines, number, table
 
     columns = [f"{f:g}" for f in result["fractions"]]
 
@@ -146,4 +159,5 @@ def summary_markdown(result: dict) -> str:
     return "\n".join(["# Data-size curves", "",
                       f"Headlines x100 on the same test set; seeds {result['seeds']} "
                       f"(mean ± sample standard deviation).", "",
-                      table(["task \\ fraction", *columns], rows)]) + "\n"
+                      table(["task \\ fraction", *columns], rows)]) + \
+        notes(null_lines(result.get("null_reasons", {})), "Empty cells") + "\n"

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.experiments.common import ModelSettings, cell_headlines, check_distinct_names
+from benchmark.experiments.common import (
+    ModelSettings,
+    cell_values,
+    check_distinct_names,
+    tasks_with_test_items,
+)
 from benchmark.experiments.data import DataSource
 from benchmark.experiments.jobs import Job
 from tasks.errors import SumbenchError
@@ -105,6 +110,7 @@ def _heuristic_job(spec: LabelsSpec, out: Path, row: dict, folder: str) -> Job:
 
 def experiment_jobs(spec: LabelsSpec, out: Path, prepared: dict) -> list[Job]:
     human, jobs = Path(prepared["data"]), []
+    present = tasks_with_test_items(human, "all", spec.settings.tasks)
     for name, row in rows(spec).items():
         folder = _folder(name)
         train_out, cell_out = out / "models" / folder, out / "cells" / folder
@@ -117,9 +123,10 @@ def experiment_jobs(spec: LabelsSpec, out: Path, prepared: dict) -> list[Job]:
             train_argv = spec.settings.train_argv(human, "all", train_out,
                                                   train_fraction=row["fraction"])
         jobs.append(Job(f"train/{folder}", "train", train_argv, str(train_out), needs))
-        jobs.append(Job(f"cell/{folder}", "cell", spec.settings.cell_argv(
-            spec.settings.final_folder(train_out), human, "all", cell_out), str(cell_out),
-            needs=(f"train/{folder}",)))
+        if present:
+            jobs.append(Job(f"cell/{folder}", "cell", spec.settings.cell_argv(
+                spec.settings.final_folder(train_out), human, "all", cell_out,
+                tasks=present), str(cell_out), needs=(f"train/{folder}",)))
     return jobs
 
 
@@ -127,19 +134,21 @@ def experiment_result(spec: LabelsSpec, out: Path, prepared: dict) -> dict[str, 
     from tasks.io import read_json
 
     tasks = list(spec.settings.tasks)
-    table, reports = {}, {}
+    present = tasks_with_test_items(Path(prepared["data"]), "all", tasks)
+    table, reasons, reports = {}, {}, {}
     for name, row in rows(spec).items():
         folder = _folder(name)
-        cell = out / "cells" / folder
-        headlines = cell_headlines(cell) if (cell / "results.json").is_file() else {}
-        table[name] = {task: headlines.get(task, {}).get("headline") for task in tasks}
+        table[name], _, why = cell_values(out / "cells" / folder, tasks, present, "all",
+                                          f"cell/{folder}")
+        if why:
+            reasons[name] = why
         info = out / "data" / folder / "build_info.json"
         if row["kind"] == "heuristic" and info.is_file():
             report = read_json(info)
             reports[name] = {key: report.get(key) for key in (
                 "evidence_agreement_with_human", "corruption_types",
                 "corruption_agreement_with_human")}
-    return {"tasks": tasks, "rows": list(table), "scores": table,
+    return {"tasks": tasks, "rows": list(table), "scores": table, "null_reasons": reasons,
             "heuristic_data": reports}
 
 
@@ -154,7 +163,7 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import number, table
+    from benchmark.experiments.report import notes, null_lines, number, table
 
     rows = [[name, *[number(result["scores"][name][task]) for task in result["tasks"]]]
             for name in result["rows"]]
@@ -167,7 +176,8 @@ def summary_markdown(result: dict) -> str:
                       f"articles: precision {number(_pct(agreement.get('precision')))}, "
                       f"recall {number(_pct(agreement.get('recall')))}; corruptions "
                       f"{report['corruption_types']}. {report['corruption_agreement_with_human']}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + notes(null_lines(result.get("null_reasons", {})),
+                                    "Empty cells") + "\n"
 
 
 def _pct(value: float | None) -> float | None:

@@ -34,3 +34,13 @@ def job_lines(jobs: Mapping[str, Mapping[str, Any]]) -> list[str]:
             + (f", log {entry['log']}" if entry.get("log") else "")
             for name, entry in sorted(jobs.items())
             if entry.get("status") in ("failed", "skipped")]
+
+
+def null_lines(reasons: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """One line per empty value of a result's `null_reasons` (nested by row, column, ...,
+    down to task -> reason): "row / column / task: reason"."""
+    lines = []
+    for key, value in reasons.items():
+        name = f"{prefix} / {key}" if prefix else str(key)
+        lines += null_lines(value, name) if isinstance(value, Mapping) else [f"{name}: {value}"]
+    return lines

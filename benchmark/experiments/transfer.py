@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.experiments.common import ModelSettings, cell_headlines, mean_or_none
+from benchmark.experiments.common import (
+    ModelSettings,
+    average_tasks,
+    cell_values,
+    mean_or_none,
+    tasks_with_test_items,
+)
 from benchmark.experiments.data import DataSource, shortfalls, subsample_domain
 from benchmark.experiments.jobs import Job
 from tasks.base import SPLITS
@@ -112,38 +118,45 @@ def training_rows(spec: TransferSpec) -> list[str]:
 
 def plan_jobs(spec: TransferSpec, out: Path, data: Path, test_domains: Sequence[str]
               ) -> list[Job]:
-    """One training job per row, one cell per (row, test domain)."""
+    """One training job per row, one cell per (row, test domain) that has a test item of
+    some task; a cell runs the tasks its test domain has items of."""
     jobs = []
     for row in training_rows(spec):
         train_out = out / "models" / row
         jobs.append(Job(f"train/{row}", "train",
                         spec.settings.train_argv(data, row, train_out), str(train_out)))
         for test in test_domains:
+            present = tasks_with_test_items(data, test, spec.settings.tasks)
+            if not present:
+                continue
             cell_out = out / "cells" / row / test
             jobs.append(Job(f"cell/{row}/{test}", "cell",
                             spec.settings.cell_argv(spec.settings.final_folder(train_out),
-                                                    data, test, cell_out),
+                                                    data, test, cell_out, tasks=present),
                             str(cell_out), needs=(f"train/{row}",)))
     return jobs
 
 
-def collect(spec: TransferSpec, out: Path, test_domains: Sequence[str]) -> dict[str, Any]:
-    """matrix / average / delta / intervals from the finished cells (None where missing)."""
+def collect(spec: TransferSpec, out: Path, data: Path, test_domains: Sequence[str]
+            ) -> dict[str, Any]:
+    """matrix / average / delta / intervals / null reasons from the finished cells."""
     tasks = list(spec.settings.tasks)
-    matrix, cis, missing = {}, {}, []
+    matrix, cis, reasons, missing = {}, {}, {}, []
     for row in training_rows(spec):
-        matrix[row], cis[row] = {}, {}
+        matrix[row], cis[row], reasons[row] = {}, {}, {}
         for test in test_domains:
+            planned = tasks_with_test_items(data, test, tasks)
             cell = out / "cells" / row / test
-            if not (cell / "results.json").is_file():
+            matrix[row][test], cis[row][test], why = cell_values(
+                cell, tasks, planned, test, f"cell/{row}/{test}")
+            if why:
+                reasons[row][test] = why
+            if planned and not (cell / "results.json").is_file():
                 missing.append(f"{row}/{test}")
-                matrix[row][test] = {task: None for task in tasks}
-                continue
-            table = cell_headlines(cell)
-            matrix[row][test] = {task: table[task]["headline"] for task in tasks}
-            cis[row][test] = {task: table[task]["ci95"] for task in tasks}
-    average = {row: {test: mean_or_none(list(cells.values())) for test, cells in tests.items()}
-               for row, tests in matrix.items()}
+    averaged = average_tasks([cell for tests in matrix.values() for cell in tests.values()],
+                             tasks)
+    average = {row: {test: mean_or_none([cells[task] for task in averaged])
+                     for test, cells in tests.items()} for row, tests in matrix.items()}
     delta, delta_task = {}, {}
     for row, tests in matrix.items():
         delta[row], delta_task[row] = {}, {}
@@ -154,8 +167,9 @@ def collect(spec: TransferSpec, out: Path, test_domains: Sequence[str]) -> dict[
             delta_task[row][test] = {task: None if own is None or cells[task] is None or
                                      own[task] is None else cells[task] - own[task]
                                      for task in tasks}
-    return {"matrix": matrix, "average": average, "delta": delta, "delta_per_task": delta_task,
-            "ci95": cis if spec.settings.bootstrap else None, "missing_cells": missing}
+    return {"matrix": matrix, "average": average, "average_tasks": averaged, "delta": delta,
+            "delta_per_task": delta_task, "ci95": cis if spec.settings.bootstrap else None,
+            "null_reasons": reasons, "missing_cells": missing}
 
 
 RESULT_FILE = "transfer.json"
@@ -183,7 +197,7 @@ def experiment_jobs(spec: TransferSpec, out: Path, prepared: dict) -> list[Job]:
 
 
 def experiment_result(spec: TransferSpec, out: Path, prepared: dict) -> dict:
-    return {**collect(spec, out, test_domains_of(spec, prepared)),
+    return {**collect(spec, out, Path(prepared["data"]), test_domains_of(spec, prepared)),
             "rows": training_rows(spec), "columns": test_domains_of(spec, prepared),
             "tasks": list(spec.settings.tasks), "subsample": prepared["subsample"],
             "shortfalls": prepared["shortfalls"]}
@@ -194,20 +208,30 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
     heatmap(result["rows"], result["columns"], result["average"],
             out / "transfer_heatmap.png", title="Cross-domain transfer: average headline",
-            label="mean headline over tasks")
+            label="mean headline over " + averaged_label(result))
     delta_bars(result["rows"], result["columns"], result["tasks"], result["delta_per_task"],
                out / "transfer_deltas.png",
                title="Change against in-domain training (headline points)")
     return ["transfer_heatmap.png", "transfer_deltas.png"]
 
 
+def averaged_label(result: dict) -> str:
+    """The tasks the averages are over, as the figures and summary name them (a result
+    written before `average_tasks` existed averaged over every task)."""
+    averaged = result.get("average_tasks", result["tasks"])
+    if averaged == result["tasks"]:
+        return "all tasks"
+    return ", ".join(averaged) if averaged else "no task (none is defined in every cell)"
+
+
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import grid, notes
+    from benchmark.experiments.report import grid, notes, null_lines
 
     rows, columns = result["rows"], result["columns"]
     parts = ["# Cross-domain transfer", "",
              "Rows: training domain; columns: test domain. Headlines x100 (ROUGE geometric "
-             "mean, AUC, F1 or exact match per task), averaged over the tasks.", "",
+             "mean, AUC, F1 or exact match per task), averaged over the tasks defined in "
+             f"every cell: {averaged_label(result)}.", "",
              "## Average headline", "", grid(rows, columns, result["average"], "train \\ test"),
              "", "## Change against in-domain training (average)", "",
              grid(rows, columns, result["delta"], "train \\ test", signed=True)]
@@ -217,4 +241,5 @@ def summary_markdown(result: dict) -> str:
         parts += ["", f"## {task}: change against in-domain", "",
                   grid(rows, columns, per_task, "train \\ test", signed=True)]
     missing = [f"cell {cell} has no results" for cell in result["missing_cells"]]
-    return "\n".join(parts) + notes(result["shortfalls"] + missing) + "\n"
+    return "\n".join(parts) + notes(result["shortfalls"] + missing) + \
+        notes(null_lines(result.get("null_reasons", {})), "Empty cells") + "\n"

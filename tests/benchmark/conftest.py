@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 PRED = "factuality_classification.jsonl"
+EXPERIMENT_DOMAINS = ("biographies", "companies", "disasters", "schools")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -59,3 +60,22 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
             "one_system": one_system, "tmp": str(root),
             "pred_copy": str(root / "pred-copy.jsonl"), "deep": str(root / "deep.jsonl"),
             "dup_key": str(root / "dup-key.jsonl"), "dup_metric": str(root / "dup-metric.json")}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    """The experiments' raw corpus (4 training domains + landmarks, test-only) and a
+    tiny T5."""
+    from benchmark.synthetic import SyntheticSpec, generate_corpus
+    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("experiments")
+    generate_corpus(root / "raw", SyntheticSpec(seed=2, docs=24, domains=EXPERIMENT_DOMAINS,
+                                                test_only_domains=("landmarks",),
+                                                test_only_docs=2))
+    texts = [line["txt"] for path in (root / "raw" / "annotations").rglob("*.json")
+             for line in json.loads(path.read_text())["annotations"]["source"]]
+    tokenizer = build_tiny_tokenizer(texts + ["Yes No SENT0 SENT1 Summarize content :"],
+                                     vocab_size=400)
+    build_tiny_t5(tokenizer, save_dir=root / "t5", seed=0)
+    return {"raw": root / "raw", "model": root / "t5", "root": root}

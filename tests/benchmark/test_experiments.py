@@ -14,25 +14,6 @@ from benchmark.cli import main
 from tasks.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-DOMAINS = ("biographies", "companies", "disasters", "schools")
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> dict[str, Path]:
-    """A raw corpus (4 training domains + landmarks, test-only) and a tiny T5."""
-    from benchmark.synthetic import SyntheticSpec, generate_corpus
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
-
-    root = tmp_path_factory.mktemp("experiments")
-    generate_corpus(root / "raw", SyntheticSpec(seed=2, docs=24, domains=DOMAINS,
-                                                test_only_domains=("landmarks",),
-                                                test_only_docs=2))
-    texts = [line["txt"] for path in (root / "raw" / "annotations").rglob("*.json")
-             for line in json.loads(path.read_text())["annotations"]["source"]]
-    tokenizer = build_tiny_tokenizer(texts + ["Yes No SENT0 SENT1 Summarize content :"],
-                                     vocab_size=400)
-    build_tiny_t5(tokenizer, save_dir=root / "t5", seed=0)
-    return {"raw": root / "raw", "model": root / "t5", "root": root}
 
 
 def _common(corpus, out: Path, *extra) -> list[str]:
