@@ -270,7 +270,8 @@ def main() -> int:
         pages = latency(db, args.requests)
         rebuild = rebuild_seconds(db, args.repeat)
         burst = keep_up(data, root, args.burst, args.workers)
-    result = {"entries": args.entries, "requests": args.requests, **scoring,
+    result = {"benchmark": "leaderboard_load", "entries": args.entries,
+              "requests": args.requests, **scoring,
               "latency": pages, "rebuild_s": rebuild, "keep_up": burst,
               "ratio": scoring["scoring_ratio"], "machine": machine()}
     if args.json:

@@ -6,28 +6,18 @@ and median of each, ratio of medians). `--sample pairs` (default) takes evenly s
 (nearly every pair has its own summary); `--sample examples` takes evenly spaced whole examples
 (every system's summary against each of the example's SCUs, as a Pyramid run pairs them, so
 each summary comes with ~11 units and a few pairs repeat):
-  ours      NLIBackend: length-sorted batches of at most `--batch-size` that weigh padding
-            against a batch's fixed cost (trainers.batch_plan, counting keys as padded),
-            dynamic padding, each distinct pair once, each distinct text tokenized once and
-            the pairs that need no truncation joined from the post-processor's template
-            (trainers.pair_encoding), the last layer for the first token only, its keys and
-            values folded into the query (trainers.first_token; about half of this 2-layer
-            model's work, ~4% of a 24-layer one), the other layers' keys padded to a
-            multiple of 16 (this model's 16-wide heads attend faster so), two batches at a
-            time on CPU worker threads, which also make the results (trainers.cpu_workers;
-            `--workers N` to choose);
+  ours      NLIBackend: length-sorted batches of at most `--batch-size`, each padded to its
+            longest pair, each distinct pair once;
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass, truncated at 400 tokens too ("ratio_one_pair").
 "identical": every probability within 1e-5 (padding changes float rounding). `--full` also
 streams all pairs and reports RSS at 25/50/100%: memory stays flat (one chunk at a time;
-`malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers);
-and it times all pairs with and without the pair encoder ("full_pair_encoding": the same
-probabilities exactly, since the token ids are the same).
+`malloc_trim` after each chunk unless `--no-trim`, since glibc keeps freed tensor buffers).
 `--threads`: torch intra-op threads for every arm, by default the CPUs this process may use.
 
     python bench/presence_speed.py [--subset 800] [--sample pairs|examples] [--repeat 5]
-                                   [--json] [--full] [--device cuda] [--workers N]
+                                   [--json] [--full] [--device cuda]
 """
 from __future__ import annotations
 
@@ -46,12 +36,6 @@ sys.path.insert(0, str(REPO_ROOT))
 from harness import add_options, compare_arms, cpus, report, timings  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "pyramid" / "realsumm"
-
-
-def positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return int(text)
 
 
 def peak_rss_mib() -> float:
@@ -127,22 +111,6 @@ def run_full(backend, dataset, total: int, trim: bool) -> dict:
             "forward_calls": backend.forward_calls, "memory": memory}
 
 
-def full_pair_encoding(model, tokenizer, dataset, args) -> dict:
-    """All pairs, streamed as a Pyramid run would, with the pair encoder (ours) and without."""
-    from leaderboard.evaluators.presence import NLIBackend
-
-    def arm(pair_encoding: bool):
-        backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                             chunk_size=args.chunk_size, pair_encoding=pair_encoding,
-                             device=args.device)
-        return lambda: [r.details["p3"] for r in backend.score_iter(iter_pairs(dataset))]
-
-    result = compare_arms(arm(True), arm(False), repeat=args.repeat)
-    return {"ratio": round(result["ratio"], 3), "identical": result["identical"],
-            "with": timings(result, "ours", ("min", "median")),
-            "without": timings(result, "baseline", ("min", "median"))}
-
-
 def naive_scores(model, tokenizer, pairs) -> list[float]:
     """The plain loop: tokenize one pair (truncated at 400 tokens, as ours and the release),
     one forward pass, softmax over the entailment class."""
@@ -196,7 +164,7 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
 
     pairs, described = sample_pairs(dataset, total, args.subset, args.sample)
     backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
-                         chunk_size=args.chunk_size, device=args.device, workers=args.workers)
+                         chunk_size=args.chunk_size, device=args.device)
 
     def ours():
         return [r.details["p3"] for r in backend.score(pairs)]
@@ -210,8 +178,7 @@ def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, di
              "sample": args.sample, "subset": described,
              "ratio_one_pair": round(versus_one["ratio"], 3),
              "identical_one_pair": versus_one["identical"],
-             "one_pair": timings(versus_one, "baseline", ("min", "median")),
-             **backend.fast_paths()}
+             "one_pair": timings(versus_one, "baseline", ("min", "median"))}
     return versus_loop, versus_one, extra
 
 
@@ -231,9 +198,6 @@ def main(argv=None) -> int:
     parser.add_argument("--no-trim", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N")
-    parser.add_argument("--workers", type=positive_int, default=None,
-                        help="ours: batches run side by side (default: the backend's choice, "
-                             "2 on a CPU with 2 or more threads)")
     add_options(parser)
     args = parser.parse_args(argv)
 
@@ -255,12 +219,10 @@ def main(argv=None) -> int:
                                                 chunk_size=args.chunk_size,
                                                 device=args.device),
                                      dataset, total, not args.no_trim)
-        extra["full_pair_encoding"] = full_pair_encoding(model, tokenizer, dataset, args)
     report("presence_speed", versus_loop, as_json=args.json, extra=extra,
            labels=("ours (sorted, dynamic padding, distinct pairs)",
                    "Lite²Pyramid loop (batch 32, pad to 400)"))
-    full_same = extra.get("full_pair_encoding", {}).get("identical", True)
-    return 0 if versus_loop["identical"] and extra["identical_one_pair"] and full_same else 1
+    return 0 if versus_loop["identical"] and extra["identical_one_pair"] else 1
 
 
 if __name__ == "__main__":

@@ -252,18 +252,19 @@ def training_record(folder: Path, task_names: Sequence[str]) -> dict:
 
 
 def predict_spec(spec: RunSpec, fspec):
-    """Prediction settings: the fine-tuning spec's input, window and output budgets (those of
-    validation predictions, so the model predicts on the windows it was trained on; new
-    tokens capped at the release's 767) unless the run overrides them; the run's decoding."""
+    """Prediction settings: the windows the model was trained on (those of validation
+    predictions), the input and output budgets of `trainers.profiles.prediction_budgets`
+    (the USB release's 8192 and 767 for its profiles) unless the run overrides them, and
+    the run's decoding."""
     from trainers.evaluation import validation_predict_spec
-    from trainers.predict import PredictSpec
+    from trainers.profiles import prediction_budgets
 
     trained = validation_predict_spec(fspec, spec.device)
+    max_input, max_new = prediction_budgets(fspec)
     return dataclasses.replace(
-        trained, batch_size=spec.batch_size,
-        max_input_tokens=spec.max_input_tokens or trained.max_input_tokens,
-        max_new_tokens=spec.max_new_tokens or min(trained.max_new_tokens,
-                                                  PredictSpec().max_new_tokens),
+        trained, batch_size=spec.batch_size, window_tokens=fspec.window_budget,
+        max_input_tokens=spec.max_input_tokens or max_input,
+        max_new_tokens=spec.max_new_tokens or max_new,
         num_beams=spec.num_beams, label_rule=spec.label_rule)
 
 

@@ -2,7 +2,8 @@
 
 The built-in tasks register when first asked for, and so do tasks of installed packages
 (`sumbench.tasks` entry points, tasks.plugins); `task_source(name)` names the package a task
-comes from."""
+comes from. Importing `tasks` makes `nltk.word_tokenize` and `nltk.sent_tokenize` work
+offline with NLTK's English Punkt model (tasks.punkt)."""
 from __future__ import annotations
 
 import importlib
@@ -10,7 +11,10 @@ from collections.abc import Sequence
 
 from tasks.errors import SumbenchError
 from tasks.plugins import Once, load_plugins
+from tasks.punkt import install_english_punkt
 from tasks.registry import TASKS
+
+install_english_punkt()
 
 #: modules whose import registers the built-in tasks
 BUILTIN_TASK_MODULES = ("tasks.usb", "tasks.qapyramid.qa_generation",

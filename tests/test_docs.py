@@ -27,3 +27,17 @@ def test_the_readme_is_a_users_guide():
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text)
     assert not re.search(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b", text)
     assert not re.search(r"machine [A-D]\b|quiet spell|H100|H200", text)
+
+
+def test_the_performance_page_is_generated_from_the_recorded_runs():
+    """docs/performance.md is what `python bench/report.py` writes from bench/results.jsonl."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("bench_report", REPO / "bench" / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    lines = [json.loads(text) for text in report.RESULTS.read_text().splitlines() if text]
+    assert {line["benchmark"] for line in lines} >= {"presence_speed", "classify_speed",
+                                                      "fast_paths"}
+    assert report.PAGE.read_text(encoding="utf-8") == report.page(lines)

@@ -49,7 +49,7 @@ def headline_metric_fn(spec, task_names: Sequence[str], data_dir: str | None) ->
 
 def validation_predict_spec(spec, device: str):
     """The PredictSpec of validation predictions: the FinetuneSpec's input, window and output
-    budgets, greedy decoding."""
+    budgets, and the release's decoding (4 beams for text and span tasks, greedy labels)."""
     from trainers.predict import PredictSpec
 
     return PredictSpec(max_input_tokens=spec.max_input_tokens, window_tokens=spec.window_tokens,

@@ -11,8 +11,8 @@ ratio of the two vocabulary-softmax probabilities. Which steps are label positio
   lines: the step right after each generated `SENT{k}` marker, for k in 0..n_lines-1; a line
   whose marker was never generated gets 0.0.
 
-Greedy decoding (the release's setting for labels) goes through `trainers.lean_t5` when the
-model allows it, after a batch decoded both ways agreed (trainers.greedy_labels).
+Greedy decoding (the release's setting for labels) runs `generate` with a recorder of each
+step's Yes/No probability (`YesNoRecorder`); beam search reads the scores of the beams kept.
 """
 from __future__ import annotations
 
@@ -35,12 +35,11 @@ from trainers.generation import (
     prepare_model,
     run_generate,
 )
-from trainers.greedy_labels import greedy_label_steps, label_decoder, lean_status
 from trainers.label_tokens import LabelTokens, YesNoRecorder, label_token_ids, renormalised_yes
 from trainers.predict_spec import LABEL_RULES, PredictSpec
 
 __all__ = ["LabelTokens", "LabelValues", "YesNoRecorder", "label_token_ids", "renormalised_yes",
-           "label_decoder", "lean_status", "official_label_steps", "marker_label_steps",
+           "official_label_steps", "marker_label_steps", "greedy_label_steps",
            "fit_to_lines", "label_values", "needs_full_generation", "generate_batch_labels",
            "beam_step_probabilities", "label_probabilities", "label_batch",
            "official_label_probabilities", "build_tiny_labeler"]
@@ -121,14 +120,11 @@ def needs_full_generation(n_lines: Sequence[int | None], rule: str) -> bool:
 
 
 def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec: PredictSpec,
-                          labels: LabelTokens, max_new_tokens: int,
-                          lean: bool = True) -> list[GeneratedRow]:
-    """Generate one batch recording the Yes-vs-No probability at every step of each row;
-    greedy batches go through `trainers.lean_t5` when `lean` and the model allows it."""
+                          labels: LabelTokens, max_new_tokens: int) -> list[GeneratedRow]:
+    """Generate one batch recording the Yes-vs-No probability at every step of each row."""
     input_ids, mask = pad_batch(batch, tokenizer.pad_token_id, model_device(model))
     if spec.label_num_beams == 1:
-        sequences, step_p = greedy_label_steps(model, input_ids, mask, max_new_tokens, labels,
-                                               lean)
+        sequences, step_p = greedy_label_steps(model, input_ids, mask, max_new_tokens, labels)
     else:
         output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens,
                               num_beams=spec.label_num_beams, output_scores=True)
@@ -138,6 +134,16 @@ def generate_batch_labels(model, tokenizer, batch: Sequence[EncodedSource], spec
     texts = decode_texts(tokenizer, generated, spec.clean_up_tokenization_spaces)
     return [GeneratedRow(row.index, ids, text, tuple(step_p[position][:len(ids) + 1]))
             for position, (row, ids, text) in enumerate(zip(batch, generated, texts))]
+
+
+def greedy_label_steps(model, input_ids, mask, max_new_tokens: int, labels: LabelTokens):
+    """Greedy `generate` with a recorder: (sequences, Yes-probabilities per row and step)."""
+    from transformers import LogitsProcessorList
+
+    recorder = YesNoRecorder(labels)
+    output = run_generate(model, input_ids, mask, max_new_tokens=max_new_tokens, num_beams=1,
+                          logits_processor=LogitsProcessorList([recorder]))
+    return output.sequences, recorder.per_row()
 
 
 def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:
@@ -151,12 +157,10 @@ def beam_step_probabilities(output, labels: LabelTokens) -> list[list[float]]:
 
 
 def label_probabilities(model, tokenizer, sources: Sequence[str], spec: PredictSpec,
-                        n_lines: Sequence[int | None] | None = None,
-                        lean: bool = True) -> list[list[float]]:
+                        n_lines: Sequence[int | None] | None = None) -> list[list[float]]:
     """Yes-probabilities per source under `spec.label_rule`, in input order.
 
-    `n_lines[i]` is the number of labelled lines of source i (None: one label per input);
-    `lean`: greedy batches may use `trainers.lean_t5` (False: always `generate`).
+    `n_lines[i]` is the number of labelled lines of source i (None: one label per input).
     """
     prepare_model(model, spec)
     n_lines = list(n_lines) if n_lines is not None else [None] * len(sources)
@@ -165,8 +169,7 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: PredictS
     rows: list[GeneratedRow] = []
     for batch_rows in iter_batches(encoded, spec.batch_size,
                                    lambda batch: label_batch(model, tokenizer, batch, spec, labels,
-                                                             [n_lines[r.index] for r in batch],
-                                                             lean),
+                                                             [n_lines[r.index] for r in batch]),
                                    description="label probabilities"):
         rows.extend(batch_rows)
     return [list(label_values(row, n_lines[row.index], spec.label_rule, labels, tokenizer).values)
@@ -174,11 +177,10 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: PredictS
 
 
 def label_batch(model, tokenizer, batch: Sequence[EncodedSource], spec: PredictSpec,
-                labels: LabelTokens, n_lines: Sequence[int | None],
-                lean: bool = True) -> list[GeneratedRow]:
+                labels: LabelTokens, n_lines: Sequence[int | None]) -> list[GeneratedRow]:
     """One batch, generating only one step when the rule needs no more."""
     max_new = spec.max_new_tokens if needs_full_generation(n_lines, spec.label_rule) else 1
-    return generate_batch_labels(model, tokenizer, batch, spec, labels, max_new, lean)
+    return generate_batch_labels(model, tokenizer, batch, spec, labels, max_new)
 
 
 # ---- the official one-example-at-a-time way (reference for tests and benchmarks) ----------

@@ -28,7 +28,6 @@ from trainers.generation import (
 )
 from trainers.label_probs import (
     label_batch,
-    label_decoder,
     label_probabilities,
     label_token_ids,
     label_values,
@@ -196,8 +195,6 @@ def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: Pred
         logger.warning("%s: %s", task.name, counts)
     if store:
         meta = {"task": task.name, "spec": spec.to_dict(), "counts": counts}
-        if task.output_kind == "probabilities" and pending:
-            meta["label_decoder"] = label_decoder(model, spec)  # of the windows computed now
         store.finish(outputs, records, meta,
                      config={"task": task.name, "spec": spec.to_dict(), "model": model_info,
                              "instances": len(instances)})

@@ -218,6 +218,22 @@ PROFILES: dict[str, FinetuneSpec] = {
 }
 
 
+#: (input tokens, new tokens) the USB release predicts with, for the profiles that carry its
+#: settings: its predict scripts truncate inputs at 8192 tokens and generate up to
+#: max_length 768 (767 new tokens) whatever budgets the model was trained with
+RELEASE_PREDICTION_BUDGETS = {"flan-t5-large": (8192, 767), "flan-t5-xl": (8192, 767)}
+#: the release's cap on new tokens, for any other profile
+MAX_NEW_TOKENS = 767
+
+
+def prediction_budgets(spec: FinetuneSpec) -> tuple[int, int]:
+    """(input tokens, new tokens) that `sumbench run` predicts test items with: the release's
+    for its profiles; otherwise the spec's training budgets, new tokens capped at 767."""
+    if spec.profile in RELEASE_PREDICTION_BUDGETS:
+        return RELEASE_PREDICTION_BUDGETS[spec.profile]
+    return spec.max_input_tokens, min(spec.max_output_tokens, MAX_NEW_TOKENS)
+
+
 def resolve_model_path(model: str) -> str:
     """An existing local model folder as an absolute path (a LoRA adapter records its base
     model's path, which must not depend on the working directory); hub ids unchanged."""

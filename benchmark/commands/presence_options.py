@@ -10,13 +10,17 @@ from typing import Any
 from benchmark.commands import positive_int, probability
 from leaderboard.evaluators.presence import NLI_MODES
 
+#: the model Lite²Pyramid's scorer loads when none is named (its --model default)
+OFFICIAL_NLI_MODEL = "shiyue/roberta-large-tac08"
+
 
 def add_presence_options(parser: argparse.ArgumentParser, backends: list[str]) -> None:
     """--presence (one of `backends`) and the options of the backends."""
     parser.add_argument("--presence", required=True, choices=backends,
                         help="who decides unit presence (human: the SCU labels)")
-    parser.add_argument("--model", help="model folder or hub id (nli, seq2seq, causal-lm); "
-                                        "model name (chat)")
+    parser.add_argument("--model", help="model folder or hub id (nli, seq2seq, causal-lm; "
+                                        f"nli: {OFFICIAL_NLI_MODEL} by default, as "
+                                        "Lite²Pyramid); model name (chat)")
     parser.add_argument("--threshold", type=probability,
                         help="present iff the backend's value >= T (lexical: content-token "
                              "recall, by default calibrated on the train split)")
@@ -30,9 +34,6 @@ def add_presence_options(parser: argparse.ArgumentParser, backends: list[str]) -
                              "Lite²Pyramid)")
     parser.add_argument("--batch-size", type=positive_int, help="model backends: batch size")
     parser.add_argument("--device", help="model backends: cpu (default), cuda, cuda:N")
-    parser.add_argument("--workers", type=positive_int,
-                        help="model backends: batches run at once (default: 2 on a CPU with "
-                             "2 or more torch threads, else 1)")
     parser.add_argument("--cache", metavar="FILE", help="model and chat backends: a cache of "
                                                         "their outputs on disk")
 
@@ -40,7 +41,7 @@ def add_presence_options(parser: argparse.ArgumentParser, backends: list[str]) -
 #: PresenceConfig field -> the backend option it sets
 OPTION_NAMES = {"model": "model", "threshold": "threshold", "nli_mode": "mode",
                 "entailment_label": "entailment_label", "batch_size": "batch_size",
-                "device": "device", "workers": "workers", "cache": "cache",
+                "device": "device", "cache": "cache",
                 "nli_max_length": "max_length"}
 
 
@@ -55,7 +56,6 @@ class PresenceConfig:
     nli_max_length: int | None = None
     batch_size: int | None = None
     device: str | None = None
-    workers: int | None = None
     cache: str | None = None
 
     @classmethod
@@ -63,6 +63,10 @@ class PresenceConfig:
         return cls(**{name: getattr(args, name) for name in asdict(cls(presence=""))})
 
     def options(self) -> dict[str, Any]:
-        """The backend options given (their backend names: `mode`, `max_length`, ...)."""
-        return {option: getattr(self, field) for field, option in OPTION_NAMES.items()
-                if getattr(self, field) is not None}
+        """The backend options given (their backend names: `mode`, `max_length`, ...); the
+        nli backend's model is Lite²Pyramid's default when none is given."""
+        given = {option: getattr(self, field) for field, option in OPTION_NAMES.items()
+                 if getattr(self, field) is not None}
+        if self.presence.lower() == "nli" and "model" not in given:
+            given["model"] = OFFICIAL_NLI_MODEL
+        return given

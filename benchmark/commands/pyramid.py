@@ -4,7 +4,7 @@
                      --presence human|lexical|nli|seq2seq|causal-lm|chat
                      [--model PATH] [--threshold T] [--nli-mode MODE]
                      [--entailment-label NAME] [--batch-size N]
-                     [--device DEV] [--workers N] [--cache FILE] [--systems S ...]
+                     [--device DEV] [--cache FILE] [--systems S ...]
                      [--score-split all|train|validation|test] [--out FILE]
 
 Prints `{system: score}` (JSON) to stdout. `--out FILE` also writes `{"scores": {system:
@@ -53,8 +53,11 @@ def register(subparsers) -> None:
                         help="file: units per example, TAB-separated, aligned with ids.txt "
                              "(e.g. Lite²Pyramid's STUs_SCUs_percentage50.txt)")
     parser.add_argument("--weights", metavar="FILE",
-                        help="unit weights, TAB-separated per example, aligned with the units "
-                             "(Lite²Pyramid's --weight)")
+                        help="unit weights, TAB-separated integers per example, aligned with "
+                             "the units (Lite²Pyramid's --weight)")
+    parser.add_argument("--fractional-weights", action="store_true",
+                        help="--weights may hold numbers other than integers (Lite²Pyramid "
+                             "reads integers only)")
     add_presence_options(parser, list(PRESENCE_CHOICES))
     parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
     parser.add_argument("--score-split", choices=SCORE_SPLITS, default="all",
@@ -157,7 +160,8 @@ def run(args) -> int:
     weights = None
     if args.weights:
         from leaderboard.evaluators.lite_pyramid import read_unit_weights
-        weights = read_unit_weights(args.weights, dataset.units[args.units])
+        weights = read_unit_weights(args.weights, dataset.units[args.units],
+                                    fractional=args.fractional_weights)
     results = evaluate_dataset(dataset, args.units, args.presence, weights=weights, **options)
     scores = {system: result.score for system, result in results.items()}
     print(json.dumps(scores, indent=1))

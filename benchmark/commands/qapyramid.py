@@ -41,6 +41,9 @@ def register(subparsers) -> None:
                                 "and Krippendorff's alpha")
     human.add_argument("--judgments", required=True, help="QA_presence.json")
     human.add_argument("--out", help="also write per-example scores and provenance (JSON)")
+    human.add_argument("--ties", choices=("absent", "present"), default="absent",
+                       help="a QA with as many 1 votes as 0 votes: not present (default) or "
+                            "present (the release has no rule for ties)")
     human.set_defaults(handler=run_human, out_inputs={"judgments": "--judgments file"})
     norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties")
     norm.add_argument("--scores", required=True, help="JSON {system: {example_id: score}}")
@@ -72,14 +75,16 @@ def run_human(args) -> int:
     from tasks.provenance import provenance
     from tasks.qapyramid.judgments import load_qa_judgments
 
-    report = human_qapyramid(load_qa_judgments(args.judgments))
+    report = human_qapyramid(load_qa_judgments(args.judgments),
+                             ties_present=args.ties == "present")
     warn_uneven(report["per_example"], args.judgments)
     if math.isnan(report["krippendorff_alpha"]):
         report["krippendorff_alpha"] = None  # undefined: no pairable votes or no variation
     summary = {key: value for key, value in report.items() if key != "per_example"}
     print(json.dumps(summary, indent=1))
     if args.out:
-        write_json(args.out, {**report, "provenance": provenance({"judgments": args.judgments})})
+        write_json(args.out, {**report, "provenance": provenance(
+            {"judgments": args.judgments, "ties": args.ties})})
     return 0
 
 

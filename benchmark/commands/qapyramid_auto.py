@@ -20,7 +20,7 @@ by default; model backends: probability >= T instead of their own label); --enta
 NAME (nli: the class of the model's id2label that means entailment, any case); --use
 label|probability (count present QAs, or sum probabilities); --unit-kind qa|statement;
 --systems (default: all with a summary); --normalize [--alpha A] (nQAPyramid, alpha 6);
---batch-size, --device, --workers, --cache (model backends), --base-url (chat); --out FILE.
+--batch-size, --device, --cache (model backends), --base-url (chat); --out FILE.
 
 Prints {"systems": {system: QAPyramid}, "n_examples": {system: n}} (examples without QAs are
 skipped); with --normalize also "alpha" and "nQAPyramid". When the dataset has `QA_labels`,
@@ -108,10 +108,6 @@ class ThresholdedBackend(PresenceBackend):
 
     def fingerprint(self) -> str:
         return f"{self.backend.fingerprint()}|threshold={self.threshold!r}"
-
-    def fast_paths(self) -> dict:
-        paths = getattr(self.backend, "fast_paths", None)
-        return paths() if callable(paths) else {}
 
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
         for result in self.backend.score_iter(pairs):
@@ -259,7 +255,7 @@ def _config(args, names: Sequence[str]) -> dict:
 
 
 COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold", "use",
-                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "workers", "device",
+                 "unit_kind", "systems", "normalize", "alpha", "batch_size", "device",
                  "base_url", "prompt_style", "nli_max_length")
 
 

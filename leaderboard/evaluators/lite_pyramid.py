@@ -32,19 +32,26 @@ def weighted_pyramid_score(presences: Sequence[float], weights: Sequence[float])
     return sum(float(p) * w for p, w in zip(presences, weights)) / total
 
 
-def read_unit_weights(path: str | Path, units: Sequence[Sequence[str]]) -> list[list[float]]:
-    """Per-example unit weights aligned with `units`; errors name the line and the count."""
+def read_unit_weights(path: str | Path, units: Sequence[Sequence[str]],
+                      fractional: bool = False) -> list[list[float]]:
+    """Per-example unit weights aligned with `units`; errors name the line and the count.
+    Integers, read with `int()` as Lite²Pyramid.py reads its --weight file (then `.long()`);
+    `fractional` also takes other numbers (not the official rule)."""
     from tasks.io import read_text
 
     lines = read_text(path, what="weights file").splitlines()
     if len(lines) != len(units):
         raise DataError(f"{len(lines)} lines for {len(units)} examples", path=str(path))
+    parse = float if fractional else int
     weights = []
     for number, (line, example_units) in enumerate(zip(lines, units), start=1):
         try:
-            row = [float(value) for value in line.split("\t")]
+            row = [float(parse(value)) for value in line.split("\t")]
         except ValueError:
-            raise DataError("expected TAB-separated numbers", path=str(path),
+            expected = "numbers" if fractional else (
+                "integers (Lite²Pyramid reads weights with int(); --fractional-weights "
+                "takes other numbers)")
+            raise DataError(f"expected TAB-separated {expected}", path=str(path),
                             line=number) from None
         if len(row) != len(example_units):
             raise DataError(f"{len(row)} weights for {len(example_units)} units",

@@ -14,22 +14,16 @@ name here is importable from `leaderboard.evaluators.presence` too.
   entailment; `label2` = the 2-class argmax, entailment when logit_e >= sum(others) (the
   first index wins a tie, and the release's entailment index is 0). `mode` picks the reported
   one (Lite²Pyramid's p2c, l2c, p3c, l3c). Inputs are (summary, unit) pairs truncated to
-  `max_length` tokens, 400 by default as in the release. BERT-family classifiers run their
-  last layer for the first token only (`trainers.first_token`), checked against the model's
-  own forward on the first batch (`shortcut` says "on" or why it is off). Each distinct
-  summary and unit is tokenized once and the pairs assembled by the tokenizer library or
-  its post-processor's template (`trainers.pair_encoding`, checked against the tokenizer
-  call on the first chunk); `fast_paths()` reports all three.
+  `max_length` tokens (longest first), 400 by default as in the release.
 - `seq2seq`: a model trained on the `presence_detection` format; P(Yes) / (P(Yes) + P(No)) of
   the first decoder step.
 - `causal-lm`: the task's few-shot prompt (`FewShotPrompter`) and the next-token Yes/No
   probabilities after `ANSWER:`.
-`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches of at most
-`batch_size` whose padding stays small (trainers.batch_plan, with the keys as the model pads
-them; on a CPU two batches at a time on worker threads, `workers`, which also make their
-results: trainers.cpu_workers) and caches raw outputs on disk keyed by (backend, model id,
-revision, settings, the exact model input); revision = the given one, else a hash of a local
-folder's weight, config and tokenizer files, else the hub commit hash, else a parameter hash.
+`BatchedModelBackend` tokenises a chunk, sorts it by length, runs it in batches of
+`batch_size` padded to their longest input, and caches raw outputs on disk keyed by (backend,
+model id, revision, settings, the exact model input); revision = the given one, else a hash
+of a local folder's weight, config and tokenizer files, else the hub commit hash, else a
+parameter hash.
 Labels use p > 0.5 (0.5 is "not present", as numpy rounding in the task metrics). torch and
 transformers are imported inside the functions that need them.
 """
@@ -37,7 +31,6 @@ from __future__ import annotations
 
 import abc
 import math
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -55,12 +48,8 @@ from leaderboard.evaluators.presence import (
     pair_progress,
     presence_task,
 )
-from trainers.batch_plan import fixed_batches, planned_batches
-from trainers.cpu_workers import auto_workers, map_batches
 from trainers.disk_cache import cache_key, model_revision, open_cache
-from trainers.first_token import agrees, first_token_forward, padded_key_block
 from trainers.padding import feature_tensors as pad_batch
-from trainers.pair_encoding import PairEncoder, feature_lengths
 
 
 # ---- model backends: shared batching, sorting and caching -------------------------------
@@ -108,7 +97,7 @@ class BatchedModelBackend(PresenceBackend):
 
     def __init__(self, model: Any, tokenizer: Any, auto_class: str, *, revision: str | None,
                  model_id: str | None, batch_size: int, chunk_size: int, cache: Any,
-                 device: str, workers: int | None = None):
+                 device: str):
         if batch_size < 1 or chunk_size < 1:
             raise ValueError("batch_size and chunk_size must be >= 1")
         self.model, self.tokenizer, loaded_id = load_pretrained(model, tokenizer, auto_class,
@@ -119,23 +108,9 @@ class BatchedModelBackend(PresenceBackend):
         self.batch_size, self.chunk_size = batch_size, chunk_size
         self.cache = open_cache(cache)
         self.forward_calls = 0
-        #: batches run side by side on CPU worker threads (trainers.cpu_workers)
-        self.workers = auto_workers(device, workers)
-        #: on a CPU, batches weigh padding against their fixed cost (trainers.batch_plan);
-        #: elsewhere (uncalibrated) fixed `batch_size` batches
-        self.plan_batches = str(device).split(":")[0] == "cpu"
 
     def settings(self) -> str:
         return ""
-
-    def fast_paths(self) -> dict:
-        """How batches ran and the exact shortcuts taken (results record them)."""
-        return {"workers": self.workers,
-                "batches": "planned" if self.plan_batches else "fixed"}
-
-    def check_pending(self) -> bool:
-        """Whether the next batch settles a check (then it runs before the others)."""
-        return False
 
     def fingerprint(self) -> str:
         return f"{self.name}:{self.model_id}@{self.revision}:{self.settings()}"
@@ -190,40 +165,23 @@ class BatchedModelBackend(PresenceBackend):
             seen.add(slot)
         return results
 
-    def plan_key_block(self) -> int:
-        """The multiple the model pads keys to, for the batch plan (1: it does not)."""
-        return 1
-
     def _run_distinct(self, pairs: list) -> list[tuple[list[float], PresenceResult]]:
-        """Length-sorted batches of at most `batch_size` with little padding
-        (trainers.batch_plan), `self.workers` at a time (trainers.cpu_workers), each batch's
-        results made on its worker thread; while a first-batch check is pending, the
-        `batch_size` longest pairs run first, alone, as one padded batch (so that the check
-        sees padding, as the batches after it will)."""
+        """Batches of `batch_size` pairs of similar length (longest first), each padded to its
+        longest pair."""
         import torch
 
         features = self.prepare(pairs)
-        every_length = feature_lengths(features)
-        order = sorted(range(len(features)), key=lambda j: (-every_length[j], j))
-        checked = order[:self.batch_size] if self.check_pending() else []
-        rest = order[len(checked):]
-        spans = planned_batches([every_length[j] for j in rest], self.batch_size,
-                                key_block=self.plan_key_block()) \
-            if self.plan_batches else fixed_batches(len(rest), self.batch_size)
-        batches = [rest[span.start:span.stop] for span in spans]
-
-        def run(batch: list) -> tuple[list, list]:
-            rows = [[float(v) for v in row] for row in self.forward([features[j] for j in batch])]
-            return batch, [(row, self.result(row)) for row in rows]
-
-        with torch.inference_mode():
-            done = map_batches(run, [checked], self.workers) if checked else []
-            done += map_batches(run, batches, self.workers)
-        self.forward_calls += len(batches) + bool(checked)
+        order = sorted(range(len(features)),
+                       key=lambda j: (-len(features[j]["input_ids"]), j))
         outputs: list = [None] * len(features)
-        for batch, values in done:
-            for j, value in zip(batch, values):
-                outputs[j] = value
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start:start + self.batch_size]
+                rows = self.forward([features[j] for j in batch])
+                self.forward_calls += 1
+                for j, row in zip(batch, rows):
+                    raw = [float(value) for value in row]
+                    outputs[j] = (raw, self.result(raw))
         return outputs
 
     def _pad_id(self) -> int:
@@ -245,14 +203,12 @@ class NLIBackend(BatchedModelBackend):
                  entailment_label: str | None = None, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 32,
                  max_length: int = NLI_MAX_LENGTH, chunk_size: int = 2048, cache: Any = None,
-                 device: str = "cpu", workers: int | None = None,
-                 first_token_shortcut: bool = True,
-                 pair_encoding: bool = True):
+                 device: str = "cpu"):
         if mode not in NLI_MODES:
             raise ValueError(f"mode must be one of {', '.join(NLI_MODES)}, got {mode!r}")
         super().__init__(model, tokenizer, "AutoModelForSequenceClassification",
                          revision=revision, model_id=model_id, batch_size=batch_size,
-                         chunk_size=chunk_size, cache=cache, device=device, workers=workers)
+                         chunk_size=chunk_size, cache=cache, device=device)
         self.mode, self.max_length = mode, max_length
         config = self.model.config
         self.entail = entailment_index(getattr(config, "id2label", None),
@@ -260,46 +216,19 @@ class NLIBackend(BatchedModelBackend):
         if not 0 <= self.entail < int(config.num_labels):
             raise PresenceBackendError(f"entailment index {self.entail} is outside the model's "
                                        f"{config.num_labels} classes")
-        self._shortcut_forward, reason = (first_token_forward(self.model) if first_token_shortcut
-                                          else (None, "turned off"))
-        #: the last-layer shortcut (trainers.first_token): "unchecked" until the first batch
-        #: compares it with the model's forward, then "on", or "off: <reason>"
-        self.shortcut = "unchecked" if self._shortcut_forward else f"off: {reason}"
-        #: each distinct summary and unit tokenized once (trainers.pair_encoding)
-        self.pair_encoder = PairEncoder(self.tokenizer, max_length, enabled=pair_encoding)
 
     def settings(self) -> str:
         return f"max_length={self.max_length}"
 
-    def fast_paths(self) -> dict:
-        return {**super().fast_paths(), "first_token_shortcut": self.shortcut,
-                "pair_encoding": self.pair_encoder.state,
-                "pair_template": self.pair_encoder.template}
-
-    def check_pending(self) -> bool:
-        return self.shortcut == "unchecked"
-
-    def plan_key_block(self) -> int:
-        return 1 if self._shortcut_forward is None else padded_key_block(self.model, self.device)
-
     def prepare(self, pairs):
         premises, hypotheses = zip(*(pair_parts(p)[:2] for p in pairs))
-        return self.pair_encoder(premises, hypotheses, lazy=True)
+        encoded = self.tokenizer(list(premises), list(hypotheses), truncation=True,
+                                 max_length=self.max_length)
+        names = [name for name in ("input_ids", "token_type_ids") if name in encoded]
+        return [{name: encoded[name][i] for name in names} for i in range(len(premises))]
 
     def forward(self, features):
-        tensors = self._tensors(features)
-        if self._shortcut_forward is None:
-            return self.model(**tensors).logits.float().tolist()
-        logits = self._shortcut_forward(**tensors)
-        if self.shortcut == "unchecked":  # the first (longest) batch: both ways, compared
-            full = self.model(**tensors).logits
-            self.shortcut = "on" if agrees(logits, full) else \
-                f"off: it differs from the model's forward by {(logits - full).abs().max():.3g}"
-            if self.shortcut != "on":
-                print(f"warning: NLI presence: the first-token shortcut is {self.shortcut}; "
-                      f"using the model's forward", file=sys.stderr)
-                self._shortcut_forward, logits = None, full
-        return logits.float().tolist()
+        return self.model(**self._tensors(features)).logits.float().tolist()
 
     def result(self, raw):
         details = nli_outputs(raw, self.entail)
@@ -321,11 +250,10 @@ class Seq2SeqYesNoBackend(BatchedModelBackend):
 
     def __init__(self, model: Any, tokenizer: Any = None, *, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 16, max_length: int = 512,
-                 chunk_size: int = 2048, cache: Any = None, device: str = "cpu",
-                 workers: int | None = None):
+                 chunk_size: int = 2048, cache: Any = None, device: str = "cpu"):
         super().__init__(model, tokenizer, "AutoModelForSeq2SeqLM", revision=revision,
                          model_id=model_id, batch_size=batch_size, chunk_size=chunk_size,
-                         cache=cache, device=device, workers=workers)
+                         cache=cache, device=device)
         self.task, self.max_length = presence_task(), max_length
         self.yes_id = single_token_id(self.tokenizer, "Yes")
         self.no_id = single_token_id(self.tokenizer, "No")
@@ -366,11 +294,10 @@ class CausalLMBackend(BatchedModelBackend):
     def __init__(self, model: Any, tokenizer: Any = None, *, pool: Sequence[dict] = (),
                  shots: int = 0, seed: int = 0, revision: str | None = None,
                  model_id: str | None = None, batch_size: int = 8, max_length: int = 1024,
-                 chunk_size: int = 512, cache: Any = None, device: str = "cpu",
-                 workers: int | None = None):
+                 chunk_size: int = 512, cache: Any = None, device: str = "cpu"):
         super().__init__(model, tokenizer, "AutoModelForCausalLM", revision=revision,
                          model_id=model_id, batch_size=batch_size, chunk_size=chunk_size,
-                         cache=cache, device=device, workers=workers)
+                         cache=cache, device=device)
         self.prompter, self.max_length = FewShotPrompter(pool, shots, seed), max_length
         self.yes_id = single_token_id(self.tokenizer, " Yes")
         self.no_id = single_token_id(self.tokenizer, " No")

@@ -48,10 +48,10 @@ PresenceFactory = Callable[..., Presence]
 HUMAN = "human"
 #: option name -> the `sumbench pyramid` flag that sets it (for messages)
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
-                "batch_size": "--batch-size", "device": "--device", "workers": "--workers",
+                "batch_size": "--batch-size", "device": "--device",
                 "cache": "--cache",
                 "entailment_label": "--entailment-label", "max_length": "--nli-max-length"}
-MODEL_OPTIONS = ("model", "batch_size", "device", "workers", "cache")
+MODEL_OPTIONS = ("model", "batch_size", "device", "cache")
 
 
 @dataclass(frozen=True)
@@ -152,12 +152,10 @@ def evaluate_system(system: str, summaries: Sequence[str], units: Sequence[Seque
 
 def describe_presence(presence: Presence) -> dict[str, Any]:
     """What a result file records of a presence backend: its fingerprint (model, revision,
-    settings) and the state of its exact fast paths, where it has them."""
+    settings), where it has one."""
     described: dict[str, Any] = {}
     if callable(getattr(presence, "fingerprint", None)):
         described["fingerprint"] = presence.fingerprint()
-    if callable(getattr(presence, "fast_paths", None)):
-        described.update(presence.fast_paths())
     return described
 
 

@@ -60,9 +60,7 @@ def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
         capture_output=True, text=True, timeout=300, check=True)
     line = json.loads(completed.stdout.strip().splitlines()[-1])
     assert line["identical"] is True and line["identical_one_pair"] is True
-    assert (line["first_token_shortcut"], line["pair_encoding"]) == ("on", "on")
     assert line["sample"] == sample and line["machine"]["torch_threads"] == 1
-    assert line["workers"] == 1  # one torch thread: one batch at a time
     if sample == "examples":  # whole examples: every system's summary with each unit
         assert line["pairs"] > 2 * line["distinct_summaries"]
     else:

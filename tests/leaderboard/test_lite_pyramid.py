@@ -36,7 +36,20 @@ def test_weights_file_errors(tmp_path):
     assert caught.value.line == 2
     path.write_text("1\tnan\n3\n")
     with pytest.raises(DataError, match="finite"):
+        read_unit_weights(path, [["a", "b"], ["c"]], fractional=True)
+
+
+def test_weights_are_integers_as_the_official_scorer_reads_them(tmp_path):
+    """Lite²Pyramid.py: `[[int(weight) for weight in line.strip().split('\t')] ...]`, so a
+    fractional weight stops it; here it is refused unless asked for."""
+    path = tmp_path / "w.txt"
+    path.write_text("2\t+3\n 4\n")
+    assert read_unit_weights(path, [["a", "b"], ["c"]]) == [[2.0, 3.0], [4.0]]
+    path.write_text("2\t0.5\n4\n")
+    with pytest.raises(DataError, match=r"integers \(Lite²Pyramid reads weights") as caught:
         read_unit_weights(path, [["a", "b"], ["c"]])
+    assert caught.value.line == 1
+    assert read_unit_weights(path, [["a", "b"], ["c"]], fractional=True) == [[2.0, 0.5], [4.0]]
 
 
 def test_easiness_and_mixing():

@@ -23,7 +23,6 @@ from leaderboard.evaluators.presence import (
 )
 from tasks.metrics.classification import binary_scores
 from tasks.qapyramid.presence_detection import PresenceDetection
-from trainers.pair_encoding import feature_lengths
 
 TEXTS = [
     "Police said the thieves took jewels from a store in London on Sunday.",
@@ -247,83 +246,33 @@ def test_nli_is_batch_size_independent_and_cached(classifier_dir, tmp_path):
     assert again.revision.startswith("files:")
 
 
-def test_nli_long_outliers_run_alone_with_the_same_numbers(classifier_dir):
-    """Length-sorted batches weigh padding against a batch's cost (trainers.batch_plan): once
-    the shortcut is checked, the long pair runs in its own batch, the short ones fill whole
-    batches, and the numbers are those of fixed batches (up to float rounding: other padded
-    shapes)."""
+def test_nli_batches_run_longest_first_with_one_pair_at_a_time_numbers(classifier_dir):
+    """Batches of `batch_size` pairs, longest first, each padded to its longest pair: the
+    numbers of one pair per forward (up to float rounding: other padded shapes); a repeated
+    pair runs once and gets an equal result object of its own."""
     pairs = outlier_pairs()
-    planned = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
-    fixed = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
-    fixed.plan_batches = False
-    sizes, forward = [], planned.forward
-    planned.forward = lambda features: sizes.append(len(features)) or forward(features)
-    expected = fixed.score(pairs)
-    assert planned.score(pairs) and sizes == [8, 5]  # the check's batch: the 8 longest
-    sizes.clear()
-    got = planned.score(pairs)
-    lengths = planned_lengths(planned, pairs)
-    assert lengths[0] > 3 * lengths[1] and sizes == [1, 4, 8]
-    assert fixed.forward_calls == 2 and planned.forward_calls == 2 + 3
-    assert [r.details["p3"] for r in got] == \
+    backend = NLIBackend(str(classifier_dir), batch_size=8, max_length=400)
+    single = NLIBackend(str(classifier_dir), batch_size=1, max_length=400)
+    batches, forward = [], backend.forward
+    backend.forward = lambda features: batches.append(
+        [len(feature["input_ids"]) for feature in features]) or forward(features)
+    got = backend.score(pairs + pairs[:2])
+    lengths = sorted((len(f["input_ids"]) for f in backend.prepare(pairs)), reverse=True)
+    assert batches == [lengths[:8], lengths[8:]] and lengths[0] > 3 * lengths[1]
+    assert backend.forward_calls == 2
+    expected = single.score(pairs)
+    assert [r.details["p3"] for r in got[:len(pairs)]] == \
         pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
-    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
-    assert (planned.fast_paths()["batches"], fixed.fast_paths()["batches"]) == \
-        ("planned", "fixed")
-
-
-def test_nli_results_are_made_on_the_worker_threads_and_repeats_get_their_own(
-        classifier_dir):
-    """A batch's results are made on its worker thread, beside the other batch's forward
-    pass; a repeated pair runs once and gets an equal result object of its own. The plan
-    counts the keys as the shortcut pads them (blocks of 16 for these 16-wide heads)."""
-    import threading
-
-    backend = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
-    made_on, result = [], backend.result
-    backend.result = lambda raw: made_on.append(threading.current_thread().name) or result(raw)
-    got = backend.score(PAIRS + PAIRS[:2])
-    assert len(made_on) == len(PAIRS) + 2
-    assert all(name.startswith("sumbench-batch") for name in made_on[:len(PAIRS)])
-    assert made_on[len(PAIRS):] == [threading.current_thread().name] * 2  # the repeats
-    assert [r.details for r in got[len(PAIRS):]] == [r.details for r in got[:2]]
-    assert got[len(PAIRS)] is not got[0] and got[len(PAIRS)].details is not got[0].details
-    assert backend.plan_key_block() == 16
-    assert NLIBackend(str(classifier_dir), first_token_shortcut=False).plan_key_block() == 1
-
-
-def test_the_shortcut_check_sees_padding_even_where_the_plan_would_not(classifier_dir,
-                                                                         monkeypatch):
-    """The plan would run the long pair alone, unpadded; the check runs the `batch_size`
-    longest pairs together instead, so a shortcut that mishandled padding (here: one that
-    ignores the attention mask) is caught and turned off."""
-    import torch
-
-    from trainers import first_token
-
-    folded = first_token._first_position_layer
-    monkeypatch.setattr(first_token, "_first_position_layer",
-                        lambda layer, hidden, mask, heads:
-                        folded(layer, hidden, torch.ones_like(mask), heads))
-    pairs = outlier_pairs()
-    backend = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1)
-    plain = NLIBackend(str(classifier_dir), batch_size=8, max_length=400, workers=1,
-                       first_token_shortcut=False)
-    got = backend.score(pairs)
-    assert backend.shortcut.startswith("off: it differs from the model's forward")
-    assert [r.details["p3"] for r in got] == \
-        pytest.approx([r.details["p3"] for r in plain.score(pairs)], abs=1e-6)
+    assert [r.details["label3"] for r in got[:len(pairs)]] == \
+        [r.details["label3"] for r in expected]
+    assert [r.details for r in got[len(pairs):]] == [r.details for r in got[:2]]
+    assert got[len(pairs)] is not got[0] and got[len(pairs)].details is not got[0].details
 
 
 def outlier_pairs() -> list[tuple[str, str, str]]:
     """One long pair (four summaries in one) and twelve short ones."""
     return [(" ".join(TEXTS * 4), "Thieves took jewels.", "ex0")] + \
         [(TEXTS[1], f"The team lost game {i}.", "ex1") for i in range(12)]
-
-
-def planned_lengths(backend, pairs) -> list[int]:
-    """The backend's token lengths of `pairs`, longest first (as it sorts them)."""
-    return sorted(feature_lengths(backend.prepare(pairs)), reverse=True)
 
 
 def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):
@@ -504,49 +453,6 @@ def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir)
     assert short.score([(summary, unit)])[0].probability == pytest.approx(p3(16), abs=1e-6)
 
 
-def test_nli_first_token_shortcut_is_checked_and_gives_the_full_forward(classifier_dir):
-    full = NLIBackend(str(classifier_dir), batch_size=2, first_token_shortcut=False)
-    assert full.shortcut == "off: turned off"
-    fast = NLIBackend(str(classifier_dir), batch_size=2)
-    assert fast.shortcut == "unchecked"
-    expected, got = full.score(PAIRS), fast.score(PAIRS)
-    assert fast.shortcut == "on"
-    for a, b in zip(expected, got):
-        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
-        assert a.details["label3"] == b.details["label3"]
-
-
-def test_nli_shortcut_that_disagrees_is_dropped_with_a_warning(classifier_dir, capsys):
-    backend = NLIBackend(str(classifier_dir), batch_size=2)
-    shortcut = backend._shortcut_forward
-    backend._shortcut_forward = lambda **tensors: shortcut(**tensors) + 0.5
-    got = backend.score(PAIRS)
-    assert backend.shortcut.startswith("off: it differs from the model's forward by 0.5")
-    assert backend._shortcut_forward is None
-    assert "first-token shortcut is off" in capsys.readouterr().err
-    expected = NLIBackend(str(classifier_dir), first_token_shortcut=False).score(PAIRS)
-    for a, b in zip(expected, got):  # every batch, the checked one too, from the full forward
-        assert a.details["p3"] == pytest.approx(b.details["p3"], abs=1e-6)
-
-
-def test_nli_pair_encoding_gives_the_same_results_and_is_reported(classifier_dir):
-    """Each distinct summary and unit tokenized once (PAIRS share summaries): the same inputs,
-    so the same numbers exactly; `fast_paths` says what ran."""
-    pairs = PAIRS + [(TEXTS[0], "Jewels were taken in London.", "ex0"),
-                     (TEXTS[2], "Thieves took jewels.", "ex2")] * 2
-    plain = NLIBackend(str(classifier_dir), batch_size=3, pair_encoding=False, workers=2)
-    assembled = NLIBackend(str(classifier_dir), batch_size=3, workers=2)
-    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
-                                      "first_token_shortcut": "unchecked",
-                                      "pair_encoding": "unchecked", "pair_template": "on"}
-    assert [r.details for r in assembled.score(pairs)] == \
-        [r.details for r in plain.score(pairs)]
-    assert assembled.fast_paths() == {"workers": 2, "batches": "planned",
-                                      "first_token_shortcut": "on", "pair_encoding": "on",
-                                      "pair_template": "on"}
-    assert plain.fast_paths()["pair_encoding"] == "off: turned off"
-
-
 def test_pad_batch_pads_ids_segments_and_mask():
     from leaderboard.evaluators.presence_models import pad_batch
 
@@ -557,34 +463,3 @@ def test_pad_batch_pads_ids_segments_and_mask():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["input_ids"].dtype == batch["attention_mask"].dtype
     assert sorted(pad_batch([{"input_ids": [3]}], pad_id=0)) == ["attention_mask", "input_ids"]
-
-
-def test_nli_batches_on_two_workers_give_one_workers_numbers(classifier_dir):
-    """Two batches at a time on worker threads (trainers.cpu_workers): the same numbers as one
-    after another; the first, longest batch runs alone (on a worker too, so that its numbers
-    never depend on the call it came in) while it settles the shortcut check, so no other
-    batch sees the check pending."""
-    import threading
-
-    units = ["Thieves took jewels.", "A long season.", "Profits fell.", "Arango bit Zavala."]
-    pairs = [(text, unit, f"ex{i}") for i, text in enumerate(TEXTS) for unit in units] * 2
-    one = NLIBackend(str(classifier_dir), batch_size=2, workers=1)
-    two = NLIBackend(str(classifier_dir), batch_size=2, workers=2)
-    calls, forward = [], two.forward
-
-    def recorded(features):
-        calls.append((threading.current_thread().name, two.shortcut, len(features)))
-        return forward(features)
-
-    two.forward = recorded
-    expected, got = one.score(pairs), two.score(pairs)
-    assert [r.details["p3"] for r in got] == \
-        pytest.approx([r.details["p3"] for r in expected], abs=1e-6)
-    assert [r.details["label3"] for r in got] == [r.details["label3"] for r in expected]
-    assert calls[0][1] == "unchecked"
-    assert len(calls) == two.forward_calls == 8 and [c[2] for c in calls] == [2] * 8
-    assert {shortcut for _, shortcut, _ in calls[1:]} == {"on"}
-    assert {name.startswith("sumbench-batch") for name, _, _ in calls} == {True}
-    again = [r.details for r in two.score(pairs)]  # the checked batch, now with the others
-    assert again == [r.details for r in got]
-    assert two.fast_paths()["workers"] == 2 and one.fast_paths()["workers"] == 1

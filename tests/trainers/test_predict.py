@@ -133,7 +133,7 @@ def test_fac_records_have_the_official_shape_and_score(labeler, tokenizer, fac_t
     assert [o["instance"] for o in outputs] == list(range(len(records)))
     assert all(o["text"] in (" Yes", " No") and o["label_steps"] == [0] for o in outputs)
     meta = read_json(tmp_path / "outputs" / "factuality_classification.meta.json")
-    assert meta["label_decoder"] == "lean T5 (checked against generate)"
+    assert meta["task"] == "factuality_classification" and meta["counts"]["missing_labels"] == 0
 
 
 def test_ext_windows_are_stitched_per_article(labeler, tokenizer, data_dir):

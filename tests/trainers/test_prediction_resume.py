@@ -43,9 +43,7 @@ def model(tokenizer, task, instances):
 @pytest.fixture()
 def encoded_rows(model):
     """Counts the inputs the model encodes: the rows through the first encoder layer's query
-    map, which `generate` and the lean decoder (trainers.lean_t5) both call once per batch.
-    (The lean decoder's one-time check against `generate` encodes its batch twice; it runs
-    in `uninterrupted`, before any test resets the count.)"""
+    map, which `generate` calls once per batch."""
     counter = {"rows": 0}
 
     def count(module, args):
