@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "benchmark.commands.data",
     "benchmark.commands.score",
     "benchmark.commands.pyramid",
+    "benchmark.commands.stus",
     "benchmark.commands.qapyramid",
     "benchmark.commands.meta_eval",
     "benchmark.commands.train",

@@ -133,6 +133,9 @@ def cell_values(cell_dir: Path, tasks: Sequence[str], planned: Sequence[str], va
         return values, cis, reasons
     table = cell_headlines(cell_dir)
     for task in planned:
+        if task not in table:
+            reasons[task] = f"{cell_dir / 'results.json'} has no {task} (an earlier plan?)"
+            continue
         values[task], cis[task] = table[task]["headline"], table[task]["ci95"]
         if values[task] is None:
             reasons[task] = f"{table[task]['metric']} is undefined on this test set"

@@ -116,7 +116,7 @@ def submit_plan(out: Path, jobs: Sequence[Job], options: SlurmOptions) -> list[d
                             f"Slurm (first: {active[0]['name']}, job {active[0]['slurm_id']}); "
                             f"wait for them (sumbench experiment status {out}) or scancel them")
     (out / LOG_DIR / SCRIPT_DIR).mkdir(parents=True, exist_ok=True)
-    made, earlier = [], []
+    made, earlier, recorded = [], [], submissions(out)
     for kind in KINDS:
         of_kind = [job for job in jobs if job.kind == kind]
         todo = {index: job.name for index, job in enumerate(of_kind, 1) if not job_done(job)}
@@ -133,8 +133,9 @@ def submit_plan(out: Path, jobs: Sequence[Job], options: SlurmOptions) -> list[d
         made.append({"kind": kind, "job_id": job_id, "tasks": {str(i): n for i, n in todo.items()},
                      "command": shlex.join(argv), "submitted": time.strftime(
                          "%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-    write_json(out / SLURM_FILE, {"format": "sumbench-slurm/1",
-                                  "submissions": submissions(out) + made})
+        # written after each array, so a later sbatch failing leaves the earlier ones known
+        write_json(out / SLURM_FILE, {"format": "sumbench-slurm/1",
+                                      "submissions": recorded + made})
     return made
 
 
