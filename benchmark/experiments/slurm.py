@@ -231,16 +231,18 @@ def status_lines(states: Sequence[dict]) -> list[str]:
     return lines
 
 
-def wait_for(out: Path, jobs: Sequence[Job], poll_s: float = 2.0) -> list[dict]:
+def wait_for(out: Path, jobs: Sequence[Job], longest_poll_s: float = 30.0) -> list[dict]:
     """Wait until no job of the experiment is pending or running in Slurm; a line on
-    stderr whenever the counts change. Returns the final states."""
-    shown = None
+    stderr whenever the counts change. Polls soon after a change, then less and less often
+    (up to `longest_poll_s`). Returns the final states."""
+    shown, delay = None, 0.5
     while True:
         states = job_states(out, jobs)
         summary = status_lines(states)[-1]
         if summary != shown:
             print(f"sumbench experiment: {summary}", file=sys.stderr, flush=True)
-            shown = summary
+            shown, delay = summary, 0.5
         if not any(state["state"] in ("pending", "running") for state in states):
             return states
-        time.sleep(poll_s)
+        time.sleep(delay)
+        delay = min(delay * 1.5, longest_poll_s)

@@ -224,6 +224,7 @@ import json, os, sys, time
 from pathlib import Path
 from tasks.locks import FolderInUseError, output_lock
 out, start = Path(sys.argv[1]), Path(sys.argv[2])
+(out.parent / "ready" / str(os.getpid())).touch()
 while not start.exists():
     time.sleep(0.001)
 try:
@@ -264,6 +265,7 @@ def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind
     for round_number in range(5):
         root = tmp_path / str(round_number)
         (root / "holders").mkdir(parents=True)
+        (root / "ready").mkdir()
         out, start = root / "run", root / "start"
         path = locks.lock_path(out)
         path.write_text(STALE_LOCKS[kind]())
@@ -272,7 +274,10 @@ def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind
         racers = [subprocess.Popen([sys.executable, "-c", RACER, str(out), str(start)],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True) for _ in range(8)]
-        time.sleep(1.0)  # every racer is waiting at the start line
+        deadline = time.monotonic() + 60
+        while len(list((root / "ready").iterdir())) < len(racers):  # all at the start line
+            assert time.monotonic() < deadline, "the racers did not start"
+            time.sleep(0.01)
         start.touch()
         results = []
         for racer in racers:
@@ -281,7 +286,7 @@ def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind
             results.append(json.loads(stdout))
         held = [result for result in results if result["held"]]
         assert held and all(result["others"] == [] for result in held), (kind, results)
-        assert sorted(p.name for p in root.iterdir()) == ["holders", "start"]
+        assert sorted(p.name for p in root.iterdir()) == ["holders", "ready", "start"]
 
 
 def test_a_zombie_owner_an_interrupt_and_a_vanishing_parent(tmp_path, monkeypatch):
