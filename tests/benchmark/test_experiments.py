@@ -143,6 +143,10 @@ def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):
     assert main(["experiment", "job", str(out), "4", "--kind", "train"]) == 0
     assert main(["experiment", "job", str(out), "5", "--kind", "train"]) == 2
     capsys.readouterr()
+    assert main(["experiment", "status", str(out)]) == 0  # nothing failed; one not run
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "8 jobs: 7 done, 1 not run"
+    assert lines[-2].split() == ["cell/fraction-1-seed-1", "not", "run"]
     assert main(["experiment", "collect", str(out)]) == 1  # one cell is missing
     assert capsys.readouterr().err.splitlines()[-1] == (
         "sumbench experiment: 1 of 8 jobs have not finished (1 not run yet), first: "
