@@ -57,7 +57,10 @@ def slurm_command(name: str) -> str:
 
 
 def _call(argv: Sequence[str], check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+    try:
+        result = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SumbenchError(f"{shlex.join(argv)} failed: {error}") from None
     if check and result.returncode != 0:
         message = (result.stderr or result.stdout).strip().splitlines()
         raise SumbenchError(f"{shlex.join(argv)} failed (exit code {result.returncode}): "
