@@ -29,10 +29,8 @@ def pysbd_sentence_words(text: str) -> list[str]:
 
 
 def treebank_words(text: str) -> list[str]:
-    """``nltk.word_tokenize(text)``: Punkt sentences, then Treebank words."""
-    from tasks.punkt import install_english_punkt
-
-    install_english_punkt()
+    """``nltk.word_tokenize(text)``: Punkt sentences, then Treebank words (the English
+    model is installed when the `tasks` package is imported)."""
     from nltk.tokenize import word_tokenize
 
     return word_tokenize(text)

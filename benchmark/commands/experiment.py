@@ -17,7 +17,6 @@ only when every job that can run finished.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -243,8 +242,7 @@ def _submit_and_maybe_wait(out: Path, args) -> int:
         return 0
     wait_for(out, jobs)
     result = collect_experiment(out)
-    kind = json.loads((out / "experiment.json").read_text(encoding="utf-8"))["kind"]
-    return _finished(kind, args, result, all_finished(result))
+    return _finished(result["spec"]["kind"], args, result, all_finished(result))
 
 
 def _submit_cells(args, result) -> None:

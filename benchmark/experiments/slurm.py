@@ -112,8 +112,9 @@ def submit_plan(out: Path, jobs: Sequence[Job], options: SlurmOptions) -> list[d
     """Submit every unfinished job as one array per kind; returns the new submissions."""
     out = out.resolve()
     sbatch = slurm_command("sbatch")
-    active = [state for state in job_states(out, jobs) if state["state"] in
-              ("pending", "running")]
+    states = job_states(out, jobs)
+    active = [state for state in states if state["state"] in ("pending", "running")]
+    done = {state["name"] for state in states if state["state"] == "done"}
     if active:
         raise SumbenchError(f"{len(active)} jobs of {out} are still pending or running in "
                             f"Slurm (first: {active[0]['name']}, job {active[0]['slurm_id']}); "
@@ -122,7 +123,7 @@ def submit_plan(out: Path, jobs: Sequence[Job], options: SlurmOptions) -> list[d
     made, earlier, recorded = [], [], submissions(out)
     for kind in KINDS:
         of_kind = [job for job in jobs if job.kind == kind]
-        todo = {index: job.name for index, job in enumerate(of_kind, 1) if not job_done(job)}
+        todo = {index: job.name for index, job in enumerate(of_kind, 1) if job.name not in done}
         if not todo:
             continue
         argv = [sbatch, "--parsable", f"--array={array_ranges(list(todo))}",

@@ -121,12 +121,14 @@ def plan_jobs(spec: TransferSpec, out: Path, data: Path, test_domains: Sequence[
     """One training job per row, one cell per (row, test domain) that has a test item of
     some task; a cell runs the tasks its test domain has items of."""
     jobs = []
+    present_in = {test: tasks_with_test_items(data, test, spec.settings.tasks)
+                  for test in test_domains}
     for row in training_rows(spec):
         train_out = out / "models" / row
         jobs.append(Job(f"train/{row}", "train",
                         spec.settings.train_argv(data, row, train_out), str(train_out)))
         for test in test_domains:
-            present = tasks_with_test_items(data, test, spec.settings.tasks)
+            present = present_in[test]
             if not present:
                 continue
             cell_out = out / "cells" / row / test
@@ -142,10 +144,11 @@ def collect(spec: TransferSpec, out: Path, data: Path, test_domains: Sequence[st
     """matrix / average / delta / intervals / null reasons from the finished cells."""
     tasks = list(spec.settings.tasks)
     matrix, cis, reasons, missing = {}, {}, {}, []
+    planned_in = {test: tasks_with_test_items(data, test, tasks) for test in test_domains}
     for row in training_rows(spec):
         matrix[row], cis[row], reasons[row] = {}, {}, {}
         for test in test_domains:
-            planned = tasks_with_test_items(data, test, tasks)
+            planned = planned_in[test]
             cell = out / "cells" / row / test
             matrix[row][test], cis[row][test], why = cell_values(
                 cell, tasks, planned, test, f"cell/{row}/{test}")

@@ -136,9 +136,7 @@ def _is_new_name(name: str, first: str, seen: set[str]) -> bool:
 def reference_units(reference: str, frames: FrameSource,
                     coref: CorefSource | None = None) -> list[str]:
     """The STUs of one reference summary."""
-    import nltk
-
-    import tasks  # noqa: F401 - NLTK's English Punkt model, offline
+    import nltk  # its English Punkt model: installed with the `tasks` package
 
     coref_units: list[str] = []
     if coref is not None:
