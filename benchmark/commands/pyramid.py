@@ -30,7 +30,8 @@ from benchmark.commands import probability
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
 from leaderboard.evaluators.pyramid import backend_names
 
-UNIT_CHOICES = ("scus", "stus", "sentences", "mixed", "file")
+MIX_BY_EXAMPLE = "mix-by-example"
+UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")
 PRESENCE_CHOICES = tuple(backend_names())
 SCORE_SPLITS = ("all", "train", "validation", "test")
 
@@ -42,13 +43,16 @@ def register(subparsers) -> None:
     parser.add_argument("--data", required=True, help="folder with ids.txt, references.txt, "
                         "SCUs.txt/STUs.txt, summaries/ and labels/")
     parser.add_argument("--units", required=True, choices=UNIT_CHOICES,
-                        help="reference units: human SCUs, automatic STUs, sentences, a "
-                             "Lite²·⁵ mix of SCUs and STUs (mixed), or --units-file (file)")
+                        help="reference units: human SCUs, automatic STUs, sentences, "
+                             "SCUs for some examples and STUs for the rest (mix-by-example; "
+                             "not Lite²·⁵'s mix by sentence: sumbench stus --scus), or "
+                             "--units-file (file)")
     parser.add_argument("--scu-share", type=probability, default=0.5, metavar="P",
-                        help="mixed: share of examples that keep their SCUs, those whose STUs "
-                             "match their SCUs worst (default 0.5)")
+                        help="mix-by-example: share of examples that keep their SCUs, those "
+                             "whose STUs match their SCUs worst (default 0.5)")
     parser.add_argument("--scu-ids", metavar="FILE",
-                        help="mixed: file of example ids (one per line) that keep their SCUs")
+                        help="mix-by-example: file of example ids (one per line) that keep "
+                             "their SCUs")
     parser.add_argument("--units-file", metavar="FILE",
                         help="file: units per example, TAB-separated, aligned with ids.txt "
                              "(e.g. Lite²Pyramid's STUs_SCUs_percentage50.txt)")
@@ -104,7 +108,7 @@ def load_scored_dataset(args):
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     human = args.presence == "human"
-    kinds = {"mixed": ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
+    kinds = {MIX_BY_EXAMPLE: ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
     dataset = load_pyramid_dataset(args.data, systems=args.systems, unit_kinds=kinds,
                                    labels=human, require_labels=human)
     dataset, chosen = with_extra_units(dataset, args)
@@ -115,8 +119,8 @@ def load_scored_dataset(args):
 
 
 def with_extra_units(dataset, args) -> tuple:
-    """(the dataset with `mixed` (Lite²·⁵) or `file` units added when asked for, what was
-    chosen: {"scu_examples": [...]} for mixed units)."""
+    """(the dataset with `mix-by-example` or `file` units added when asked for, what was
+    chosen: {"scu_examples": [...]} for a mix by example)."""
     import dataclasses
     from pathlib import Path
 
@@ -134,7 +138,7 @@ def with_extra_units(dataset, args) -> tuple:
             raise SumbenchError(f"{path}: {len(lines)} lines for {len(dataset.ids)} examples")
         return dataclasses.replace(dataset, units={**dataset.units,
                                                    "file": parse_units(path, lines)}), {}
-    if args.units != "mixed":
+    if args.units != MIX_BY_EXAMPLE:
         return dataset, {}
     chosen = None
     if args.scu_ids:
@@ -143,7 +147,7 @@ def with_extra_units(dataset, args) -> tuple:
     keep = scu_examples(dataset.ids, dataset.units["scus"], dataset.units["stus"],
                         args.scu_share, chosen)
     units = mixed_units(dataset.ids, dataset.units["scus"], dataset.units["stus"], keep)
-    return (dataclasses.replace(dataset, units={**dataset.units, "mixed": units}),
+    return (dataclasses.replace(dataset, units={**dataset.units, MIX_BY_EXAMPLE: units}),
             {"scu_examples": sorted(keep), "scu_share": None if chosen else args.scu_share})
 
 

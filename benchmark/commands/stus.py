@@ -1,6 +1,10 @@
-"""`sumbench stus`: Lite³Pyramid's semantic triplet units (STUs) of reference summaries.
+"""`sumbench stus`: Lite³Pyramid's semantic triplet units (STUs) of reference summaries, or
+Lite²·⁵Pyramid's mix of SCUs and STUs.
 
     sumbench stus --references FILE --frames FILE [--coref FILE] --out STUs.txt
+    sumbench stus --references FILE --frames FILE [--coref FILE] --scus SCUs.txt
+                  --percentage P (--easiness FILE | --regressor MODEL --trees FILE)
+                  --out STUs_SCUs_percentageP.txt
 
 References: one summary per line (as Pyramid folders' references.txt). The rules are the
 official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models are inputs:
@@ -8,8 +12,18 @@ official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models
 "verbs": [{"tags": [BIO tags]}]}, the shape of AllenNLP's SRL predictor's output), and
 `--coref` coreference outputs ({"text", "document": [words], "clusters": [[[start, end],
 ...]]}), keyed by the reference text without <t> marks. sumbench ships no SRL or
-coreference model. The output has one line per reference, its STUs TAB-separated (the
-`--units file` format of `sumbench pyramid`).
+coreference model.
+
+With `--scus`, the output is the official Lite²·⁵ mix (`mix_scus_stus`,
+leaderboard.evaluators.lite25): SCUs aligned to sentences, the sentences whose easiness is
+above the top P% threshold take their STUs, the others their SCUs. Easiness per sentence:
+`--easiness` (one line per reference, TAB-separated scores, one per sentence of its
+extraction) or the official XGBoost regressor (`--regressor`, e.g. Lite2-3Pyramid's
+regressors/TAC08/all_xgb.json; needs `sumbench[lite25]`) on recorded constituency trees
+(`--trees`: {"sentence", "tokens", "trees"} per line, AllenNLP's parser's output).
+
+The output has one line per reference, its units TAB-separated (the `--units file` format
+of `sumbench pyramid`).
 """
 from __future__ import annotations
 
@@ -18,7 +32,8 @@ import sys
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "stus", help="Lite³Pyramid STUs of references, from recorded semantic-role frames",
+        "stus", help="Lite³Pyramid STUs (or the Lite²·⁵ mix) of references, from recorded "
+                     "semantic-role frames",
         description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--references", required=True, metavar="FILE",
                         help="one reference summary per line")
@@ -26,29 +41,89 @@ def register(subparsers) -> None:
                         help="semantic-role frames, one JSON object per sentence")
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")
-    parser.add_argument("--out", required=True, metavar="FILE", help="STUs.txt to write")
+    mix = parser.add_argument_group("Lite²·⁵ mix")
+    mix.add_argument("--scus", metavar="FILE", help="SCUs, one line per reference, "
+                     "TAB-separated: write the Lite²·⁵ mix instead of STUs")
+    mix.add_argument("--percentage", type=int, metavar="P",
+                     help="share of sentences (1..100) whose easiness sets the threshold")
+    mix.add_argument("--easiness", metavar="FILE", help="easiness per sentence, one line per "
+                     "reference, TAB-separated")
+    mix.add_argument("--regressor", metavar="MODEL", help="XGBoost easiness regressor (JSON)")
+    mix.add_argument("--trees", metavar="FILE", help="constituency trees, one JSON object per "
+                     "sentence (for --regressor)")
+    parser.add_argument("--out", required=True, metavar="FILE", help="units file to write")
     parser.set_defaults(handler=run, out_inputs={
         "references": "--references file", "frames": "--frames file",
-        "coref": "--coref file"})
+        "coref": "--coref file", "scus": "--scus file", "easiness": "--easiness file",
+        "regressor": "--regressor file", "trees": "--trees file"})
+
+
+def check_mix_options(args) -> None:
+    """One-line errors for a mix asked for without what it needs, or mix options alone."""
+    from tasks.errors import SumbenchError
+
+    mix_options = ("percentage", "easiness", "regressor", "trees")
+    if not args.scus:
+        given = [name for name in mix_options if getattr(args, name) is not None]
+        if given:
+            raise SumbenchError(f"--{given[0]} is for the Lite²·⁵ mix: add --scus FILE")
+        return
+    if args.percentage is None:
+        raise SumbenchError("--scus needs --percentage P")
+    if (args.easiness is None) == (args.regressor is None):
+        raise SumbenchError("--scus needs one easiness source: --easiness FILE or "
+                            "--regressor MODEL --trees FILE")
+    if (args.regressor is None) != (args.trees is None):
+        raise SumbenchError("--regressor and --trees go together")
+
+
+def mixed(args, references) -> tuple[list[list[str]], str]:
+    """(the Lite²·⁵ units, a summary line)."""
+    from pathlib import Path
+
+    from leaderboard.evaluators import lite25
+    from tasks.errors import DataError
+    from tasks.io import read_text
+    from tasks.qapyramid.pyramid_data import parse_units
+
+    lines = read_text(args.scus, what="SCUs file").splitlines()
+    if len(lines) != len(references):
+        raise DataError(f"{len(lines)} lines for {len(references)} references",
+                        path=args.scus)
+    scus = parse_units(Path(args.scus), lines)
+    if args.easiness:
+        easiness = lite25.read_easiness(args.easiness, references)
+    else:
+        easiness = lite25.regressor_easiness(args.regressor, lite25.RecordedTrees(args.trees),
+                                             references)
+    units, counts = lite25.mix_units(references, scus, easiness, args.percentage)
+    return units, (f"{counts['sentences']} sentences: {counts['stus']} with STUs, "
+                   f"{counts['scus']} with SCUs, {counts['dropped']} without SCUs left out "
+                   f"(threshold {counts['threshold']:.6g} at {args.percentage}%)")
 
 
 def run(args) -> int:
     from leaderboard.evaluators.stu_extraction import (
         RecordedCoref,
         RecordedFrames,
-        reference_units,
+        reference_sentences,
     )
     from tasks.atomic import atomic_path
     from tasks.io import read_text
 
+    check_mix_options(args)
     frames = RecordedFrames(args.frames)
     coref = RecordedCoref(args.coref) if args.coref else None
-    references = read_text(args.references, what="references file").splitlines()
-    units = [reference_units(reference.strip(), frames, coref) for reference in references]
+    lines = read_text(args.references, what="references file").splitlines()
+    references = [reference_sentences(line.strip(), frames, coref) for line in lines]
+    if args.scus:
+        units, summary = mixed(args, references)
+    else:
+        units = [reference.stus() for reference in references]
+        count = sum(map(len, units))
+        summary = f"{count} STUs ({count / max(1, len(units)):.2f} per reference)"
     with atomic_path(args.out) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write("\n".join("\t".join(row) for row in units))
-    count = sum(map(len, units))
-    print(f"sumbench stus: {len(units)} references, {count} STUs "
-          f"({count / max(1, len(units)):.2f} per reference): {args.out}", file=sys.stderr)
+    print(f"sumbench stus: {len(units)} references, {summary}: {args.out}", file=sys.stderr)
     return 0

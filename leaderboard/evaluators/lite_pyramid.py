@@ -3,14 +3,14 @@
 - Unit weights (Lite²Pyramid's `--weight`): a summary's score is sum(presence x weight) /
   sum(weight) over its reference units. `read_unit_weights` reads a file aligned with the
   units (one line per example, TAB-separated non-negative numbers, one per unit).
-- Lite²·⁵ mixing: between Lite² (human SCUs, automatic presence) and Lite³ (automatic STUs,
-  automatic presence), a share of the examples keeps its human SCUs and the rest uses STUs;
-  presence is decided by the same backend for both. Which examples keep SCUs: those whose
-  STUs approximate their SCUs worst (lowest easiness recall: mean over SCUs of the best
-  ROUGE-1 F1 against any STU, rouge-score without stemming) — an oracle choice, since it reads
-  the SCUs — or an explicit list of example ids (e.g. chosen by one's own easiness
-  regressor, as in the paper). Lite²Pyramid's released `STUs_SCUs_percentage50.txt` files,
-  which mix within examples, are read with `--units-file`.
+- A mix by example (`--units mix-by-example`; sumbench's own, not Lite²·⁵Pyramid's
+  algorithm, which mixes by sentence: leaderboard.evaluators.lite25 and `sumbench stus
+  --scus`): a share of the examples keeps its human SCUs and the rest uses STUs; presence is
+  decided by the same backend for both. Which examples keep SCUs: those whose STUs
+  approximate their SCUs worst (lowest easiness recall: mean over SCUs of the best ROUGE-1 F1
+  against any STU, rouge-score without stemming) — an oracle choice, since it reads the
+  SCUs — or an explicit list of example ids. Lite²Pyramid's released
+  `STUs_SCUs_percentage50.txt` files are read with `--units file --units-file`.
 """
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tasks.errors import DataError, SumbenchError
-
-MIXED = "mixed"
 
 
 def weighted_pyramid_score(presences: Sequence[float], weights: Sequence[float]) -> float:

@@ -38,8 +38,8 @@ from tasks.errors import SumbenchError, UnknownNameError, did_you_mean
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
 
-#: unit kinds a text-judging backend accepts: the folder's, Lite²·⁵ mixes and unit files
-MODEL_UNIT_KINDS = UNIT_KINDS + ("mixed", "file")
+#: unit kinds a text-judging backend accepts: the folder's, a mix by example and unit files
+MODEL_UNIT_KINDS = UNIT_KINDS + ("mix-by-example", "file")
 
 Presence = Callable[[list[str], list[list[str]]], list[list[float]]]
 PresenceFactory = Callable[..., Presence]

@@ -19,7 +19,8 @@ contain the first, and shares under half of its space-separated words with it ad
 
 Frames (`_get_srl_list`), per verb of a sentence: tagged words before the verb's V tag form
 the subject; V-tagged words the verb (the word before the V word is remembered); after the
-verb, each B- tag opens an argument that the following tagged words join. A verb is skipped
+verb, a tagged word joins the last argument when it has the same label, else opens one (B-
+and I- are not read: two spans of one label in a row are one argument). A verb is skipped
 without subject words, after "to", or when it is a modal or a lone "'"; after a form of "be"
 (am, are, is, was, were, been) that word joins the verb; a first argument ARGM-NEG joins the
 verb too. Each argument gives "<subject> <verb> <argument>", each text once per sentence. A
@@ -29,6 +30,7 @@ stripped, empty ones skipped; the coreference STUs follow the frame STUs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +52,13 @@ def _split_frame(words: Sequence[str], tags: Sequence[str]):
     before_verb, previous, after_verb = None, None, False
     for word, tag in zip(words, tags):
         if tag != "O":
-            position, label = tag.split("-", 1)
+            label = tag.split("-", 1)[1]
             if label == "V":
                 after_verb = True
                 verb.append(word)
                 before_verb = previous
             elif after_verb:
-                if position == "B" or not arguments:
+                if not arguments or arguments[-1][0] != label:
                     arguments.append([label, []])
                 arguments[-1][1].append(word)
             else:
@@ -133,9 +135,32 @@ def _is_new_name(name: str, first: str, seen: set[str]) -> bool:
             and len(name_words & first_words) / len(name_words) < 0.5)
 
 
-def reference_units(reference: str, frames: FrameSource,
-                    coref: CorefSource | None = None) -> list[str]:
-    """The STUs of one reference summary."""
+@dataclass(frozen=True)
+class ReferenceSentences:
+    """One reference after coreference replacement: its sentences' frames and its
+    coreference STUs."""
+    frames: list[Frame]
+    coref_units: list[str]
+
+    def stus(self) -> list[str]:
+        """Its STUs: each sentence's frame STUs, then the coreference STUs."""
+        return [unit for frame in self.frames for unit in sentence_units(frame)] + \
+            self.coref_units
+
+    @property
+    def sentence_words(self) -> list[set[str]]:
+        """Each sentence's distinct words, lower-cased."""
+        return [{word.lower() for word in frame["words"]} for frame in self.frames]
+
+    @property
+    def texts(self) -> list[str]:
+        """Each sentence as its words joined by spaces."""
+        return [" ".join(frame["words"]) for frame in self.frames]
+
+
+def reference_sentences(reference: str, frames: FrameSource,
+                        coref: CorefSource | None = None) -> ReferenceSentences:
+    """One reference's sentences (NLTK's, each stripped, empty ones skipped) and frames."""
     import nltk  # its English Punkt model: installed with the `tasks` package
 
     coref_units: list[str] = []
@@ -143,11 +168,15 @@ def reference_units(reference: str, frames: FrameSource,
         resolved = coref(reference.replace("<t>", " ").replace("</t>", " ").strip())
         reference, coref_units = replace_coreferences(resolved["document"],
                                                       resolved["clusters"])
-    units: list[str] = []
-    for sentence in nltk.sent_tokenize(reference.strip()):
-        if sentence.strip():
-            units += sentence_units(frames(sentence.strip()))
-    return units + coref_units
+    sentences = (sentence.strip() for sentence in nltk.sent_tokenize(reference.strip()))
+    return ReferenceSentences([frames(sentence) for sentence in sentences if sentence],
+                              coref_units)
+
+
+def reference_units(reference: str, frames: FrameSource,
+                    coref: CorefSource | None = None) -> list[str]:
+    """The STUs of one reference summary."""
+    return reference_sentences(reference, frames, coref).stus()
 
 
 class RecordedFrames:

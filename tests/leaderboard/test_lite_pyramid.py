@@ -83,7 +83,7 @@ def test_cli_weights_mixed_and_unit_files(pyramid_data_dir, capsys, tmp_path):
     weighted = json.loads(capsys.readouterr().out)["t5-large"]
     assert weighted != pytest.approx(plain)
     out = tmp_path / "mixed.json"
-    assert main([*base, "--units", "mixed", "--scu-share", "0.3", "--out", str(out)]) == 0
+    assert main([*base, "--units", "mix-by-example", "--scu-share", "0.3", "--out", str(out)]) == 0
     capsys.readouterr()
     config = json.loads(out.read_text())["config"]
     assert len(config["scu_examples"]) == 30 and config["scu_share"] == 0.3
@@ -93,5 +93,5 @@ def test_cli_weights_mixed_and_unit_files(pyramid_data_dir, capsys, tmp_path):
     from_file = json.loads(capsys.readouterr().out)["t5-large"]
     assert main([*base, "--units", "stus"]) == 0
     assert from_file == json.loads(capsys.readouterr().out)["t5-large"]
-    assert main([*base, "--units", "mixed", "--scu-share", "1.0"]) == 0
+    assert main([*base, "--units", "mix-by-example", "--scu-share", "1.0"]) == 0
     assert json.loads(capsys.readouterr().out)["t5-large"] == pytest.approx(plain)

@@ -20,7 +20,7 @@ WORDS = ["The", "mayor", "was", "elected", "in", "May", "."]
 
 
 @pytest.mark.parametrize("words, tags, expected", [
-    # subject = tagged words before V; each B- after V opens an argument
+    # subject = tagged words before V; after V, each new label opens an argument
     (["John", "gave", "Mary", "a", "book", "."],
      ["B-ARG0", "B-V", "B-ARG2", "B-ARG1", "I-ARG1", "O"],
      ["John gave Mary", "John gave a book"]),
@@ -39,6 +39,11 @@ WORDS = ["The", "mayor", "was", "elected", "in", "May", "."]
     # after the verb, a first argument ARGM-NEG joins the verb
     (["He", "won", "not", "the", "race"],
      ["B-ARG0", "B-V", "B-ARGM-NEG", "B-ARG1", "I-ARG1"], ["He won not the race"]),
+    # an argument's words are grouped by label, not by B-/I- (`tag_dict[-1][0] != tag`):
+    # two ARG1 spans in a row are one argument; a stray I- of a new label opens one
+    (["John", "gave", "books", "and", "pens", "today"],
+     ["B-ARG0", "B-V", "B-ARG1", "O", "B-ARG1", "I-ARGM-TMP"],
+     ["John gave books pens", "John gave today"]),
     # a verb without arguments gives nothing; O words never join
     (["It", "rained", "."], ["B-ARG0", "B-V", "O"], []),
 ])

@@ -1,0 +1,211 @@
+"""Lite²·⁵Pyramid's mix of SCUs and STUs, by the rules of the official `mix_scus_stus`
+(ZhangShiyue/Lite2-3Pyramid, metric/extract_stus.py lines 228-353; the same rules in
+reproduce/utils.py `mix_scus_stus_by_folds`). Official line numbers in brackets.
+
+A reference's sentences are those of its STU extraction (coreference replaced first, NLTK
+sentences, one frame each: `stu_extraction.reference_sentences`); a sentence's words are its
+frame's words, lower-cased [274].
+
+- SCUs: each SCU goes to the sentence sharing the most distinct words with it (the SCU
+  lower-cased, commas and full stops made spaces, `nltk.word_tokenize`d [278]); a tie goes to
+  the earlier sentence, an SCU sharing no word to the first [281].
+- STUs of a sentence: the coreference STUs aligned to it by the same rule, on the text of the
+  lower-cased unit between its first and second "is" (`split("is")[1]`, so inside words too
+  [293]), then the sentence's frame STUs [306].
+- Easiness: one score per sentence (the official scores come from an XGBoost regressor on
+  constituency-tree features, `sentence_features`). The threshold is the k-th highest score
+  of all sentences of all references, k = int(n · P / 100) [333]; a sentence above it
+  (strictly [342]) takes its STUs, the others their SCUs; a sentence with no SCU aligned to
+  it is left out [339]. So at P = 50 a little under half the sentences take STUs.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from leaderboard.evaluators.stu_extraction import ReferenceSentences, _records, sentence_units
+from tasks.errors import DataError, SumbenchError
+
+# the constituency labels counted by the official features, in their order (extract_stus.py
+# `non_terminal_tokens`): a regressor trained on those features reads them in this order
+TREE_LABELS = (
+    "WRB", "RBR", "ADVP", "VBG", "$", "''", "WHADVP", "-RRB-", "JJR", "NAC", "PRP", "NNS", "WP",
+    "VBZ", "MD", "WDT", "NP", "ADJP", "PDT", "EX", "UH", "NN", "NFP", "SYM", "PRP$", "RBS",
+    "FRAG", "NX", "CONJP", "RP", "WHPP", "CC", "VBD", "LS", ".", "SBAR", "TO", "JJ", "IN", "VP",
+    "-LRB-", "S", "QP", "SQ", "CD", "``", "X", "POS", "XX", "PP", "PRT", "JJS", "HYPH", ",",
+    "RB", "VBN", ":", "VBP", "DT", "VB", "SINV", "UCP", "WHNP", "NNPS", "NNP")
+
+
+def best_sentence(words: Sequence[str], sentence_words: Sequence[set[str]]) -> int:
+    """The sentence sharing the most distinct words (the first on a tie; 0 when none)."""
+    best, best_overlap = 0, 0
+    unique = set(words)
+    for index, candidates in enumerate(sentence_words):
+        overlap = len(unique & candidates)
+        if overlap > best_overlap:
+            best, best_overlap = index, overlap
+    return best
+
+
+def align_scus(scus: Sequence[str], sentence_words: Sequence[set[str]]) -> dict[int, list[str]]:
+    """{sentence index: its SCUs}, only sentences with at least one."""
+    import nltk
+
+    aligned: dict[int, list[str]] = {}
+    for scu in scus:
+        words = nltk.word_tokenize(scu.lower().replace(",", " ").replace(".", " "))
+        aligned.setdefault(best_sentence(words, sentence_words), []).append(scu)
+    return aligned
+
+
+def align_stus(reference: ReferenceSentences) -> list[list[str]]:
+    """Per sentence: the coreference STUs aligned to it, then its frame STUs."""
+    import nltk
+
+    sentence_words = reference.sentence_words
+    aligned: list[list[str]] = [[] for _ in reference.frames]
+    for unit in reference.coref_units:
+        pieces = unit.lower().split("is")
+        if len(pieces) < 2:
+            raise SumbenchError(f"the coreference STU {unit!r} has no 'is'")
+        aligned[best_sentence(nltk.word_tokenize(pieces[1]), sentence_words)].append(unit)
+    for index, frame in enumerate(reference.frames):
+        aligned[index] += sentence_units(frame)
+    return aligned
+
+
+def easiness_threshold(scores: Sequence[float], percentage: int) -> float:
+    """The k-th highest score, k = int(n · percentage / 100)."""
+    if not 0 < percentage <= 100:
+        raise SumbenchError(f"--percentage must be in 1..100, got {percentage}")
+    count = int(len(scores) * percentage / 100)
+    if count == 0:
+        raise SumbenchError(f"{percentage}% of {len(scores)} sentences is none: the "
+                            f"official mix needs at least one")
+    return sorted(scores, reverse=True)[count - 1]
+
+
+def mix_units(references: Sequence[ReferenceSentences], scus: Sequence[Sequence[str]],
+              easiness: Sequence[Sequence[float]], percentage: int
+              ) -> tuple[list[list[str]], dict]:
+    """(per reference its Lite²·⁵ units, counts: sentences, stus, scus, dropped, threshold)."""
+    if not len(references) == len(scus) == len(easiness):
+        raise SumbenchError(f"{len(references)} references, {len(scus)} SCU lines and "
+                            f"{len(easiness)} easiness lines")
+    threshold = easiness_threshold([s for scores in easiness for s in scores], percentage)
+    counts = {"sentences": 0, "stus": 0, "scus": 0, "dropped": 0}
+    units = []
+    for reference, reference_scus, scores in zip(references, scus, easiness):
+        scu_sentences = align_scus(reference_scus, reference.sentence_words)
+        stu_sentences = align_stus(reference)
+        row: list[str] = []
+        for index, score in enumerate(scores):
+            counts["sentences"] += 1
+            if index not in scu_sentences:
+                counts["dropped"] += 1
+            elif score > threshold:
+                counts["stus"] += 1
+                row += stu_sentences[index]
+            else:
+                counts["scus"] += 1
+                row += scu_sentences[index]
+        units.append(row)
+    return units, {**counts, "threshold": threshold, "percentage": percentage}
+
+
+def read_easiness(path: str | Path, references: Sequence[ReferenceSentences]
+                  ) -> list[list[float]]:
+    """Per reference its sentences' easiness: one line per reference, TAB-separated numbers,
+    one per sentence of its STU extraction; errors name the line."""
+    import math
+
+    from tasks.io import read_text
+
+    lines = read_text(path, what="easiness file").splitlines()
+    if len(lines) != len(references):
+        raise DataError(f"{len(lines)} lines for {len(references)} references", path=str(path))
+    scores = []
+    for number, (line, reference) in enumerate(zip(lines, references), start=1):
+        try:
+            row = [float(value) for value in line.split("\t")] if line.strip() else []
+        except ValueError:
+            raise DataError("expected TAB-separated numbers", path=str(path),
+                            line=number) from None
+        if len(row) != len(reference.frames):
+            raise DataError(f"{len(row)} scores for the reference's {len(reference.frames)} "
+                            f"sentences", path=str(path), line=number)
+        if not all(map(math.isfinite, row)):
+            raise DataError("scores must be finite", path=str(path), line=number)
+        scores.append(row)
+    return scores
+
+
+def sentence_features(tokens: Sequence[str], tree: str) -> list[float]:
+    """The official regressor's features of one sentence (`_get_features`): token count, the
+    tree string's length, its bracket depth, tokens per depth, then how often each of
+    `TREE_LABELS` opens a bracket."""
+    labels = [0] * len(TREE_LABELS)
+    opened = closed = depth = 0
+    previous, label = None, ""
+    for char in tree:
+        if char == " " and label:
+            if label in TREE_LABELS:
+                labels[TREE_LABELS.index(label)] += 1
+            previous, label = None, ""
+            continue
+        if previous == "(":
+            label += char
+        else:
+            previous = char
+        if char == "(":
+            opened += 1
+        elif char == ")":
+            closed += 1
+        depth = max(depth, opened - closed)
+    if depth == 0:
+        raise SumbenchError(f"the tree {tree[:60]!r} has no brackets")
+    return [len(tokens), len(tree), depth, len(tokens) / depth, *labels]
+
+
+class RecordedTrees:
+    """Constituency trees recorded in a JSONL file: {"sentence", "tokens", "trees"} per line
+    (AllenNLP's constituency parser's output), keyed by the sentence's words joined by
+    spaces."""
+
+    def __init__(self, path: str | Path):
+        self.path, self.trees = str(path), {}
+        for line, record in _records(path, ("sentence", "tokens", "trees")):
+            if not isinstance(record["tokens"], list) or not isinstance(record["trees"], str):
+                raise DataError("expected a list of tokens and a tree string", path=self.path,
+                                line=line, field="trees")
+            self.trees[record["sentence"]] = (record["tokens"], record["trees"])
+
+    def __call__(self, sentence: str) -> tuple[list[str], str]:
+        if sentence not in self.trees:
+            raise SumbenchError(f"{self.path} has no tree for the sentence {sentence!r}")
+        return self.trees[sentence]
+
+
+def regressor_easiness(model: str | Path, trees: RecordedTrees,
+                       references: Sequence[ReferenceSentences]) -> list[list[float]]:
+    """Per reference its sentences' easiness by an XGBoost regressor (the official
+    regressors/*/..._xgb.json) on `sentence_features`, all sentences in one matrix."""
+    try:
+        import numpy as np
+        import xgboost
+    except ImportError:
+        raise SumbenchError("--regressor needs xgboost: pip install 'sumbench[lite25]'") from None
+    rows = [sentence_features(*trees(text)) for reference in references
+            for text in reference.texts]
+    booster = xgboost.Booster({"nthread": 4})
+    try:
+        booster.load_model(str(model))
+    except xgboost.core.XGBoostError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "unreadable"
+        raise SumbenchError(f"{model}: not an XGBoost model ({first})") from None
+    scores = booster.predict(xgboost.DMatrix(np.array(rows))).tolist() if rows else []
+    out, start = [], 0
+    for reference in references:
+        out.append(scores[start:start + len(reference.frames)])
+        start += len(reference.frames)
+    return out
