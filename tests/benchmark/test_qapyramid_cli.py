@@ -59,6 +59,10 @@ N_AUTO = {"A": (1 + 1 / 3 + PL_A3 / 2) / 3, "B": (1 / 3 + PL_B2 + 0) / 3,
 N_HUMAN = {"A": N_AUTO["A"], "B": (2 / 3 + PL_B2 + 1 / 2) / 3, "C": N_AUTO["C"]}
 
 
+#: `qapyramid auto` with sumbench's own QA generation (the default is QASem's)
+OWN_AUTO = ("auto", "--qa-generator", "sumbench")
+
+
 def approx(mapping: dict) -> dict:
     return {key: pytest.approx(value, abs=1e-12) for key, value in mapping.items()}
 
@@ -170,7 +174,7 @@ def test_semi_auto_names_examples_without_qas_and_scores_no_system_on_them(datas
 
 def test_auto_with_a_tiny_t5(dataset, tiny_t5, capsys, tmp_path):
     out = tmp_path / "auto.json"
-    report = run_json(capsys, "auto", "--dataset", str(dataset), "--qa-model", str(tiny_t5),
+    report = run_json(capsys, *OWN_AUTO, "--dataset", str(dataset), "--qa-model", str(tiny_t5),
                       "--max-new-tokens", "12", "--presence", "lexical", "--normalize",
                       "--predicates", "gold", "--out", str(out))
     assert set(report) >= {"systems", "n_examples", "nQAPyramid", "human", "kendall_tau",
@@ -196,7 +200,7 @@ def test_auto_with_a_model_presence_backend_and_predicates_file(dataset, tiny_t5
     predicates.write_text(json.dumps({"e1": ["chased", "ball"], "e2": [], "e3": ["approved"]}))
     out = tmp_path / "auto.json"
     # threshold 0: every generated QA counts as present, so each scored summary scores 1
-    report = run_json(capsys, "auto", "--dataset", str(dataset), "--qa-model", str(tiny_t5),
+    report = run_json(capsys, *OWN_AUTO, "--dataset", str(dataset), "--qa-model", str(tiny_t5),
                       "--max-new-tokens", "8", "--predicates", str(predicates),
                       "--presence", "seq2seq", "--model", str(tiny_t5), "--threshold", "0",
                       "--out", str(out))
@@ -283,16 +287,16 @@ def test_missing_dataset_and_bad_inputs(tmp_path, dataset, capsys):
     assert main(["qapyramid", "semi-auto", "--dataset", str(missing),
                  "--presence", "lexical"]) == 2
     assert f"{missing}: dataset file not found" in capsys.readouterr().err
-    assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
+    assert main(["qapyramid", *OWN_AUTO, "--dataset", str(dataset), "--qa-model",
                  str(tmp_path / "no-model"), "--presence", "lexical"]) == 2
     assert "needs predicates: --predicate-model NAME" in capsys.readouterr().err
-    assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
+    assert main(["qapyramid", *OWN_AUTO, "--dataset", str(dataset), "--qa-model",
                  str(tmp_path / "no-model"), "--presence", "lexical",
                  "--predicates", "gold"]) == 2
     assert "--qa-model: model path" in capsys.readouterr().err
     predicates = tmp_path / "predicates.json"
     predicates.write_text(json.dumps({"e1": ["chased"], "e2": ["opened"]}))
-    assert main(["qapyramid", "auto", "--dataset", str(dataset), "--qa-model",
+    assert main(["qapyramid", *OWN_AUTO, "--dataset", str(dataset), "--qa-model",
                  str(tmp_path / "unused"), "--predicates", str(predicates),
                  "--presence", "lexical"]) == 2  # the model is loaded after the predicates
     assert "field 'e3': expected a list of predicate words" in capsys.readouterr().err
@@ -350,7 +354,7 @@ def test_auto_generates_a_repeated_verb_once_per_predicate(tmp_path, predicate_c
                                 "QAs": REPEATED_QAS,
                                 "system_outputs": {"s": "Maria opened a bakery."}}) + "\n")
     out = tmp_path / "auto.json"
-    report = run_json(capsys, "auto", "--dataset", str(path), "--qa-model",
+    report = run_json(capsys, *OWN_AUTO, "--dataset", str(path), "--qa-model",
                       str(predicate_copier), "--max-new-tokens", "1", "--presence", "lexical",
                       "--predicates", "gold", "--out", str(out))
     written = json.loads(out.read_text())
@@ -373,7 +377,7 @@ def test_auto_with_a_predicate_detector(tmp_path, predicate_copier, capsys):
                                 "QAs": REPEATED_QAS,
                                 "system_outputs": {"s": "Maria opened a bakery."}}) + "\n")
     out = tmp_path / "auto.json"
-    report = run_json(capsys, "auto", "--dataset", str(path), "--qa-model",
+    report = run_json(capsys, *OWN_AUTO, "--dataset", str(path), "--qa-model",
                       str(predicate_copier), "--max-new-tokens", "1", "--presence", "lexical",
                       "--predicate-model", str(detector), "--out", str(out))
     from trainers.predicate_detector import PredicateDetector

@@ -54,21 +54,21 @@ def lab(tmp_path_factory, data_dir, usb_tokenizer):
 
 def _answers_at_once(model):
     """The tiny T5 made to end every answer with its first token, so evaluations under the
-    release's 767 new tokens stay short: coordinate 0 of the decoder's residual stream is
-    always 1 (every embedding's, and no block writes to it), the final norm keeps only that
-    coordinate, and only the end-of-sequence row of the output layer reads it."""
+    release's 767 new tokens stay short: coordinate 0 of the decoder's residual stream is its
+    input token's embedding there (no block writes to it), positive for every token; the
+    final norm keeps only that coordinate, and the (tied) output layer scores it with each
+    token's embedding, where the end of sequence has 1000 and every other token 1."""
     import torch
 
     with torch.no_grad():
         model.shared.weight[:, 0] = 1.0
+        model.shared.weight[model.config.eos_token_id, 0] = 1000.0
         for block in model.decoder.block:
             block.layer[0].SelfAttention.o.weight[0] = 0.0
             block.layer[1].EncDecAttention.o.weight[0] = 0.0
             block.layer[2].DenseReluDense.wo.weight[0] = 0.0
         model.decoder.final_layer_norm.weight.zero_()
         model.decoder.final_layer_norm.weight[0] = 1.0
-        model.lm_head.weight.zero_()
-        model.lm_head.weight[model.config.eos_token_id, 0] = 100.0
     return model
 
 
