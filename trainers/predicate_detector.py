@@ -57,9 +57,13 @@ class PredicateDetector:
         return treebank_words(text)
 
     def __call__(self, text: str) -> list[str]:
+        words = self.words(text)
+        return [words[index] for index in self.positions(words)]
+
+    def positions(self, words: list[str]) -> list[int]:
+        """The positions of the predicate words among `words`, in order."""
         import torch
 
-        words = self.words(text)
         if not words:
             return []
         encoded = self.tokenizer(words, is_split_into_words=True, truncation=True,
@@ -72,9 +76,8 @@ class PredicateDetector:
             if word_index is None or word_index in seen:
                 continue
             seen.add(word_index)
-            word = words[word_index]
-            if classes[position] == self.target and re.search(r"\w", word):
-                found.append(word)
+            if classes[position] == self.target and re.search(r"\w", words[word_index]):
+                found.append(word_index)
         return found
 
     def fingerprint(self) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """`sumbench stus`: Lite³Pyramid's semantic triplet units (STUs) of reference summaries, or
 Lite²·⁵Pyramid's mix of SCUs and STUs.
 
-    sumbench stus --references FILE --frames FILE [--coref FILE] --out STUs.txt
+    sumbench stus --references FILE (--frames FILE | --srl-model DIR --predicate-model DIR)
+                  [--coref FILE] --out STUs.txt
     sumbench stus --references FILE --frames FILE [--coref FILE] --scus SCUs.txt
                   --percentage P (--easiness FILE | --regressor MODEL --trees FILE)
                   --out STUs_SCUs_percentageP.txt
@@ -11,8 +12,11 @@ official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models
 `--frames` holds semantic-role frames, one JSON object per sentence ({"sentence", "words",
 "verbs": [{"tags": [BIO tags]}]}, the shape of AllenNLP's SRL predictor's output), and
 `--coref` coreference outputs ({"text", "document": [words], "clusters": [[[start, end],
-...]]}), keyed by the reference text without <t> marks. sumbench ships no SRL or
-coreference model.
+...]]}), keyed by the reference text without <t> marks. Instead of recorded frames,
+`--srl-model` runs an SRL token classifier in AllenNLP SRL BERT's convention (e.g. the
+official structured-prediction-srl-bert archive converted by `sumbench srl-convert`) on the
+verbs a `--predicate-model` marks (leaderboard.evaluators.srl_frames). sumbench ships no SRL
+or coreference model.
 
 With `--scus`, the output is the official Lite²·⁵ mix (`mix_scus_stus`,
 leaderboard.evaluators.lite25): SCUs aligned to sentences, the sentences whose easiness is
@@ -37,8 +41,13 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--references", required=True, metavar="FILE",
                         help="one reference summary per line")
-    parser.add_argument("--frames", required=True, metavar="FILE",
+    parser.add_argument("--frames", metavar="FILE",
                         help="semantic-role frames, one JSON object per sentence")
+    parser.add_argument("--srl-model", metavar="DIR", help="instead of --frames: an SRL "
+                        "token classifier (AllenNLP SRL BERT's convention; folder or hub id)")
+    parser.add_argument("--predicate-model", metavar="DIR", help="with --srl-model: the "
+                        "predicate detector marking the verbs (token classifier)")
+    parser.add_argument("--device", default="cpu", help="for --srl-model (cpu)")
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")
     mix = parser.add_argument_group("Lite²·⁵ mix")
@@ -54,8 +63,31 @@ def register(subparsers) -> None:
     parser.add_argument("--out", required=True, metavar="FILE", help="units file to write")
     parser.set_defaults(handler=run, out_inputs={
         "references": "--references file", "frames": "--frames file",
-        "coref": "--coref file", "scus": "--scus file", "easiness": "--easiness file",
-        "regressor": "--regressor file", "trees": "--trees file"})
+        "coref": "--coref file", "srl_model": "--srl-model folder",
+        "predicate_model": "--predicate-model folder", "scus": "--scus file",
+        "easiness": "--easiness file", "regressor": "--regressor file", "trees": "--trees file"})
+    register_convert(subparsers)
+
+
+def frame_source(args):
+    """Recorded frames (--frames) or models (--srl-model + --predicate-model)."""
+    from tasks.errors import SumbenchError
+
+    if (args.frames is None) == (args.srl_model is None):
+        raise SumbenchError("semantic-role frames are needed: --frames FILE (recorded) or "
+                            "--srl-model DIR --predicate-model DIR (sumbench ships no SRL "
+                            "model), not both")
+    if args.frames:
+        if args.predicate_model:
+            raise SumbenchError("--predicate-model goes with --srl-model")
+        from leaderboard.evaluators.stu_extraction import RecordedFrames
+
+        return RecordedFrames(args.frames)
+    if not args.predicate_model:
+        raise SumbenchError("--srl-model needs --predicate-model DIR (the verbs to label)")
+    from leaderboard.evaluators.srl_frames import ModelFrames
+
+    return ModelFrames(args.srl_model, args.predicate_model, device=args.device)
 
 
 def check_mix_options(args) -> None:
@@ -103,16 +135,12 @@ def mixed(args, references) -> tuple[list[list[str]], str]:
 
 
 def run(args) -> int:
-    from leaderboard.evaluators.stu_extraction import (
-        RecordedCoref,
-        RecordedFrames,
-        reference_sentences,
-    )
+    from leaderboard.evaluators.stu_extraction import RecordedCoref, reference_sentences
     from tasks.atomic import atomic_path
     from tasks.io import read_text
 
     check_mix_options(args)
-    frames = RecordedFrames(args.frames)
+    frames = frame_source(args)
     coref = RecordedCoref(args.coref) if args.coref else None
     lines = read_text(args.references, what="references file").splitlines()
     references = [reference_sentences(line.strip(), frames, coref) for line in lines]
@@ -126,4 +154,27 @@ def run(args) -> int:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write("\n".join("\t".join(row) for row in units))
     print(f"sumbench stus: {len(units)} references, {summary}: {args.out}", file=sys.stderr)
+    return 0
+
+
+def register_convert(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "srl-convert", help="an AllenNLP SRL BERT archive as a transformers model folder "
+                            "(for sumbench stus --srl-model)",
+        description="Convert AllenNLP's SRL BERT (structured-prediction-srl-bert: weights.th "
+                    "and vocabulary/labels.txt, as a .tar.gz or unpacked) into a transformers "
+                    "BertForTokenClassification folder, with the config and tokenizer of "
+                    "--bert (e.g. a local bert-base-uncased).")
+    parser.add_argument("--archive", required=True, help="the AllenNLP archive or its folder")
+    parser.add_argument("--bert", required=True, help="the BERT model folder it was built on")
+    parser.add_argument("--out", required=True, help="model folder to write")
+    parser.set_defaults(handler=run_convert, out_inputs={"archive": "--archive file",
+                                                         "bert": "--bert folder"})
+
+
+def run_convert(args) -> int:
+    from leaderboard.evaluators.srl_frames import convert_allennlp_srl
+
+    out = convert_allennlp_srl(args.archive, args.bert, args.out)
+    print(f"sumbench srl-convert: {out}", file=sys.stderr)
     return 0

@@ -1,0 +1,157 @@
+"""Semantic-role frames from models run here: a frame source for `sumbench stus` in the
+convention of AllenNLP's SRL BERT (`structured-prediction-srl-bert`, allennlp-models
+srl_bert.py and the SRL dataset reader), with transformers only.
+
+- Words: NLTK's `word_tokenize` of the sentence (AllenNLP's predictor used spaCy's tokens,
+  which split hyphenated words: "43-year-old" is one word here, five there).
+- Verbs: a predicate detector (trainers.predicate_detector: a token-classification model)
+  marks them; AllenNLP's predictor took the words spaCy tags VERB.
+- Tags, per verb: each word cut into word pieces by the tokenizer's WordPiece model alone
+  (lower-cased for an uncased model), `[CLS]` pieces `[SEP]`; the verb's pieces have token
+  type 1 (the verb indicator), all others 0; the model's softmax probabilities go through a
+  Viterbi decode over the pieces in which I-X follows only B-X or I-X and no sequence starts
+  with I- (`get_viterbi_pairwise_potentials`, `get_start_transitions`; the probabilities
+  are summed as they are, as AllenNLP does); a word's tag is its first piece's.
+
+`convert_allennlp_srl` turns an AllenNLP SRL BERT archive (weights.th, vocabulary/
+labels.txt) into a transformers `BertForTokenClassification` folder this source loads.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tasks.errors import SumbenchError
+
+
+def bio_constraints(labels: Sequence[str]):
+    """(transitions[i][j], start[j]): 0 where allowed, -inf where AllenNLP forbids."""
+    infinity = float("inf")
+    transitions = [[-infinity if i != j and label[0] == "I" and previous != "B" + label[1:]
+                    else 0.0 for j, label in enumerate(labels)]
+                   for i, previous in enumerate(labels)]
+    start = [-infinity if label[0] == "I" else 0.0 for label in labels]
+    return transitions, start
+
+
+def viterbi(potentials: Sequence[Sequence[float]], transitions, start) -> list[int]:
+    """The best label sequence: per step the potentials plus the transition from the
+    previous label (ties to the lower index, as torch.max gives them)."""
+    import torch
+
+    potentials = torch.as_tensor(potentials, dtype=torch.float64)
+    transitions = torch.as_tensor(transitions, dtype=torch.float64)
+    scores = potentials[0] + torch.as_tensor(start, dtype=torch.float64)
+    back = []
+    for row in potentials[1:]:
+        best, pointers = torch.max(scores[:, None] + transitions, dim=0)
+        scores = best + row
+        back.append(pointers)
+    path = [int(torch.max(scores, dim=0).indices)]
+    for pointers in reversed(back):
+        path.append(int(pointers[path[-1]]))
+    return path[::-1]
+
+
+class ModelFrames:
+    """`frames(sentence) -> {"sentence", "words", "verbs": [{"verb", "tags"}]}` from an SRL
+    token classifier (SRL BERT's convention) and a predicate detector."""
+
+    def __init__(self, srl_model: str, predicate_model: str, device: str = "cpu"):
+        import transformers
+
+        from trainers.model_loading import check_model_source, load_errors, load_failure
+        from trainers.predicate_detector import PredicateDetector
+        from trainers.profiles import resolve_model_path
+
+        check_model_source(srl_model, "SRL model")
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                resolve_model_path(srl_model))
+            self.model = transformers.AutoModelForTokenClassification.from_pretrained(
+                resolve_model_path(srl_model)).to(device).eval()
+        except load_errors() as error:
+            raise load_failure(srl_model, error, "SRL model") from None
+        self.labels = [self.model.config.id2label[i] for i in range(self.model.config.num_labels)]
+        if not all(label == "O" or label[:2] in ("B-", "I-") for label in self.labels):
+            raise SumbenchError(f"{srl_model}: the SRL model's labels must be BIO tags "
+                                f"(O, B-X, I-X), got {self.labels[:6]}")
+        self.constraints = bio_constraints(self.labels)
+        self.detector = PredicateDetector(predicate_model, device=device)
+        self.device = device
+        normalizer = self.tokenizer.backend_tokenizer.normalizer
+        self.lowercase = normalizer is not None and normalizer.normalize_str("A") == "a"
+
+    def pieces(self, words: Sequence[str]) -> tuple[list[int], list[int]]:
+        """(the word-piece ids with [CLS] and [SEP], each word's first piece's position)."""
+        wordpiece = self.tokenizer.backend_tokenizer.model
+        ids, starts = [self.tokenizer.cls_token_id], []
+        for word in words:
+            starts.append(len(ids))
+            ids += [token.id for token in wordpiece.tokenize(word.lower() if self.lowercase
+                                                             else word)]
+        return ids + [self.tokenizer.sep_token_id], starts
+
+    def tags(self, words: Sequence[str], verb: int) -> list[str]:
+        import torch
+
+        ids, starts = self.pieces(words)
+        end = starts[verb + 1] if verb + 1 < len(starts) else len(ids) - 1
+        types = [1 if starts[verb] <= k < end else 0 for k in range(len(ids))]
+        with torch.no_grad():
+            logits = self.model(input_ids=torch.tensor([ids], device=self.device),
+                                token_type_ids=torch.tensor([types], device=self.device)
+                                ).logits[0]
+        path = viterbi(logits.softmax(-1).tolist(), *self.constraints)
+        return [self.labels[path[k]] for k in starts]
+
+    def __call__(self, sentence: str) -> dict[str, Any]:
+        from tasks.text import treebank_words
+
+        words = treebank_words(sentence)
+        verbs = [{"verb": words[index], "tags": self.tags(words, index)}
+                 for index in self.detector.positions(words)]
+        return {"sentence": sentence, "words": words, "verbs": verbs}
+
+
+def convert_allennlp_srl(archive: str | Path, bert: str | Path, out: str | Path) -> Path:
+    """An AllenNLP SRL BERT archive (a .tar.gz or its unpacked folder: weights.th and
+    vocabulary/labels.txt) as a transformers BertForTokenClassification folder, with the
+    BERT config and tokenizer of `bert` (e.g. a local bert-base-uncased)."""
+    import tarfile
+    import tempfile
+
+    import torch
+    import transformers
+
+    from tasks.atomic import atomic_directory
+
+    with tempfile.TemporaryDirectory() as unpacked:
+        folder = Path(archive)
+        if folder.is_file():
+            with tarfile.open(folder) as tar:
+                tar.extractall(unpacked, filter="data")
+            folder = Path(unpacked)
+        for needed in ("weights.th", "vocabulary/labels.txt"):
+            if not (folder / needed).is_file():
+                raise SumbenchError(f"{archive}: not an AllenNLP archive (no {needed})")
+        labels = [line.strip() for line in (folder / "vocabulary" / "labels.txt")
+                  .read_text(encoding="utf-8").splitlines() if line.strip()]
+        weights = torch.load(folder / "weights.th", map_location="cpu", weights_only=True)
+    state = {key.replace("bert_model.", "bert.", 1).replace("tag_projection_layer.",
+                                                             "classifier.", 1): value
+             for key, value in weights.items() if not key.startswith("bert_model.pooler.")}
+    config = transformers.BertConfig.from_pretrained(str(bert), num_labels=len(labels),
+                                                     id2label=dict(enumerate(labels)),
+                                                     label2id={v: k for k, v in
+                                                               enumerate(labels)})
+    model = transformers.BertForTokenClassification(config)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise SumbenchError(f"{archive}: weights do not fit BERT + a tag layer (missing "
+                            f"{missing[:3]}, unexpected {unexpected[:3]})")
+    with atomic_directory(out) as tmp:
+        model.save_pretrained(str(tmp))
+        transformers.AutoTokenizer.from_pretrained(str(bert)).save_pretrained(str(tmp))
+    return Path(out)
