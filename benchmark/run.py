@@ -222,6 +222,7 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     from trainers.checkpoints import finished_output
     from trainers.evaluation import early_stopping_fn
     from trainers.finetune import finetune
+    from trainers.profiles import prediction_budgets
 
     evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
     final = finished_output(folder, fspec, list(task_names), data_dir, evaluate_fn)
@@ -232,7 +233,8 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     log(f"training: {'resuming' if continuing else 'fine-tuning'} {fspec.model} on "
         f"{', '.join(task_names)} in {folder}")
     return Path(finetune(fspec, list(task_names), data_dir=data_dir, out_dir=folder,
-                         evaluate_fn=evaluate_fn, resume=continuing, device=device))
+                         evaluate_fn=evaluate_fn, resume=continuing, device=device,
+                         prediction_budgets=prediction_budgets(fspec)))
 
 
 def training_record(folder: Path, task_names: Sequence[str]) -> dict:

@@ -48,6 +48,7 @@ from trainers.checkpoints import (
 from trainers.disk_cache import hub_commit as model_commit
 from trainers.distributed import Distributed, deterministic_algorithms, init_distributed
 from trainers.interrupts import InterruptCheckpoint
+from trainers.preflight import check_before_training
 from trainers.profiles import FinetuneSpec, SpecError, resolve_model_path
 from trainers.training_run import EvaluateFn, TrainingRun, TrainState
 
@@ -63,13 +64,16 @@ logger = logging.getLogger(__name__)
 
 def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path | None,
              out_dir: str | Path, evaluate_fn: EvaluateFn | None = None, resume: bool = False,
-             stop_after_steps: int | None = None, device: str = "auto") -> Path:
+             stop_after_steps: int | None = None, device: str = "auto",
+             prediction_budgets: tuple[int, int] | None = None) -> Path:
     """Fine-tune `spec.model` on the train split of `tasks` (names or Task objects).
 
     Returns the final `model/` or `adapter/` folder. `stop_after_steps` ends this call early
     after that many optimizer steps, with a checkpoint (for time-limited jobs), and returns the
     checkpoint folder; run again with `resume=True` to continue exactly where it stopped.
     `device`: "auto" (the GPU when torch sees one), "cpu", "cuda" or "cuda:N".
+    `prediction_budgets` (input, new tokens) of the prediction that follows are checked
+    against the model before the first step, with everything else trainers.preflight checks.
     """
     out_dir = Path(out_dir).resolve()
     finished = finished_output(out_dir, spec, tasks, data_dir, evaluate_fn) if resume else None
@@ -78,7 +82,8 @@ def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path |
     dist = init_distributed(device)
     try:
         with deterministic_algorithms(spec.deterministic, dist.device):
-            run = _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist)
+            run = _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
+                          prediction_budgets)
             return _train(run, stop_after_steps)
     finally:
         dist.close()
@@ -86,7 +91,8 @@ def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path |
 
 # ---- set-up ------------------------------------------------------------------------------
 
-def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist) -> TrainingRun:
+def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
+            prediction_budgets=None) -> TrainingRun:
     accumulation = spec.accumulation_steps(dist.world_size)
     bf16 = resolve_precision(spec.precision, dist.device) == "bf16"
     if not resume and (out_dir / "train_config.json").exists():
@@ -98,6 +104,8 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist) -> Traini
     if not len(examples):
         raise SumbenchError(f"no training examples for tasks {list(examples.task_names)} "
                             f"(variant {spec.variant}, fraction {spec.train_fraction})")
+    check_before_training(model, tokenizer, examples.task_names, spec.max_input_tokens,
+                          spec.max_output_tokens, prediction_budgets)
     if examples.truncated_inputs or examples.truncated_targets:
         logger.warning("truncated %d inputs to %d tokens and %d targets to %d tokens",
                        examples.truncated_inputs, spec.max_input_tokens,
@@ -349,13 +357,14 @@ class _StepLogger:
     """Writes mean loss (per target token), learning rate and throughput every few steps."""
 
     def __init__(self, run: TrainingRun):
-        self.run, self.loss, self.tokens, self.seconds = run, 0.0, 0, 0.0
+        self.run, self.loss, self.tokens, self.seconds, self.steps = run, 0.0, 0, 0.0, 0
 
     def add(self, loss_sum: float, tokens: int, seconds: float, epoch: float) -> None:
         run = self.run
         self.loss += loss_sum
         self.tokens += tokens
         self.seconds += seconds
+        self.steps += 1
         step = run.state.global_step
         if not math.isfinite(loss_sum):
             raise SumbenchError(f"training diverged at step {step}: the loss is {loss_sum} "
@@ -365,8 +374,17 @@ class _StepLogger:
             append_log(run.out_dir, {
                 "step": step, "epoch": round(epoch, 4), "loss": self.loss / max(1, self.tokens),
                 "lr": run.scheduler.get_last_lr()[0],
-                "target_tokens_per_s": round(self.tokens / max(self.seconds, 1e-9), 1)})
-            self.loss, self.tokens, self.seconds = 0.0, 0, 0.0
+                "target_tokens_per_s": throughput(self.tokens, self.seconds),
+                "seconds_per_step": throughput(self.seconds, self.steps)})
+            self.loss, self.tokens, self.seconds, self.steps = 0.0, 0, 0.0, 0
+
+
+def throughput(amount: float, seconds: float) -> float:
+    """amount / seconds to 4 significant digits, so a slow run (0.0237 tokens/s) and a fast
+    one (12,340 tokens/s) both read right (0.0 when nothing was timed)."""
+    if seconds <= 0:
+        return 0.0
+    return float(f"{amount / seconds:.4g}")
 
 
 def validation_loss_evaluator(examples: train_data.TrainingExamples,

@@ -91,6 +91,8 @@ def test_full_finetune_writes_model_config_and_log(spec, data_dir, tmp_path):
     metrics = [entry for entry in log if "metric" in entry]
     assert [entry["step"] for entry in log if "loss" in entry] == [1, 2, 3, 4]
     assert losses[-1] < losses[0]
+    assert all(entry["target_tokens_per_s"] > 0 and entry["seconds_per_step"] > 0
+               for entry in log if "loss" in entry)
     assert [entry["step"] for entry in metrics] == [2, 4]
     assert metrics[1]["metric"] > metrics[0]["metric"]          # -loss improves
     result = json.loads((tmp_path / "train_result.json").read_text())
