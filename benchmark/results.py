@@ -39,6 +39,8 @@ MODES = ("finetune", "fewshot")
 TRAINING_MODES = ("multitask", "per-task", "none")
 EARLY_STOPPING = ("metric", "loss", "none")
 FEWSHOT_BACKENDS = ("hf-causal", "hf-seq2seq", "openai")
+#: the OpenAI-compatible endpoints the openai backend speaks
+OPENAI_APIS = ("chat", "completions")
 #: fields that never change a run's numbers (a resumed run may change them)
 NON_RESULT_FIELDS = ("batch_size", "device")
 RESULT_KEYS = ("format", "spec", "scores", "table", "predictions", "models", "training",
@@ -79,6 +81,9 @@ class RunSpec:
     max_prompt_tokens: int | None = None       # None: no limit of its own; HF backends
     #                                            always fit the model's context
     base_url: str | None = None
+    openai_api: str = "chat"                   # or "completions" (openai backend)
+    max_concurrency: int = 1                   # requests at once (openai backend)
+    top_logprobs: int = 5                      # 0: no token log-probabilities asked for
     # --- scoring --------------------------------------------------------------------------
     bootstrap: int = 0
     rouge_aggregate: str = "mean"              # or "bootstrap-mid" (seeded with `seed`)
@@ -110,12 +115,18 @@ class RunSpec:
                 and tuple(self.train_tasks) != tuple(self.tasks):
             raise SumbenchError("per-task training trains one model per evaluated task; "
                                 "train_tasks cannot differ from tasks")
+        if self.openai_api not in OPENAI_APIS:
+            raise SumbenchError(f"RunSpec.openai_api must be one of {', '.join(OPENAI_APIS)}, "
+                                f"got {self.openai_api!r}")
+        if not 0 <= int(self.top_logprobs) <= 20:
+            raise SumbenchError(f"RunSpec.top_logprobs must be in 0..20, got "
+                                f"{self.top_logprobs}")
         if self.rouge_aggregate not in ("mean", "bootstrap-mid"):
             raise SumbenchError(f"RunSpec.rouge_aggregate must be mean or bootstrap-mid, got "
                                 f"{self.rouge_aggregate!r}")
         if self.data_dir and self.raw_dir:
             raise SumbenchError("give either a task-dataset folder or a raw folder, not both")
-        for name in ("batch_size", "num_beams"):
+        for name in ("batch_size", "num_beams", "max_concurrency"):
             if int(getattr(self, name)) < 1:
                 raise SumbenchError(f"RunSpec.{name} must be >= 1, got {getattr(self, name)}")
         for name, low in (("bootstrap", 0), ("n_shots", 0), ("max_prompt_tokens", 1)):

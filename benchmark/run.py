@@ -312,7 +312,9 @@ def make_backend(spec: RunSpec, out: Path):
     cache = str(out / "cache" / "responses.sqlite")
     if spec.fewshot_backend == "openai":
         from trainers.fewshot_backends import chat_backend
-        return chat_backend(spec.model, base_url=spec.base_url, cache=cache)
+        return chat_backend(spec.model, base_url=spec.base_url, cache=cache,
+                            endpoint=spec.openai_api, workers=spec.max_concurrency,
+                            top_logprobs=spec.top_logprobs)
     from trainers.fewshot_backends import load_hf_backend
 
     model_type = "causal" if spec.fewshot_backend == "hf-causal" else "seq2seq"
@@ -360,9 +362,10 @@ def run_official_fewshot(state: RunState, tasks: Sequence[Any], backend) -> dict
     from trainers.fewshot_official import official_predict
 
     spec = state.spec
-    if spec.fewshot_backend != "openai":
+    if spec.fewshot_backend != "openai" or spec.openai_api != "chat":
         raise SumbenchError(f"--style {OFFICIAL_GPT35_STYLE} reproduces the release's "
-                            f"OpenAI chat protocol: use --fewshot-backend openai")
+                            f"OpenAI chat protocol: use --fewshot-backend openai with "
+                            f"--openai-api chat")
     state.config["fewshot"] = {"backend": spec.fewshot_backend, "style": OFFICIAL_GPT35_STYLE,
                                "fingerprint": backend.fingerprint()}
     state.fewshot, paths = {}, {}

@@ -168,3 +168,90 @@ class ChatServer:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class OpenAIServer:
+    """An OpenAI-compatible server (as `vllm serve` speaks it) on 127.0.0.1:
+    /v1/chat/completions and /v1/completions. `answer(prompt_text) -> (reply, p_yes)`: the
+    reply is cut into tokens at spaces (" Yes" is one token); when the request asks for
+    log-probabilities, every token comes with alternatives, and a yes/no token's are yes
+    (p_yes) and no (1 - p_yes). `faults` holds (status, body, headers) answers sent first;
+    `delay` seconds per request; `max_in_flight` counts requests served at once."""
+
+    def __init__(self, answer, delay: float = 0.0):
+        import math
+        import re
+        import time
+
+        self.requests: list[dict] = []
+        self.faults: list[tuple[int, bytes, dict]] = []
+        self.in_flight = self.max_in_flight = 0
+        lock, server = threading.Lock(), self
+
+        def logprobs(reply: str, p_yes: float, chat: bool, top: int):
+            tokens = re.findall(r"\s*\S+", reply)
+            rows = []
+            for token in tokens:
+                word = token.strip().lower()
+                if word in ("yes", "no"):
+                    space = token[:len(token) - len(token.lstrip())]
+                    alternatives = {space + "Yes": math.log(p_yes), space + "No":
+                                    math.log(1 - p_yes)}
+                else:
+                    alternatives = {token: 0.0}
+                rows.append((token, alternatives[token] if token in alternatives else 0.0,
+                             dict(list(alternatives.items())[:top])))
+            if chat:
+                return {"content": [{"token": t, "logprob": lp, "top_logprobs": [
+                    {"token": k, "logprob": v} for k, v in alts.items()]} for t, lp, alts in rows]}
+            return {"tokens": [t for t, _, _ in rows], "token_logprobs": [lp for _, lp, _ in rows],
+                    "top_logprobs": [alts for _, _, alts in rows]}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    server.requests.append({"path": self.path, "body": body})
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    fault = server.faults.pop(0) if server.faults else None
+                try:
+                    time.sleep(delay)
+                    self._answer(body, fault)
+                finally:
+                    with lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body, fault):
+                status, headers = 200, {}
+                chat = self.path.endswith("/chat/completions")
+                if fault is not None:
+                    status, payload, headers = fault
+                else:
+                    prompt = body["messages"][-1]["content"] if chat else body["prompt"]
+                    reply, p_yes = answer(prompt)
+                    top = (body.get("top_logprobs") if chat else body.get("logprobs")) or 0
+                    choice = {"message": {"role": "assistant", "content": reply}} if chat \
+                        else {"text": reply}
+                    if body.get("logprobs"):
+                        choice["logprobs"] = logprobs(reply, p_yes, chat, max(1, int(top)))
+                    payload = json.dumps({"choices": [choice]}).encode()
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

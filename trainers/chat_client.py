@@ -1,7 +1,12 @@
-"""A minimal OpenAI-compatible chat-completions client (stdlib `urllib`), with retries and a cache.
+"""A minimal OpenAI-compatible client (stdlib `urllib`) for chat completions and completions,
+with retries and a cache; it is thread-safe, so callers may send requests concurrently.
 
-- Endpoint: `{base_url}/chat/completions`; base URL, model and API key come from the arguments or
-  the environment (`OPENAI_BASE_URL`, default https://api.openai.com/v1; `OPENAI_API_KEY`).
+- Endpoint: `{base_url}/chat/completions` (`endpoint="chat"`, messages) or
+  `{base_url}/completions` (`endpoint="completions"`, a prompt text), as OpenAI's API and
+  vLLM's `vllm serve` answer them; base URL, model and API key come from the arguments or the
+  environment (`OPENAI_BASE_URL`, default https://api.openai.com/v1; `OPENAI_API_KEY`).
+- Token log-probabilities, where the server returns them (chat: `logprobs` + `top_logprobs`;
+  completions: `logprobs`), are read by `token_alternatives` in one shape for both.
 - Retries: HTTP 429 and 5xx, connection errors (reset, refused, bad status line), timeouts and
   broken bodies (truncated, not UTF-8, not JSON such as an HTML error page, no reply text) are
   retried with exponential backoff (`backoff_s`, doubled each attempt, capped by
@@ -30,6 +35,7 @@ from tasks.errors import SumbenchError
 from trainers.disk_cache import DiskCache, cache_key, open_cache
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENDPOINTS = {"chat": "chat/completions", "completions": "completions"}
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
@@ -64,8 +70,12 @@ class ChatClient:
     sleep: Callable[[float], None] = time.sleep
     log: Callable[[str], None] = _log
     default_params: dict = field(default_factory=dict)
+    endpoint: str = "chat"
 
     def __post_init__(self) -> None:
+        if self.endpoint not in ENDPOINTS:
+            raise ValueError(f"endpoint must be one of {sorted(ENDPOINTS)}, got "
+                             f"{self.endpoint!r}")
         base = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base.rstrip("/")
         if self.api_key is None:
@@ -77,22 +87,28 @@ class ChatClient:
 
     @property
     def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        return f"{self.base_url}/{ENDPOINTS[self.endpoint]}"
 
-    def request_key(self, messages: Sequence[dict], params: dict) -> str:
-        return cache_key("chat", self.base_url, self.model, list(messages), params)
+    def request_key(self, messages: Sequence[dict] | str, params: dict) -> str:
+        if self.endpoint == "chat":
+            return cache_key("chat", self.base_url, self.model, list(messages), params)
+        return cache_key("completions", self.base_url, self.model, messages, params)
 
-    def chat(self, messages: Sequence[dict], *, accept: Callable[[str], bool] | None = None,
-             **params: Any) -> dict:
-        """The full response JSON for `messages` (from the cache when present). The response
-        is cached only when its reply text is non-empty and `accept(text)` (if given) holds."""
+    def chat(self, messages: Sequence[dict] | str, *,
+             accept: Callable[[str], bool] | None = None, **params: Any) -> dict:
+        """The full response JSON for `messages` (a prompt text for the completions
+        endpoint), from the cache when present. The response is cached only when its reply
+        text is non-empty and `accept(text)` (if given) holds."""
         params = {**self.default_params, **params}
         key = self.request_key(messages, params)
         if isinstance(self.cache, DiskCache):
             cached = self.cache.get(key)
             if cached is not None:
                 return cached
-        body = {"model": self.model, "messages": list(messages), **params}
+        if self.endpoint == "chat":
+            body = {"model": self.model, "messages": list(messages), **params}
+        else:
+            body = {"model": self.model, "prompt": str(messages), **params}
         response = self._post_with_retries(body)
         text = reply_text(response)
         if isinstance(self.cache, DiskCache) and text and (accept is None or accept(text)):
@@ -168,12 +184,37 @@ class ChatClient:
 
 
 def reply_text(response: Any) -> str | None:
-    """The first choice's message content ("" when null), or None when the shape is wrong."""
+    """The first choice's message content, or its text (completions); "" when null, None when
+    the shape is wrong."""
     try:
-        content = response["choices"][0]["message"]["content"]
+        choice = response["choices"][0]
+        content = choice["message"]["content"] if "message" in choice else choice["text"]
     except (KeyError, IndexError, TypeError):
         return None
     return "" if content is None else str(content)
+
+
+def token_alternatives(response: Any) -> list[tuple[str, dict[str, float]]]:
+    """Per generated token of the first choice: (its text, {alternative token text: log
+    probability}, the token itself included); [] when the server sent no log-probabilities.
+    Chat: `logprobs.content[i]` with `top_logprobs`; completions: `logprobs.tokens` with
+    `top_logprobs` dictionaries."""
+    try:
+        logprobs = response["choices"][0].get("logprobs") or {}
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return []
+    if isinstance(logprobs.get("content"), list):
+        return [(str(item["token"]), {str(alt["token"]): float(alt["logprob"])
+                                      for alt in item.get("top_logprobs") or []}
+                 | {str(item["token"]): float(item["logprob"])})
+                for item in logprobs["content"]]
+    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if isinstance(tokens, list) and isinstance(tops, list):
+        chosen = logprobs.get("token_logprobs") or [None] * len(tokens)
+        return [(str(token), {str(k): float(v) for k, v in (top or {}).items()}
+                 | ({str(token): float(lp)} if lp is not None else {}))
+                for token, top, lp in zip(tokens, tops, chosen)]
+    return []
 
 
 def _retry_after(headers: Any) -> float | None:

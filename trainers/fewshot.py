@@ -189,7 +189,9 @@ def _output_row(plan: PlannedPrompt, instance: dict, train: Sequence[dict], raw:
             "shot_indices": list(plan.shots),
             "shot_ids": [instance_label(train[i]) for i in plan.shots],
             "max_new_tokens": plan.max_new_tokens, "overflow": plan.overflow,
-            "prompt": plan.prompt.payload(), "raw_output": raw}
+            "prompt": plan.prompt.payload(), "raw_output": str(raw),
+            **({"yes_probabilities": {str(k): v for k, v in raw.yes_probabilities.items()}}
+               if getattr(raw, "yes_probabilities", None) else {})}
 
 
 def backend_failure(task_name: str, chunk: Sequence[PlannedPrompt], instances: Sequence[dict],
@@ -265,7 +267,8 @@ def _assemble(task, instances, plans, done) -> tuple[list[dict], list[dict], dic
             row = dict(done[(plan.instance, plan.window)])
             prediction, ok = parse_fewshot_output(
                 task, row["raw_output"], plan.item, cue=plan.prompt.cue,
-                stops=plan.prompt.stops, line_output=plan.prompt.line_output)
+                stops=plan.prompt.stops, line_output=plan.prompt.line_output,
+                yes_probabilities=row.get("yes_probabilities"))
             row.update(parsed=prediction, ok=bool(ok))
             outputs.append(row)
             unparseable += not ok

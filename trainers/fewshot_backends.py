@@ -3,8 +3,11 @@
 - `CausalLMBackend`: a Hugging Face decoder-only model; prompts left-padded in batches,
   greedy decoding of the continuation only, stopped at EOS or at a stop string.
 - `Seq2SeqBackend`: a Hugging Face encoder-decoder model (e.g. Flan-T5), greedy decoding.
-- `ChatBackend`: an OpenAI-compatible chat endpoint through `trainers.chat_client.ChatClient`
-  (which owns that cache); token counts are a whitespace approximation unless a counter is given.
+- `ChatBackend`: an OpenAI-compatible server (chat completions or completions, e.g. OpenAI or
+  `vllm serve`) through `trainers.chat_client.ChatClient` (which owns that cache), with a bound
+  on concurrent requests (`workers`) and, with `top_logprobs`, p(yes) / (p(yes) + p(no)) at
+  each yes/no token of an answer (`ScoredText`); token counts are a whitespace approximation
+  unless a counter is given.
 
 HF responses are cached under a key of (backend fingerprint, prompt text, max_new_tokens,
 stops): a repeated request never runs the model. HF backends know their model's context
@@ -251,35 +254,92 @@ class Seq2SeqBackend(HFBackend):
         return self._decode_rows([row[1:].tolist() for row in output], caps, stops)
 
 
-class ChatBackend:
-    """An OpenAI-compatible chat model; greedy (temperature 0) requests, cached by the client.
+class ScoredText(str):
+    """A generated text and p(yes) / (p(yes) + p(no)) at its yes/no tokens:
+    `yes_probabilities` = {character offset where the word starts: probability}."""
+    yes_probabilities: dict[int, float]
 
-    A prompt's `messages` are sent as they are; a text prompt becomes one user message.
+    def __new__(cls, text: str, yes_probabilities: dict[int, float]):
+        made = super().__new__(cls, text)
+        made.yes_probabilities = yes_probabilities
+        return made
+
+
+def yes_probabilities(text: str, tokens: Sequence[tuple[str, dict[str, float]]]
+                      ) -> dict[int, float]:
+    """{offset of each yes/no token's word in `text`: p(yes) / (p(yes) + p(no))}, p summed over
+    the token's alternatives that are yes (or no) in any case and spacing; {} when the tokens
+    do not spell `text` (their offsets would be wrong)."""
+    import math
+
+    if "".join(token for token, _ in tokens) != text:
+        return {}
+    found, offset = {}, 0
+    for token, alternatives in tokens:
+        if token.strip().lower() in ("yes", "no"):
+            mass = {word: sum(math.exp(lp) for alt, lp in alternatives.items()
+                              if alt.strip().lower() == word) for word in ("yes", "no")}
+            if mass["yes"] + mass["no"] > 0:
+                found[offset + len(token) - len(token.lstrip())] = \
+                    mass["yes"] / (mass["yes"] + mass["no"])
+        offset += len(token)
+    return found
+
+
+class ChatBackend:
+    """An OpenAI-compatible model; greedy (temperature 0) requests, cached by the client.
+
+    Chat endpoint: a prompt's `messages` are sent as they are, a text prompt becomes one user
+    message. Completions endpoint: the prompt text, with its stop strings (at most 4).
+    `workers` requests run at once. `top_logprobs` > 0 asks for token log-probabilities and
+    returns `ScoredText` (plain text when the server sends none).
     """
 
     kind = "chat"
 
     def __init__(self, client, *, count_tokens: Callable[[str], int] | None = None,
                  max_tokens_param: str = "max_tokens", params: dict | None = None,
-                 workers: int = 1):
+                 workers: int = 1, top_logprobs: int = 0):
         self.client = client
         self.counter = count_tokens or whitespace_token_count
         self.max_tokens_param = max_tokens_param
         self.params = {"temperature": 0.0, **(params or {})}
         self.workers = max(1, int(workers))
+        self.top_logprobs = max(0, int(top_logprobs))
 
     def fingerprint(self) -> dict:
         return {"type": "chat", "base_url": self.client.base_url, "model": self.client.model,
-                "params": self.params, "counter": getattr(self.counter, "__name__", "custom")}
+                "endpoint": getattr(self.client, "endpoint", "chat"), "params": self.params,
+                "top_logprobs": self.top_logprobs,
+                "counter": getattr(self.counter, "__name__", "custom")}
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [self.counter(text) for text in texts]
 
+    def _logprob_params(self) -> dict:
+        if not self.top_logprobs:
+            return {}
+        if getattr(self.client, "endpoint", "chat") == "completions":
+            return {"logprobs": self.top_logprobs}
+        return {"logprobs": True, "top_logprobs": self.top_logprobs}
+
     def _complete(self, prompt: Prompt, max_new_tokens: int) -> str:
-        messages = list(prompt.messages) if prompt.messages else [
-            {"role": "user", "content": prompt.text}]
-        params = {**self.params, self.max_tokens_param: int(max_new_tokens)}
-        return self.client.complete([dict(message) for message in messages], **params)
+        from trainers.chat_client import reply_text, token_alternatives
+
+        params = {**self.params, **self._logprob_params(),
+                  self.max_tokens_param: int(max_new_tokens)}
+        if getattr(self.client, "endpoint", "chat") == "completions":
+            if prompt.stops:
+                params["stop"] = list(prompt.stops)[:4]
+            response = self.client.chat(prompt.text, **params)
+        else:
+            messages = list(prompt.messages) if prompt.messages else [
+                {"role": "user", "content": prompt.text}]
+            response = self.client.chat([dict(message) for message in messages], **params)
+        text = reply_text(response) or ""
+        if not self.top_logprobs:
+            return text
+        return ScoredText(text, yes_probabilities(text, token_alternatives(response)))
 
     def complete_text(self, text: str, max_new_tokens: int, *,
                       params: dict | None = None) -> str:
@@ -329,8 +389,10 @@ def load_hf_backend(model_name: str, *, model_type: str = "causal", revision: st
 
 
 def chat_backend(model: str, *, base_url: str | None = None, cache: Any = None,
-                 **options: Any) -> ChatBackend:
-    """A `ChatBackend` over a new `ChatClient` (API key from OPENAI_API_KEY)."""
+                 endpoint: str = "chat", **options: Any) -> ChatBackend:
+    """A `ChatBackend` over a new `ChatClient` (API key from OPENAI_API_KEY); `endpoint`
+    "chat" or "completions"."""
     from trainers.chat_client import ChatClient
 
-    return ChatBackend(ChatClient(model=model, base_url=base_url, cache=cache), **options)
+    return ChatBackend(ChatClient(model=model, base_url=base_url, cache=cache,
+                                  endpoint=endpoint), **options)

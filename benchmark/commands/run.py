@@ -20,7 +20,13 @@ from benchmark.commands import (
     positive_int,
     resample_count,
 )
-from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, MODES, TRAINING_MODES
+from benchmark.results import (
+    EARLY_STOPPING,
+    FEWSHOT_BACKENDS,
+    MODES,
+    OPENAI_APIS,
+    TRAINING_MODES,
+)
 from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
 
 
@@ -118,7 +124,15 @@ def _add_fewshot_arguments(shots) -> None:
     shots.add_argument("--max-prompt-tokens", type=positive_int,
                        help="prompt limit in tokens (default: none of its own; Hugging Face "
                             "models always keep prompt + output within their context)")
-    shots.add_argument("--base-url", help="OpenAI-compatible endpoint (openai backend)")
+    shots.add_argument("--base-url", help="OpenAI-compatible server, e.g. vLLM's "
+                       "http://host:8000/v1 (openai backend; default $OPENAI_BASE_URL)")
+    shots.add_argument("--openai-api", choices=OPENAI_APIS, default="chat",
+                       help="openai backend: chat completions (default) or completions")
+    shots.add_argument("--max-concurrency", type=positive_int, default=1,
+                       help="openai backend: requests at once (default 1)")
+    shots.add_argument("--top-logprobs", type=non_negative_int, default=5,
+                       help="openai backend: token log-probabilities asked for, so Yes/No "
+                            "answers give probabilities (default 5; 0: none)")
 
 
 def task_list(text: str) -> tuple[str, ...]:
@@ -171,6 +185,8 @@ def build_run_spec(args: argparse.Namespace):
         label_rule=args.label_rule, device=args.device,
         fewshot_backend=args.fewshot_backend, style=args.style, n_shots=args.n_shots,
         max_prompt_tokens=args.max_prompt_tokens, base_url=args.base_url,
+        openai_api=args.openai_api, max_concurrency=args.max_concurrency,
+        top_logprobs=args.top_logprobs,
         bootstrap=args.bootstrap, rouge_aggregate=args.rouge_aggregate)
 
 
