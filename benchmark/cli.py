@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "benchmark.commands.baseline",
     "benchmark.commands.leaderboard",
     "benchmark.commands.experiment",
+    "benchmark.commands.lm_eval",
 )
 
 

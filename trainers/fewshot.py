@@ -336,6 +336,20 @@ def run_fingerprint(task, style, backend, budget, seed, test_instances, train_in
             "test": digest(list(test_instances)), "train": digest(list(train_instances))}
 
 
+def plan_prompts(task, test_instances: Sequence[dict], train_instances: Sequence[dict],
+                 backend, style: PromptStyle, budget: ShotBudget, *, seed: int,
+                 max_prompt_tokens: int | None = None, max_new_tokens: int | None = None
+                 ) -> tuple[list[PlannedPrompt], list[ShotCandidate]]:
+    """(every prompt of the test items in order, the shot pool): shots, windows and
+    truncation as `fewshot_predict` runs them; the backend only counts tokens here."""
+    shot_parts, pool = build_shot_pool(task, train_instances, style, backend)
+    planner = PromptPlanner(task, style, backend, shot_parts, pool, budget, seed,
+                            max_prompt_tokens, max_new_tokens,
+                            prompt_room=getattr(backend, "prompt_room", None))
+    return [plan for index, instance in enumerate(test_instances)
+            for plan in planner.plan(index, instance)], pool
+
+
 def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Sequence[dict],
                     backend, style: str | PromptStyle, *, seed: int, n_shots: int | None = None,
                     out_dir: str | None = None, max_prompt_tokens: int | None = None,
@@ -364,12 +378,9 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
         finished = _finished_run(store) if resume else None
         if finished is not None:
             return finished
-    shot_parts, pool = build_shot_pool(task, train_instances, style, backend)
-    planner = PromptPlanner(task, style, backend, shot_parts, pool, budget, seed,
-                            max_prompt_tokens, max_new_tokens,
-                            prompt_room=getattr(backend, "prompt_room", None))
-    plans = [plan for index, instance in enumerate(test_instances)
-             for plan in planner.plan(index, instance)]
+    plans, pool = plan_prompts(task, test_instances, train_instances, backend, style, budget,
+                               seed=seed, max_prompt_tokens=max_prompt_tokens,
+                               max_new_tokens=max_new_tokens)
     done = store.load_partial(resume) if store is not None else {}
     generated = _generate_missing(task.name, plans, done, backend, store, test_instances,
                                   train_instances, max(1, chunk_size))

@@ -1,0 +1,99 @@
+"""`sumbench export lm-eval` and `sumbench import lm-eval`: USB inside EleutherAI's
+lm-evaluation-harness, and its samples back as sumbench predictions (trainers.lm_eval_bridge).
+
+    sumbench export lm-eval --model M --out DIR [--data DIR] [--tasks all] [--variant all]
+                            [--split test] [--style llama] [--n-shots K] [--seed S]
+                            [--max-prompt-tokens N] [--max-new-tokens N]
+    lm_eval --model hf --model_args pretrained=M,... --include_path DIR --tasks usb \\
+            --log_samples --output_path OUT
+    sumbench import lm-eval OUT/*/samples_*.jsonl --out DIR
+
+Export plans the prompts `sumbench run --mode fewshot --fewshot-backend hf-causal` would send
+to M (its tokenizer and config only) and writes them as lm-eval tasks whose scores are
+sumbench's; what lm-eval cannot express (line tasks' windows) is not exported and is named.
+Import writes DIR/predictions/<task>.jsonl (official records for `sumbench score` and
+leaderboards) and DIR/import.json (sources, counts, provenance).
+"""
+from __future__ import annotations
+
+import sys
+
+
+def register(subparsers) -> None:
+    export = subparsers.add_parser("export", help="USB tasks for other harnesses (lm-eval)")
+    export_targets = export.add_subparsers(dest="target", metavar="TARGET")
+    export_targets.required = True
+    task_folder = export_targets.add_parser(
+        "lm-eval", help="an lm-evaluation-harness task folder (group usb)",
+        description="Write an lm-eval task folder: the few-shot prompts sumbench plans for "
+                    "--model, scored by sumbench's own parsers and metrics.")
+    task_folder.add_argument("--model", required=True,
+                             help="the model lm-eval will run (its tokenizer and config plan "
+                                  "the prompts)")
+    task_folder.add_argument("--revision", help="hub revision of --model")
+    task_folder.add_argument("--data", "--data-dir", dest="data", metavar="DIR",
+                             help="folder of <variant>/<task>/<split>.jsonl task datasets")
+    task_folder.add_argument("--tasks", default="all", metavar="T1,T2|all",
+                             help="USB task names or aliases, or 'all' (default)")
+    task_folder.add_argument("--variant", default="all")
+    task_folder.add_argument("--split", default="test")
+    task_folder.add_argument("--style", default="llama",
+                             help="prompt style (default llama, as hf-causal runs)")
+    task_folder.add_argument("--n-shots", type=int, help="shots per item (default: the "
+                                                         "paper's)")
+    task_folder.add_argument("--seed", type=int, default=0, help="shot seed (0)")
+    task_folder.add_argument("--max-prompt-tokens", type=int)
+    task_folder.add_argument("--max-new-tokens", type=int)
+    task_folder.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+    task_folder.set_defaults(handler=run_export)
+
+    imported = subparsers.add_parser("import", help="predictions from other harnesses "
+                                                    "(lm-eval)")
+    import_targets = imported.add_subparsers(dest="source", metavar="SOURCE")
+    import_targets.required = True
+    samples = import_targets.add_parser(
+        "lm-eval", help="lm-eval --log_samples files of exported USB tasks",
+        description="Turn lm-eval's samples of tasks written by `sumbench export lm-eval` "
+                    "into sumbench prediction files.")
+    samples.add_argument("samples", nargs="+", metavar="SAMPLES",
+                         help="samples_<task>_*.jsonl files")
+    samples.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+    samples.set_defaults(handler=run_import)
+
+
+def run_export(args) -> int:
+    from tasks import parse_task_list
+    from trainers.lm_eval_bridge import export_tasks
+
+    summary = export_tasks(args.out, parse_task_list([args.tasks]), data_dir=args.data,
+                           model=args.model, revision=args.revision, style=args.style,
+                           variant=args.variant, split=args.split, seed=args.seed,
+                           n_shots=args.n_shots, max_prompt_tokens=args.max_prompt_tokens,
+                           max_new_tokens=args.max_new_tokens)
+    for why in summary["refused"].values():
+        print(f"sumbench export: not exported: {why}", file=sys.stderr)
+    print(f"sumbench export: {len(summary['exported'])} tasks in {args.out} (lm_eval "
+          f"--model hf --model_args {summary['model_args']} --include_path {args.out} "
+          f"--tasks usb)", file=sys.stderr)
+    return 0
+
+
+def run_import(args) -> int:
+    from pathlib import Path
+
+    from tasks.atomic import atomic_directory
+    from tasks.io import write_json, write_jsonl
+    from tasks.provenance import provenance
+    from trainers.lm_eval_bridge import records_from_samples
+
+    records = records_from_samples(args.samples)
+    counts = {name: len(rows) for name, rows in sorted(records.items())}
+    config = {"source": "lm-eval", "samples": [str(Path(p).resolve()) for p in args.samples],
+              "records": counts}
+    with atomic_directory(args.out) as staging:
+        for name, rows in records.items():
+            write_jsonl(staging / "predictions" / f"{name}.jsonl", rows)
+        write_json(staging / "import.json", {**config, "provenance": provenance(config)})
+    print(f"sumbench import: {', '.join(f'{n} {c}' for n, c in counts.items())} records in "
+          f"{args.out}/predictions", file=sys.stderr)
+    return 0
