@@ -40,6 +40,11 @@ WHAT = {
     "presence_speed@roberta-large": ("NLI presence at roberta-large's shape (random weights) "
                                      "vs the Lite²Pyramid loop (batch 32, padded to 400)",
                                      ">= 2"),
+    "trainer_speed@flan-t5-large": ("fine-tuning at Flan-T5-Large's shape (random weights, "
+                                    "fp32 on CPU): seconds per step of a plain Seq2SeqTrainer "
+                                    "on the same batches / sumbench's; same loss; "
+                                    "memory_ratio = peak RSS ours / theirs",
+                                    ">= 1.0 at memory_ratio <= 1"),
     "leaderboard_load": ("server-side scoring of a USB-test-sized submission vs `sumbench "
                          "score`; page latency; listing after scoring", "<= 1.5"),
 }
@@ -70,6 +75,10 @@ def details(line: dict) -> str:
         parts.append(f"{burst['submissions']} at once: listed p95 {burst['p95_s']:.2f} s")
     for name, latency in (line.get("latency") or {}).items():
         parts.append(f"GET {name} p95 {latency['p95_ms']:.1f} ms")
+    if "memory_ratio" in line:
+        parts.append(f"memory ratio {line['memory_ratio']}, tokens/s "
+                     f"{line['tokens_per_s']['ours']} vs {line['tokens_per_s']['baseline']}"
+                     + (", LoRA" if line.get("lora") else ""))
     if "peak_rss_ratio" in line:
         parts.append(f"peak RSS ratio {line['peak_rss_ratio']}, "
                      f"{line['records_per_s']} records/s")
