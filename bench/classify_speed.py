@@ -1,7 +1,7 @@
 """Benchmark: FAC label probabilities, batched (ours) vs one generate() per example (official).
 
     python bench/classify_speed.py [--records 504] [--batch-size 64] [--device cpu]
-                                   [--shape flan-t5-base --records 128]
+                                   [--shape flan-t5-base --records 128 --max-new-tokens 8]
 
 Uses the shared USB fixture's FAC test records, repeated to at least --records inputs, and a
 tiny T5 edited to answer "Yes"/"No" then stop (trainers.label_probs.build_tiny_labeler), so
@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--shape", choices=("tiny", "flan-t5-base"), default="tiny",
                         help="the tiny test shape (default) or Flan-T5-base's config")
+    parser.add_argument("--max-new-tokens", type=int,
+                        help="generation cap of both paths (default: sumbench predict's); a "
+                             "fine-tuned FAC model stops after its label, the labeler at a "
+                             "real shape not always")
     add_options(parser)
     args = parser.parse_args(argv)
     if not FAC_TEST.is_file():
@@ -69,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = build_tiny_tokenizer(sources)
     shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
     model = build_tiny_labeler(tokenizer, sorted(set(sources)), **shape)
-    spec = PredictSpec(batch_size=args.batch_size, device=args.device)
+    caps = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}
+    spec = PredictSpec(batch_size=args.batch_size, device=args.device, **caps)
     # warm-up: every batch shape of the batched path, every distinct input of the official one
     label_probabilities(model, tokenizer, sources, spec)
     for source in sorted(set(sources)):
@@ -79,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         lambda: [official_label_probabilities(model, tokenizer, s, spec) for s in sources],
         repeat=args.repeat, same=lambda a, b: max_difference(a, b) <= 1e-5)
     first_spec = PredictSpec(batch_size=args.batch_size, device=args.device,
-                             label_rule="positional")
+                             label_rule="positional", **caps)
     first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources, first_spec))
     official = result["outputs"]["baseline"]
     extra = {"records": len(sources), "batch_size": args.batch_size, "device": args.device,
-             "shape": args.shape,
+             "shape": args.shape, "max_new_tokens": spec.max_new_tokens,
              "max_abs_difference": max_difference(result["outputs"]["ours"], official),
              "positional_ratio": round(result["baseline"]["median"] / first_s, 2),
              "positional_max_abs_difference": max((abs(p[0] - q[0]) for p, q in

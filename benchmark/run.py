@@ -197,11 +197,13 @@ def run_finetune_mode(state: RunState, fspec, tasks: Sequence[Any],
     """Train as the spec says, then predict every task with the model meant for it."""
     spec, out = state.spec, state.out_dir
     groups = training_groups(spec, out)
+    pspec = predict_spec(spec, fspec)      # its budgets are checked before training
     trained = {}
     state.training = {}
     for folder, names in groups:
         final = train_stage(fspec, names, state.data_dir, folder, spec.early_stopping,
-                            resume, state.log, spec.device)
+                            resume, state.log, spec.device,
+                            (pspec.max_input_tokens, pspec.max_new_tokens))
         state.training[folder.relative_to(out).as_posix()] = training_record(folder, names)
         trained.update({name: final for name in names})
     state.config["finetune_spec"] = fspec.to_dict()
@@ -209,20 +211,20 @@ def run_finetune_mode(state: RunState, fspec, tasks: Sequence[Any],
         checkpoint_of = {task.name: trained[spec.trained_tasks[0]] for task in tasks}
     else:
         checkpoint_of = {task.name: trained.get(task.name) for task in tasks}
-    pspec = predict_spec(spec, fspec)
     state.config["predict_spec"] = pspec.to_dict()
     return predict_stage(state, tasks, test, checkpoint_of, pspec)
 
 
 def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: Path,
-                early_stopping: str, resume: bool, log: Log, device: str = "auto") -> Path:
+                early_stopping: str, resume: bool, log: Log, device: str = "auto",
+                prediction_budgets: tuple[int, int] | None = None) -> Path:
     """Fine-tune on `device` (or continue, or skip a finished run of the same spec, tasks and
-    training data: one with other settings or changed data is refused); returns the
+    training data: one with other settings or changed data is refused; the prediction that
+    follows, with `prediction_budgets`, is checked before the first step); returns the
     model/adapter folder."""
     from trainers.checkpoints import finished_output
     from trainers.evaluation import early_stopping_fn
     from trainers.finetune import finetune
-    from trainers.profiles import prediction_budgets
 
     evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
     final = finished_output(folder, fspec, list(task_names), data_dir, evaluate_fn)
@@ -234,7 +236,7 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
         f"{', '.join(task_names)} in {folder}")
     return Path(finetune(fspec, list(task_names), data_dir=data_dir, out_dir=folder,
                          evaluate_fn=evaluate_fn, resume=continuing, device=device,
-                         prediction_budgets=prediction_budgets(fspec)))
+                         prediction_budgets=prediction_budgets))
 
 
 def training_record(folder: Path, task_names: Sequence[str]) -> dict:

@@ -200,9 +200,12 @@ def token_alternatives(response: Any) -> list[tuple[str, dict[str, float]]]:
     Chat: `logprobs.content[i]` with `top_logprobs`; completions: `logprobs.tokens` with
     `top_logprobs` dictionaries."""
     try:
-        logprobs = response["choices"][0].get("logprobs") or {}
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return []
+        return _alternatives(response["choices"][0].get("logprobs") or {})
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return []          # a shape this reader does not know: no probabilities
+
+
+def _alternatives(logprobs: dict) -> list[tuple[str, dict[str, float]]]:
     if isinstance(logprobs.get("content"), list):
         return [(str(item["token"]), {str(alt["token"]): float(alt["logprob"])
                                       for alt in item.get("top_logprobs") or []}
@@ -223,3 +226,39 @@ def _retry_after(headers: Any) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
+
+
+class ScoredText(str):
+    """A generated text and p(yes) / (p(yes) + p(no)) at its yes/no tokens:
+    `yes_probabilities` = {character offset where the word starts: probability}."""
+    yes_probabilities: dict[int, float]
+
+    def __new__(cls, text: str, yes_probabilities: dict[int, float]):
+        made = super().__new__(cls, text)
+        made.yes_probabilities = yes_probabilities
+        return made
+
+
+def yes_probabilities(text: str, response: Any) -> dict[int, float]:
+    """{offset of each yes/no token's word in `text`: p(yes) / (p(yes) + p(no))}, from the
+    response's token log-probabilities (`token_alternatives`), p summed over
+    the token's alternatives that are yes (or no) in any case and spacing. The tokens must
+    spell `text`, possibly followed by more (a server that cut a stop string from the text
+    keeps its tokens); else {} (their offsets would be wrong)."""
+    import math
+
+    tokens = token_alternatives(response)
+    if not "".join(token for token, _ in tokens).startswith(text):
+        return {}
+    found, offset = {}, 0
+    for token, alternatives in tokens:
+        if offset >= len(text):
+            break
+        if token.strip().lower() in ("yes", "no"):
+            mass = {word: sum(math.exp(lp) for alt, lp in alternatives.items()
+                              if alt.strip().lower() == word) for word in ("yes", "no")}
+            if mass["yes"] + mass["no"] > 0:
+                found[offset + len(token) - len(token.lstrip())] = \
+                    mass["yes"] / (mass["yes"] + mass["no"])
+        offset += len(token)
+    return found

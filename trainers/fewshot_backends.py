@@ -254,38 +254,6 @@ class Seq2SeqBackend(HFBackend):
         return self._decode_rows([row[1:].tolist() for row in output], caps, stops)
 
 
-class ScoredText(str):
-    """A generated text and p(yes) / (p(yes) + p(no)) at its yes/no tokens:
-    `yes_probabilities` = {character offset where the word starts: probability}."""
-    yes_probabilities: dict[int, float]
-
-    def __new__(cls, text: str, yes_probabilities: dict[int, float]):
-        made = super().__new__(cls, text)
-        made.yes_probabilities = yes_probabilities
-        return made
-
-
-def yes_probabilities(text: str, tokens: Sequence[tuple[str, dict[str, float]]]
-                      ) -> dict[int, float]:
-    """{offset of each yes/no token's word in `text`: p(yes) / (p(yes) + p(no))}, p summed over
-    the token's alternatives that are yes (or no) in any case and spacing; {} when the tokens
-    do not spell `text` (their offsets would be wrong)."""
-    import math
-
-    if "".join(token for token, _ in tokens) != text:
-        return {}
-    found, offset = {}, 0
-    for token, alternatives in tokens:
-        if token.strip().lower() in ("yes", "no"):
-            mass = {word: sum(math.exp(lp) for alt, lp in alternatives.items()
-                              if alt.strip().lower() == word) for word in ("yes", "no")}
-            if mass["yes"] + mass["no"] > 0:
-                found[offset + len(token) - len(token.lstrip())] = \
-                    mass["yes"] / (mass["yes"] + mass["no"])
-        offset += len(token)
-    return found
-
-
 class ChatBackend:
     """An OpenAI-compatible model; greedy (temperature 0) requests, cached by the client.
 
@@ -323,23 +291,31 @@ class ChatBackend:
             return {"logprobs": self.top_logprobs}
         return {"logprobs": True, "top_logprobs": self.top_logprobs}
 
-    def _complete(self, prompt: Prompt, max_new_tokens: int) -> str:
-        from trainers.chat_client import reply_text, token_alternatives
-
-        params = {**self.params, **self._logprob_params(),
-                  self.max_tokens_param: int(max_new_tokens)}
+    def _request(self, prompt: Prompt, params: dict) -> dict:
         if getattr(self.client, "endpoint", "chat") == "completions":
             if prompt.stops:
                 params["stop"] = list(prompt.stops)[:4]
-            response = self.client.chat(prompt.text, **params)
-        else:
-            messages = list(prompt.messages) if prompt.messages else [
-                {"role": "user", "content": prompt.text}]
-            response = self.client.chat([dict(message) for message in messages], **params)
+            return self.client.chat(prompt.text, **params)
+        messages = list(prompt.messages) if prompt.messages else [
+            {"role": "user", "content": prompt.text}]
+        return self.client.chat([dict(message) for message in messages], **params)
+
+    def _complete(self, prompt: Prompt, max_new_tokens: int) -> str:
+        from trainers.chat_client import ScoredText, reply_text, yes_probabilities
+
+        params = {**self.params, **self._logprob_params(),
+                  self.max_tokens_param: int(max_new_tokens)}
+        try:
+            response = self._request(prompt, params)
+        except SumbenchError as error:
+            if self.top_logprobs and "HTTP 400" in str(error):
+                raise SumbenchError(f"{error} (a server without log-probabilities refuses "
+                                    f"them: --top-logprobs 0)") from None
+            raise
         text = reply_text(response) or ""
         if not self.top_logprobs:
             return text
-        return ScoredText(text, yes_probabilities(text, token_alternatives(response)))
+        return ScoredText(text, yes_probabilities(text, response))
 
     def complete_text(self, text: str, max_new_tokens: int, *,
                       params: dict | None = None) -> str:

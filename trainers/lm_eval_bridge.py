@@ -27,6 +27,8 @@ from typing import Any
 from tasks.errors import DataError, SumbenchError
 
 GROUP = "usb"
+#: what an exported document carries that import needs
+DOC_FIELDS = ("task", "instance_index", "instance", "item", "cue", "stops", "line_output")
 
 
 def lm_eval_name(task_name: str) -> str:
@@ -43,6 +45,8 @@ def task_metrics(task) -> list[str]:
 
 def documents(task, plans: Sequence[Any], instances: Sequence[dict]) -> list[dict]:
     """One lm-eval document per planned prompt (refusing what lm-eval cannot express)."""
+    if not plans:
+        raise SumbenchError(f"{task.name}: no test items to export")
     docs = []
     for number, plan in enumerate(plans):
         if plan.lines is not None:
@@ -154,23 +158,30 @@ def records_from_samples(paths: Sequence[str | Path]) -> dict[str, list[dict]]:
     from tasks import get_task
     from tasks.io import iter_jsonl
 
-    items: dict[str, list[dict]] = {}
+    items: dict[tuple[str, int], tuple[dict, str]] = {}
     for path in paths:
         for line, sample in iter_jsonl(Path(path)):
             doc, responses = sample.get("doc"), sample.get("filtered_resps") or \
                 sample.get("resps")
-            if not isinstance(doc, dict) or "task" not in doc or "instance" not in doc:
-                raise DataError("not a sample of a task exported by sumbench (no doc with "
-                                "task and instance)", path=str(path), line=line, field="doc")
+            if not isinstance(doc, dict) or not all(key in doc for key in DOC_FIELDS):
+                raise DataError("not a sample of a task exported by sumbench (its doc needs "
+                                f"{', '.join(DOC_FIELDS)})", path=str(path), line=line,
+                                field="doc")
             output = _first_text(responses)
             if output is None:
                 raise DataError("no generated text", path=str(path), line=line,
                                 field="filtered_resps")
-            prediction, _ = parsed_prediction(doc, output)
-            items.setdefault(doc["task"], []).append(
-                {"instance_index": doc["instance_index"], "instance": doc["instance"],
-                 "prediction": prediction})
-    return {name: records_of(get_task(name), rows) for name, rows in items.items()}
+            key = (doc["task"], doc["instance_index"])
+            if key in items and items[key][1] != output:
+                raise DataError(f"a second, different answer for item "
+                                f"{doc['instance_index'] + 1} of {doc['task']} (samples of "
+                                f"two lm-eval runs?)", path=str(path), line=line)
+            items[key] = (doc, output)
+    rows: dict[str, list[dict]] = {}
+    for (name, index), (doc, output) in items.items():
+        rows.setdefault(name, []).append({"instance_index": index, "instance": doc["instance"],
+                                          "prediction": parsed_prediction(doc, output)[0]})
+    return {name: records_of(get_task(name), found) for name, found in rows.items()}
 
 
 def _first_text(responses: Any) -> str | None:
@@ -205,10 +216,12 @@ def bos_model_arg(backend, prompt: str) -> str:
     """The lm-eval `model_args` entry under which lm-eval's HF model encodes prompts as
     sumbench does (the tokenizer's special tokens, less a trailing EOS)."""
     wanted = backend.encode(prompt)
+    context = backend.context_window()
+    length = f",max_length={context}" if context else ""    # lm-eval's own guess may differ
     if list(backend.tokenizer(prompt)["input_ids"]) == wanted:
-        return "add_bos_token=True"
+        return "add_bos_token=True" + length
     if list(backend.tokenizer(prompt, add_special_tokens=False)["input_ids"]) == wanted:
-        return "add_bos_token=False"
+        return "add_bos_token=False" + length
     raise SumbenchError("lm-eval's HF model cannot encode prompts as sumbench does with this "
                         "tokenizer (it adds tokens other than a BOS and a trailing EOS)")
 
@@ -279,6 +292,7 @@ def readme(summary: Mapping, out: Path) -> str:
             f"    --include_path {out} --tasks {GROUP} --batch_size 1 --log_samples "
             f"--output_path OUT\nsumbench import lm-eval OUT/*/samples_*.jsonl --out preds\n"
             f"```\n\n`{summary['model_args'].split(',', 1)[1]}` makes lm-eval encode prompts "
-            f"as sumbench does with this tokenizer. Label tasks are scored from the generated "
-            f"Yes/No (lm-eval's generate_until keeps no label probabilities).\n\n"
+            f"as sumbench does with this tokenizer and give them the model's context. Label "
+            f"tasks are scored from the generated Yes/No (lm-eval's generate_until keeps no "
+            f"label probabilities).\n\n"
             + (f"## Not exported\n\n{refused}" if refused else ""))

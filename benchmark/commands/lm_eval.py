@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import sys
 
+from benchmark.commands import non_negative_int, positive_int
+
 
 def register(subparsers) -> None:
     export = subparsers.add_parser("export", help="USB tasks for other harnesses (lm-eval)")
@@ -39,11 +41,11 @@ def register(subparsers) -> None:
     task_folder.add_argument("--split", default="test")
     task_folder.add_argument("--style", default="llama",
                              help="prompt style (default llama, as hf-causal runs)")
-    task_folder.add_argument("--n-shots", type=int, help="shots per item (default: the "
-                                                         "paper's)")
-    task_folder.add_argument("--seed", type=int, default=0, help="shot seed (0)")
-    task_folder.add_argument("--max-prompt-tokens", type=int)
-    task_folder.add_argument("--max-new-tokens", type=int)
+    task_folder.add_argument("--n-shots", type=non_negative_int,
+                             help="shots per item (default: the paper's)")
+    task_folder.add_argument("--seed", type=non_negative_int, default=0, help="shot seed (0)")
+    task_folder.add_argument("--max-prompt-tokens", type=positive_int)
+    task_folder.add_argument("--max-new-tokens", type=positive_int)
     task_folder.add_argument("--out", required=True, metavar="DIR", help="folder to write")
     task_folder.set_defaults(handler=run_export)
 

@@ -203,7 +203,12 @@ def regressor_easiness(model: str | Path, trees: RecordedTrees,
     except xgboost.core.XGBoostError as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "unreadable"
         raise SumbenchError(f"{model}: not an XGBoost model ({first})") from None
-    scores = booster.predict(xgboost.DMatrix(np.array(rows))).tolist() if rows else []
+    try:
+        scores = booster.predict(xgboost.DMatrix(np.array(rows))).tolist() if rows else []
+    except xgboost.core.XGBoostError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "failed"
+        raise SumbenchError(f"{model}: the regressor cannot score the {len(TREE_LABELS) + 4} "
+                            f"official features ({first})") from None
     out, start = [], 0
     for reference in references:
         out.append(scores[start:start + len(reference.frames)])

@@ -97,6 +97,10 @@ class ModelFrames:
         import torch
 
         ids, starts = self.pieces(words)
+        room = getattr(self.model.config, "max_position_embeddings", None)
+        if isinstance(room, int) and len(ids) > room:
+            raise SumbenchError(f"the sentence {' '.join(words)[:60]!r}... has {len(ids)} word "
+                                f"pieces, more than the SRL model's {room} positions")
         end = starts[verb + 1] if verb + 1 < len(starts) else len(ids) - 1
         types = [1 if starts[verb] <= k < end else 0 for k in range(len(ids))]
         with torch.no_grad():
@@ -130,24 +134,38 @@ def convert_allennlp_srl(archive: str | Path, bert: str | Path, out: str | Path)
     with tempfile.TemporaryDirectory() as unpacked:
         folder = Path(archive)
         if folder.is_file():
-            with tarfile.open(folder) as tar:
-                tar.extractall(unpacked, filter="data")
+            try:
+                with tarfile.open(folder) as tar:
+                    tar.extractall(unpacked, filter="data")
+            except tarfile.TarError:
+                raise SumbenchError(f"{archive}: not a readable tar archive") from None
             folder = Path(unpacked)
         for needed in ("weights.th", "vocabulary/labels.txt"):
             if not (folder / needed).is_file():
                 raise SumbenchError(f"{archive}: not an AllenNLP archive (no {needed})")
         labels = [line.strip() for line in (folder / "vocabulary" / "labels.txt")
                   .read_text(encoding="utf-8").splitlines() if line.strip()]
-        weights = torch.load(folder / "weights.th", map_location="cpu", weights_only=True)
+        try:
+            weights = torch.load(folder / "weights.th", map_location="cpu", weights_only=True)
+        except Exception as error:  # a pickle or zip error: not a state dict
+            raise SumbenchError(f"{archive}: weights.th is not a readable state dict "
+                                f"({type(error).__name__})") from None
+    # older transformers saved the position and token-type id buffers too
     state = {key.replace("bert_model.", "bert.", 1).replace("tag_projection_layer.",
                                                              "classifier.", 1): value
-             for key, value in weights.items() if not key.startswith("bert_model.pooler.")}
+             for key, value in weights.items() if not key.startswith("bert_model.pooler.")
+             and not key.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}
     config = transformers.BertConfig.from_pretrained(str(bert), num_labels=len(labels),
                                                      id2label=dict(enumerate(labels)),
                                                      label2id={v: k for k, v in
                                                                enumerate(labels)})
     model = transformers.BertForTokenClassification(config)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as error:   # shapes of another BERT size
+        first = str(error).strip().splitlines()
+        raise SumbenchError(f"{archive}: weights do not fit the BERT of {bert} "
+                            f"({first[1].strip() if len(first) > 1 else first[0]})") from None
     if missing or unexpected:
         raise SumbenchError(f"{archive}: weights do not fit BERT + a tag layer (missing "
                             f"{missing[:3]}, unexpected {unexpected[:3]})")

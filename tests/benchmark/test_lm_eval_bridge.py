@@ -51,7 +51,7 @@ def test_export_writes_the_tasks_lm_eval_can_express(exported):
     assert "line tasks are cut into windows" in summary["refused"]["evidence_extraction"]
     assert err.count("not exported: ") == 2
     # the tiny tokenizer appends </s>, which sumbench drops from prompts: lm-eval must not add it
-    assert summary["model_args"].endswith(",add_bos_token=False")
+    assert ",add_bos_token=False,max_length=4096" in summary["model_args"]
     config = (out / "usb_factuality_classification.yaml").read_text()
     assert "output_type: generate_until" in config and "max_gen_toks: 8" in config
     group = (out / "usb.yaml").read_text()
@@ -108,3 +108,23 @@ def test_import_refuses_what_is_not_an_exported_sample(tmp_path, capsys):
     assert "samples_other_task.jsonl:1, field 'doc': not a sample of a task exported by " \
            "sumbench" in err
     assert not (tmp_path / "back").exists()
+
+
+def test_import_reads_each_item_once(exported, tmp_path, capsys):
+    """The samples of two lm-eval runs into one folder: the same answers count once,
+    different ones are refused."""
+    out, _ = exported
+    docs = read_jsonl(out / "data" / "factuality_classification.jsonl")[:2]
+    first, second = tmp_path / "samples_a.jsonl", tmp_path / "samples_b.jsonl"
+    first.write_text("".join(json.dumps({"doc": d, "filtered_resps": ["Yes"]}) + "\n"
+                             for d in docs))
+    second.write_text(first.read_text())
+    code, _, err = sumbench(capsys, "import", "lm-eval", first, second, "--out",
+                            tmp_path / "back")
+    assert code == 0, err
+    records = read_jsonl(tmp_path / "back" / "predictions" / "factuality_classification.jsonl")
+    assert [r["prediction"] for r in records] == [[1.0], [1.0]]
+    second.write_text(json.dumps({"doc": docs[1], "filtered_resps": ["No"]}) + "\n")
+    code, _, err = sumbench(capsys, "import", "lm-eval", first, second, "--out",
+                            tmp_path / "again")
+    assert code == 2 and "a second, different answer for item 2 of factuality_" in err

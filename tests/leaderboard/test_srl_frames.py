@@ -107,6 +107,8 @@ def test_an_allennlp_archive_converts_to_the_same_tagger(models, tmp_path, capsy
                for key, value in models["tagger"].state_dict().items()}
     weights["bert_model.pooler.dense.weight"] = torch.zeros(64, 64)  # BertModel's pooler
     weights["bert_model.pooler.dense.bias"] = torch.zeros(64)
+    # saved by an older transformers: the position ids buffer too
+    weights["bert_model.embeddings.position_ids"] = torch.arange(1024)[None]
     torch.save(weights, archive / "weights.th")
     with tarfile.open(tmp_path / "srl-bert.tar.gz", "w:gz") as tar:
         for name in ("weights.th", "vocabulary"):
@@ -115,10 +117,19 @@ def test_an_allennlp_archive_converts_to_the_same_tagger(models, tmp_path, capsy
                  str(models["root"] / "srl"), "--out", str(tmp_path / "converted")]) == 0
     frames = ModelFrames(str(tmp_path / "converted"), str(models["root"] / "detector"))
     assert frames("The fox jumped.") == FRAMES
-    (archive / "weights.th").unlink()
-    assert main(["srl-convert", "--archive", str(archive), "--bert", str(models["root"] / "srl"),
-                 "--out", str(tmp_path / "other")]) == 2
-    assert "not an AllenNLP archive (no weights.th)" in capsys.readouterr().err
+    (tmp_path / "not-a-tar.tar.gz").write_bytes(b"plain bytes")
+    (tmp_path / "bigger").mkdir()
+    (tmp_path / "bigger" / "config.json").write_text(json.dumps(
+        {"model_type": "bert", "hidden_size": 128, "num_attention_heads": 4,
+         "num_hidden_layers": 2, "intermediate_size": 256, "vocab_size": 60}))
+    for source, bert, message in (
+            (tmp_path / "not-a-tar.tar.gz", models["root"] / "srl", "not a readable tar archive"),
+            (archive, tmp_path / "bigger", "weights do not fit the BERT of"),
+            (tmp_path, models["root"] / "srl", "not an AllenNLP archive (no weights.th)")):
+        assert main(["srl-convert", "--archive", str(source), "--bert", str(bert), "--out",
+                     str(tmp_path / "other")]) == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+        assert len(errors) == 1 and message in errors[0], errors
     assert not (tmp_path / "other").exists()
 
 

@@ -11,8 +11,7 @@ import pytest
 from benchmark.cli import main
 from tasks.base import FewShotParts
 from tasks.io import read_jsonl
-from trainers.chat_client import ChatClient, reply_text, token_alternatives
-from trainers.fewshot_backends import yes_probabilities
+from trainers.chat_client import ChatClient, reply_text, token_alternatives, yes_probabilities
 from trainers.fewshot_parsers import parse_fewshot_output
 
 from servers import OpenAIServer
@@ -50,13 +49,24 @@ def test_both_endpoints_and_their_log_probabilities(server, tmp_path, endpoint, 
     assert len(server.requests) == 1          # the second answer came from the cache
 
 
+def _response(tokens):
+    """A chat response whose log-probabilities are these (token, alternatives) pairs."""
+    return {"choices": [{"message": {"content": ""}, "logprobs": {"content": [
+        {"token": token, "logprob": max(alternatives.values(), default=0.0),
+         "top_logprobs": [{"token": k, "logprob": v} for k, v in alternatives.items()]}
+        for token, alternatives in tokens]}}]}
+
+
 def test_yes_probabilities_need_tokens_that_spell_the_text():
     tokens = [("SENT0", {"SENT0": 0.0}), (" Yes", {" Yes": math.log(0.6), " No":
                                                   math.log(0.2), " yes": math.log(0.2)}),
               (" SENT1", {" SENT1": 0.0}), (" No", {" No": math.log(0.9)})]
     # yes variants are summed (0.8 vs 0.2); a missing "yes" alternative counts as 0
-    assert yes_probabilities("SENT0 Yes SENT1 No", tokens) == pytest.approx({6: 0.8, 16: 0.0})
-    assert yes_probabilities("SENT0 Yes SENT1 No.", tokens) == {}
+    assert yes_probabilities("SENT0 Yes SENT1 No", _response(tokens)) == \
+        pytest.approx({6: 0.8, 16: 0.0})
+    assert yes_probabilities("SENT0 Yes SENT1 No.", _response(tokens)) == {}
+    # a stop string cut from the text (as vLLM does) keeps its token in the log-probabilities
+    assert yes_probabilities("SENT0 Yes", _response(tokens)) == pytest.approx({6: 0.8})
 
 
 def test_parsers_take_the_probability_at_the_deciding_word():
@@ -115,6 +125,7 @@ def test_server_faults(server, data_dir, tmp_path, capsys):
     assert _run(server, data_dir, tmp_path / "refused") == 2
     err = capsys.readouterr().err
     assert "HTTP 400" in err and "logprobs are not supported" in err
+    assert "a server without log-probabilities refuses them: --top-logprobs 0" in err
     assert "1 of 14 prompts failed" in err
     before = len(server.requests)
     assert _run(server, data_dir, tmp_path / "refused", "--resume") == 0
