@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from trainers.tiny import build_tiny_tokenizer
 
     sources = fac_sources(args.records)
-    tokenizer = build_tiny_tokenizer(sources)
+    # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
+    tokenizer = build_tiny_tokenizer(sources, vocab_size=800 if args.shape == "tiny" else 30000)
     shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
     model = build_tiny_labeler(tokenizer, sorted(set(sources)), **shape)
     caps = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}

@@ -148,13 +148,38 @@ def page(lines: list[dict]) -> str:
             "| benchmark | what | goal | ratio | identical | figures | machine | date |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for command, line in sorted(latest.items()):
+        if line.get("benchmark") == "gpu_suite":
+            continue
         what, goal = WHAT.get(benchmark_key(line), ("", ""))
         ratio = line.get("ratio")
         rows.append(f"| `{command}` | {what} | {goal} | "
                     f"{'—' if ratio is None else f'{ratio:.2f}'} | "
                     f"{'yes' if line.get('identical') else 'no'} | {details(line)} | "
                     f"{machine_text(line)} | {line.get('date', '')} |")
-    return "\n".join(rows + fast_path_rows(lines)) + "\n"
+    return "\n".join(rows + gpu_rows(lines) + fast_path_rows(lines)) + "\n"
+
+
+def gpu_rows(lines: list[dict]) -> list[str]:
+    """The GPU checks (`bench/gpu_suite.py`, run only where a GPU is lent): its latest run,
+    or a row saying it has not run."""
+    runs = [line for line in lines if line.get("benchmark") == "gpu_suite"]
+    rows = ["", "## GPU checks", "",
+            "`python bench/gpu_suite.py` (one script, about 8 minutes): bf16 model FLOPs "
+            "utilisation of Flan-T5-Large fine-tuning (goal >= 40% on an H100) and the "
+            "USB-test-sized FAC label-probability job (goal < 60 s).", "",
+            "| check | result | goal | device | date |", "| --- | --- | --- | --- | --- |"]
+    if not runs:
+        return rows + ["| training MFU | not measured: no GPU lent yet | >= 40% | — | — |",
+                       "| label-probability job | not measured: no GPU lent yet | < 60 s | — "
+                       "| — |"]
+    line = runs[-1]
+    training, labels = line["training"], line["labels"]
+    mfu = "—" if training.get("mfu") is None else f"{100 * training['mfu']:.1f}%"
+    return rows + [
+        f"| training MFU | {mfu} ({training['model_tflops_per_s']} TFLOP/s) | >= 40% | "
+        f"{line.get('device_name', '?')} | {line.get('date', '')} |",
+        f"| label-probability job | {labels['seconds']} s for {labels['records']} records | "
+        f"< 60 s | {line.get('device_name', '?')} | {line.get('date', '')} |"]
 
 
 def main() -> int:
