@@ -7,7 +7,8 @@ Flan-T5-Large's config, no download.
    encoder reads the source and the decoder the target, each half the weights: an
    approximation of the usual 6ND) / the device's dense bf16 peak. Goal: >= 40% on an H100.
 2. Label probabilities: FAC's Yes-probabilities (`trainers.label_probs`) for `--records`
-   inputs (the fixture's FAC test items repeated), batched as `sumbench predict` runs them.
+   inputs (the fixture's FAC test items repeated), batched as `sumbench predict` runs them,
+   by the shape's weights edited to answer Yes or No and stop as a fine-tuned model does.
    Goal: the whole job under 60 s.
 
     python bench/gpu_suite.py [--json] [--device cuda] [--shape flan-t5-large]
@@ -93,16 +94,20 @@ def _device_name(device: str) -> str:
 
 
 def label_job(model_dir: str, args) -> dict:
+    """The FAC job with the shape's weights edited to answer Yes or No and stop, as a
+    fine-tuned model does (trainers.label_probs.build_tiny_labeler), capped at 8 new tokens."""
     import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
+    from trainers.label_probs import build_tiny_labeler
     from trainers.predict import PredictSpec, label_probabilities
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, dtype=dtype).to(args.device)
     sources = fac_sources(args.records)
-    spec = PredictSpec(batch_size=args.label_batch_size, device=args.device)
+    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **SHAPES[args.shape])
+    model = model.to(args.device, dtype)
+    spec = PredictSpec(batch_size=args.label_batch_size, device=args.device, max_new_tokens=8)
     label_probabilities(model, tokenizer, sources[:args.label_batch_size], spec)  # warm-up
     start = time.perf_counter()
     values = label_probabilities(model, tokenizer, sources, spec)
