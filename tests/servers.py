@@ -138,7 +138,38 @@ class LeaderboardServer:
         self.stop()
 
 
-class ChatServer:
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: bytes,
+              headers: dict | None = None) -> None:
+    """Answer a request with `payload` (JSON bytes unless a header says otherwise); a client
+    that went away meanwhile is ignored."""
+    try:
+        handler.send_response(status)
+        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 (a free port) answering with `handler`; `url` is
+    its /v1 address. Subclasses build their handler and call `start`."""
+
+    def start(self, handler: type) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class ChatServer(LocalServer):
     """Canned chat completions; every request body is recorded."""
 
     def __init__(self, answer):
@@ -149,28 +180,16 @@ class ChatServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, "body": body})
-                payload = json.dumps({"choices": [{"message": {
-                    "role": "assistant", "content": answer(body["messages"])}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, 200, json.dumps({"choices": [{"message": {
+                    "role": "assistant", "content": answer(body["messages"])}}]}).encode())
 
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.start(Handler)
 
 
-class OpenAIServer:
+class OpenAIServer(LocalServer):
     """An OpenAI-compatible server (as `vllm serve` speaks it) on 127.0.0.1:
     /v1/chat/completions and /v1/completions. `answer(prompt_text) -> (reply, p_yes)`: the
     reply is cut into tokens at spaces (" Yes" is one token); when the request asks for
@@ -236,22 +255,9 @@ class OpenAIServer:
                     if body.get("logprobs"):
                         choice["logprobs"] = logprobs(reply, p_yes, chat, max(1, int(top)))
                     payload = json.dumps({"choices": [choice]}).encode()
-                self.send_response(status)
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, status, payload, headers)
 
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.start(Handler)

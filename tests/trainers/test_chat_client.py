@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -12,8 +11,10 @@ from leaderboard.evaluators.presence import ChatBackend, PresenceBackendError, p
 from trainers.chat_client import ChatClient, ChatError
 from trainers.disk_cache import DiskCache, cache_key
 
+from servers import LocalServer, send_json
 
-class FakeServer:
+
+class FakeServer(LocalServer):
     """Answers POST /v1/chat/completions; `script` holds (status, reply, headers, delay)
     answers used first, then `default(body)` gives the reply text."""
 
@@ -34,29 +35,12 @@ class FakeServer:
                 payload = json.dumps({"choices": [{"message": {"role": "assistant",
                                                                "content": reply}}]}
                                      if status == 200 else {"error": reply}).encode()
-                try:
-                    self.send_response(status)
-                    for key, value in headers.items():
-                        self.send_header(key, value)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, payload, headers)
 
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
-                                       daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.start(Handler)
 
 
 @pytest.fixture
