@@ -34,8 +34,10 @@ def tiny_causal(tmp_path_factory, usb_tokenizer):
 def exported(tmp_path_factory, tiny_causal, data_dir):
     pytest.importorskip("lm_eval", reason="lm-eval is not installed (sumbench[lm-eval])")
     out = tmp_path_factory.mktemp("export") / "usb-lm-eval"
+    # 24 new tokens at most (COMP's own room is 212): the random model writes to the cap
     capsys_free = [sys.executable, "-m", "benchmark", "export", "lm-eval", "--model",
-                   str(tiny_causal), "--data", str(data_dir), "--out", str(out)]
+                   str(tiny_causal), "--data", str(data_dir), "--out", str(out),
+                   "--max-new-tokens", "24"]
     done = subprocess.run(capsys_free, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return out, done.stderr
@@ -53,7 +55,7 @@ def test_export_writes_the_tasks_lm_eval_can_express(exported):
     # the tiny tokenizer appends </s>, which sumbench drops from prompts: lm-eval must not add it
     assert ",add_bos_token=False,max_length=4096" in summary["model_args"]
     config = (out / "usb_factuality_classification.yaml").read_text()
-    assert "output_type: generate_until" in config and "max_gen_toks: 8" in config
+    assert "output_type: generate_until" in config and "max_gen_toks: 24" in config
     group = (out / "usb.yaml").read_text()
     assert all(f"  - usb_{name}\n" in group for name in summary["exported"])
     assert "## Not exported" in (out / "README.md").read_text()
@@ -74,7 +76,7 @@ def test_lm_eval_generates_and_scores_as_sumbench_does(exported, tiny_causal, da
     code, _, err = sumbench(capsys, "run", "--mode", "fewshot", "--fewshot-backend",
                             "hf-causal", "--model", tiny_causal, "--tasks", ",".join(TASKS),
                             "--data", data_dir, "--batch-size", "1", "--device", "cpu",
-                            "--out", tmp_path / "run")
+                            "--max-new-tokens", "24", "--out", tmp_path / "run")
     assert code == 0, err
     run = json.loads((tmp_path / "run" / "results.json").read_text())
     (reported,) = (tmp_path / "lm-eval").glob("*/results_*.json")
