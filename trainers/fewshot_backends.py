@@ -48,6 +48,18 @@ def cut_at_stops(text: str, stops: Sequence[str]) -> str:
     return text[:cut]
 
 
+def context_positions(config) -> int | None:
+    """A model's number of (absolute) positions from its config, None when it sets no limit
+    (T5's relative positions)."""
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
 def whitespace_token_count(text: str) -> int:
     return len(text.split())
 
@@ -106,14 +118,7 @@ class HFBackend:
 
     def context_window(self) -> int | None:
         """The model's number of positions, None when its config sets no limit."""
-        config = self.model.config
-        if hasattr(config, "get_text_config"):
-            config = config.get_text_config()
-        for name in ("max_position_embeddings", "n_positions"):
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        return None
+        return context_positions(self.model.config)
 
     def prompt_room(self, max_new_tokens: int) -> int | None:
         """The longest prompt (in `count_tokens` tokens) that fits the context with

@@ -132,18 +132,33 @@ def process_results(doc: Mapping, results: Sequence[str]) -> dict:
     return {metric: item for metric in task_metrics(get_task(doc["task"]))}
 
 
+#: task -> (the items last scored, their scores): lm-eval aggregates each metric of a task
+#: over the same items, which are scored once (holding them keeps their identities unique)
+_LAST_SCORED: dict[str, tuple[tuple, dict]] = {}
+
+
 def aggregate(metric: str, items: Sequence[Mapping]) -> float:
     """A task metric over every document of the task, as `sumbench score` computes it."""
-    from tasks import get_task
-    from tasks.scoring import score_records
-
     names = {item["task"] for item in items}
     if len(names) != 1:
         raise SumbenchError(f"items of several tasks in one aggregation: {sorted(names)}")
-    task = get_task(names.pop())
-    records = records_of(task, items)
-    value = score_records({task.name: records})[task.name][metric]
+    value = task_scores(names.pop(), items)[metric]
     return float("nan") if value is None else float(value)
+
+
+def task_scores(name: str, items: Sequence[Mapping]) -> dict:
+    """`sumbench score`'s result for the task's items, computed once for the same items."""
+    from tasks import get_task
+    from tasks.scoring import score_records
+
+    last = _LAST_SCORED.get(name)
+    if last is not None and len(last[0]) == len(items) and \
+            all(a is b for a, b in zip(last[0], items)):
+        return last[1]
+    task = get_task(name)
+    scores = score_records({task.name: records_of(task, items)})[task.name]
+    _LAST_SCORED[name] = (tuple(items), scores)
+    return scores
 
 
 def records_of(task, items: Sequence[Mapping]) -> list[dict]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tasks.errors import SumbenchError
 from trainers.profiles import SpecError
 
 
@@ -21,6 +22,7 @@ def check_before_training(model, tokenizer, task_names: Sequence[str], max_input
                           prediction_budgets: tuple[int, int] | None = None) -> None:
     """Raise the first problem found (label words, tokenizer fit, budgets), else nothing."""
     from tasks import get_task
+    from trainers.fewshot_backends import context_positions
     from trainers.label_tokens import label_token_ids
 
     scored_by_labels = [name for name in task_names
@@ -28,14 +30,14 @@ def check_before_training(model, tokenizer, task_names: Sequence[str], max_input
     if scored_by_labels:
         try:
             label_token_ids(tokenizer)
-        except Exception as error:
+        except SumbenchError as error:
             raise SpecError(f"{error} (needed by {', '.join(scored_by_labels)}; checked "
                             f"before training)") from None
     rows = model.get_input_embeddings().num_embeddings
     if len(tokenizer) > rows:
         raise SpecError(f"the tokenizer has {len(tokenizer)} tokens but the model's embedding "
                         f"table only {rows} rows: they do not belong together")
-    positions = _absolute_positions(model.config)
+    positions = context_positions(model.config)
     budgets = [("training input", max_input_tokens), ("training target", max_target_tokens)]
     if prediction_budgets is not None:
         budgets += [("prediction input", prediction_budgets[0]),
@@ -46,11 +48,3 @@ def check_before_training(model, tokenizer, task_names: Sequence[str], max_input
                             f"{positions} positions (max_position_embeddings); lower the "
                             f"budget or use a model with relative positions")
 
-
-def _absolute_positions(config) -> int | None:
-    """How many positions a model with learnt absolute positions has (None: relative, e.g.
-    T5, or not stated)."""
-    if getattr(config, "model_type", "") in ("t5", "mt5", "umt5", "longt5"):
-        return None
-    value = getattr(config, "max_position_embeddings", None)
-    return int(value) if isinstance(value, int) and value > 0 else None

@@ -122,22 +122,17 @@ def with_extra_units(dataset, args) -> tuple:
     """(the dataset with `mix-by-example` or `file` units added when asked for, what was
     chosen: {"scu_examples": [...]} for a mix by example)."""
     import dataclasses
-    from pathlib import Path
 
     from leaderboard.evaluators.lite_pyramid import mixed_units, scu_examples
     from tasks.errors import SumbenchError
     from tasks.io import read_text
-    from tasks.qapyramid.pyramid_data import parse_units
+    from tasks.qapyramid.pyramid_data import read_units_file
 
     if args.units == "file":
         if not args.units_file:
             raise SumbenchError("--units file needs --units-file FILE")
-        path = Path(args.units_file)
-        lines = read_text(path, what="units file").splitlines()
-        if len(lines) != len(dataset.ids):
-            raise SumbenchError(f"{path}: {len(lines)} lines for {len(dataset.ids)} examples")
-        return dataclasses.replace(dataset, units={**dataset.units,
-                                                   "file": parse_units(path, lines)}), {}
+        units = read_units_file(args.units_file, len(dataset.ids), "examples")
+        return dataclasses.replace(dataset, units={**dataset.units, "file": units}), {}
     if args.units != MIX_BY_EXAMPLE:
         return dataset, {}
     chosen = None

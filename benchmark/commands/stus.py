@@ -111,18 +111,10 @@ def check_mix_options(args) -> None:
 
 def mixed(args, references) -> tuple[list[list[str]], str]:
     """(the Lite²·⁵ units, a summary line)."""
-    from pathlib import Path
-
     from leaderboard.evaluators import lite25
-    from tasks.errors import DataError
-    from tasks.io import read_text
-    from tasks.qapyramid.pyramid_data import parse_units
+    from tasks.qapyramid.pyramid_data import read_units_file
 
-    lines = read_text(args.scus, what="SCUs file").splitlines()
-    if len(lines) != len(references):
-        raise DataError(f"{len(lines)} lines for {len(references)} references",
-                        path=args.scus)
-    scus = parse_units(Path(args.scus), lines)
+    scus = read_units_file(args.scus, len(references), "references", what="SCUs file")
     if args.easiness:
         easiness = lite25.read_easiness(args.easiness, references)
     else:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,7 @@ class ReferenceSentences:
         return [unit for frame in self.frames for unit in sentence_units(frame)] + \
             self.coref_units
 
-    @property
+    @cached_property
     def sentence_words(self) -> list[set[str]]:
         """Each sentence's distinct words, lower-cased."""
         return [{word.lower() for word in frame["words"]} for frame in self.frames]

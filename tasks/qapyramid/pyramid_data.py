@@ -122,6 +122,17 @@ def _read_ids(root: Path) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def read_units_file(path: str | os.PathLike, expected: int, rows: str,
+                    what: str = "units file") -> Units:
+    """The units of a TAB-separated file of `expected` lines (`rows` names what each line
+    belongs to, in the error when the count differs)."""
+    path = Path(path)
+    lines = read_text(path, what=what).splitlines()
+    if len(lines) != expected:
+        raise DataError(f"{len(lines)} lines for {expected} {rows}", path=str(path))
+    return parse_units(path, lines)
+
+
 def parse_units(path: Path, lines: Sequence[str]) -> Units:
     """TAB-separated units per line; an empty unit is an error naming line and position."""
     units = []
