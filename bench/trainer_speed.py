@@ -15,7 +15,7 @@ each run warms up and is not counted); tokens/s are target tokens per second of 
 "identical": the last step's loss agrees within 1e-4 (relative) in every run. `--lora` trains
 LoRA r=16 adapters instead of every weight.
 
-    python bench/trainer_speed.py [--shape flan-t5-large] [--lora] [--steps 3]
+    python bench/trainer_speed.py [--shape flan-t5-large] [--lora] [--steps 6]
                                   [--batch-size 2] [--repeat 5] [--json]
 """
 from __future__ import annotations
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), default="flan-t5-large")
     parser.add_argument("--lora", action="store_true")
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--arm", choices=("ours", "baseline"), help=argparse.SUPPRESS)

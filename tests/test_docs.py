@@ -29,15 +29,38 @@ def test_the_readme_is_a_users_guide():
     assert not re.search(r"machine [A-D]\b|quiet spell|H100|H200", text)
 
 
-def test_the_performance_page_is_generated_from_the_recorded_runs():
-    """docs/performance.md is what `python bench/report.py` writes from bench/results.jsonl."""
+def bench_report():
     import importlib.util
-    import json
 
     spec = importlib.util.spec_from_file_location("bench_report", REPO / "bench" / "report.py")
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
+    return report
+
+
+def test_the_performance_page_is_generated_from_the_recorded_runs():
+    """docs/performance.md is what `python bench/report.py` writes from bench/results.jsonl."""
+    import json
+
+    report = bench_report()
     lines = [json.loads(text) for text in report.RESULTS.read_text().splitlines() if text]
     assert {line["benchmark"] for line in lines} >= {"presence_speed", "classify_speed",
                                                       "fast_paths"}
     assert report.PAGE.read_text(encoding="utf-8") == report.page(lines)
+
+
+def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_arms():
+    def run(command: str, ratio: float, **extra) -> dict:
+        return {"benchmark": "trainer_speed", "shape": "flan-t5-large", "command": command,
+                "ratio": ratio, "identical": True, "date": "d", **extra}
+
+    page = bench_report().page([
+        run("python bench/trainer_speed.py --lora --steps 3", 0.9, lora=True),
+        run("python bench/trainer_speed.py --steps 3", 0.8),
+        run("python bench/trainer_speed.py --lora --steps 6", 1.01, lora=True)])
+    rows = [row for row in page.splitlines() if row.startswith("| `python")]
+    assert [row.split("`")[1] for row in rows] == ["python bench/trainer_speed.py --steps 3",
+                                                   "python bench/trainer_speed.py --lora "
+                                                   "--steps 6"]
+    assert "| 1.01 |" in rows[1]
+    assert "| label probabilities vs one generate per example | not measured" in page

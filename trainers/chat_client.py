@@ -207,10 +207,7 @@ def token_alternatives(response: Any) -> list[tuple[str, dict[str, float]]]:
 
 def _alternatives(logprobs: dict) -> list[tuple[str, dict[str, float]]]:
     if isinstance(logprobs.get("content"), list):
-        return [(str(item["token"]), {str(alt["token"]): float(alt["logprob"])
-                                      for alt in item.get("top_logprobs") or []}
-                 | {str(item["token"]): float(item["logprob"])})
-                for item in logprobs["content"]]
+        return _chat_tokens(logprobs["content"])
     tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
     if isinstance(tokens, list) and isinstance(tops, list):
         chosen = logprobs.get("token_logprobs") or [None] * len(tokens)
@@ -218,6 +215,30 @@ def _alternatives(logprobs: dict) -> list[tuple[str, dict[str, float]]]:
                  | ({str(token): float(lp)} if lp is not None else {}))
                 for token, top, lp in zip(tokens, tops, chosen)]
     return []
+
+
+def _chat_tokens(content: list) -> list[tuple[str, dict[str, float]]]:
+    """Chat tokens as text, read from their `bytes` where the server sends them: a character
+    split over several byte tokens becomes one piece (without alternatives: it is no yes/no)."""
+    rows: list[tuple[str, dict[str, float]]] = []
+    pending, parts = b"", 0
+    for item in content:
+        token = str(item["token"])
+        alternatives = {str(alt["token"]): float(alt["logprob"])
+                        for alt in item.get("top_logprobs") or []} | \
+            {token: float(item["logprob"])}
+        raw = item.get("bytes")
+        pending += bytes(raw) if isinstance(raw, list) else token.encode("utf-8")
+        parts += 1
+        try:
+            text = pending.decode("utf-8")
+        except UnicodeDecodeError:
+            continue                 # the rest of a character comes with the next tokens
+        rows.append((text, alternatives if parts == 1 else {}))
+        pending, parts = b"", 0
+    if pending:
+        rows.append((pending.decode("utf-8", errors="replace"), {}))
+    return rows
 
 
 def _retry_after(headers: Any) -> float | None:

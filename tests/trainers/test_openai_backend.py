@@ -69,6 +69,24 @@ def test_yes_probabilities_need_tokens_that_spell_the_text():
     assert yes_probabilities("SENT0 Yes", _response(tokens)) == pytest.approx({6: 0.8})
 
 
+def test_a_character_split_over_byte_tokens_keeps_the_probabilities_after_it():
+    """Chat log-probabilities give a multi-byte character as byte tokens ("\\xc3", "\\xa9")
+    with their `bytes`: they make one piece, and the offsets after it stay right."""
+    def item(token: str, raw: bytes, alternatives: dict[str, float]) -> dict:
+        return {"token": token, "bytes": list(raw), "logprob": max(alternatives.values()),
+                "top_logprobs": [{"token": k, "logprob": v} for k, v in alternatives.items()]}
+
+    accent = "é".encode()
+    content = [item("Caf", b"Caf", {"Caf": 0.0}), item("\\xc3", accent[:1], {"\\xc3": -0.1}),
+               item("\\xa9", accent[1:], {"\\xa9": -0.1}),
+               item(" Yes", b" Yes", {" Yes": math.log(0.7), " No": math.log(0.3)})]
+    response = {"choices": [{"message": {"content": ""}, "logprobs": {"content": content}}]}
+    assert [token for token, _ in token_alternatives(response)] == ["Caf", "é", " Yes"]
+    assert yes_probabilities("Café Yes", response) == pytest.approx({5: 0.7})
+    cut = {"choices": [{"message": {"content": ""}, "logprobs": {"content": content[:2]}}]}
+    assert [token for token, _ in token_alternatives(cut)] == ["Caf", "\ufffd"]  # half of it
+
+
 def test_parsers_take_the_probability_at_the_deciding_word():
     fac = type("FAC", (), {"output_kind": "probabilities"})()
     item = FewShotParts(content="x", output="", extra={})
