@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,28 @@ def read_text(path: str | os.PathLike, *, what: str = "file") -> str:
     except OSError as error:
         raise DataError(f"cannot read the {what} ({error.strerror or error})",
                         path=str(path)) from None
+
+
+def read_number_rows(path: str | os.PathLike, counts: Sequence[int], *, what: str,
+                     lines_for: str, count_error: Callable[[int, int], str],
+                     parse: Callable[[str], Any] = float,
+                     expected: str = "TAB-separated numbers") -> list[list[float]]:
+    """One line per item, TAB-separated numbers (an empty line: none), line i holding
+    `counts[i]` of them, each read with `parse`. Errors are DataErrors naming the path and line:
+    "N lines for M <lines_for>", "expected <expected>", `count_error(found, wanted)`."""
+    lines = read_text(path, what=what).splitlines()
+    if len(lines) != len(counts):
+        raise DataError(f"{len(lines)} lines for {len(counts)} {lines_for}", path=str(path))
+    rows = []
+    for number, (line, count) in enumerate(zip(lines, counts), start=1):
+        try:
+            row = [float(parse(value)) for value in line.split("\t")] if line.strip() else []
+        except ValueError:
+            raise DataError(f"expected {expected}", path=str(path), line=number) from None
+        if len(row) != count:
+            raise DataError(count_error(len(row), count), path=str(path), line=number)
+        rows.append(row)
+    return rows
 
 
 def read_json(path: str | os.PathLike, *, what: str = "file") -> Any:

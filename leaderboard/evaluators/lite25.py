@@ -119,24 +119,16 @@ def read_easiness(path: str | Path, references: Sequence[ReferenceSentences]
     one per sentence of its STU extraction; errors name the line."""
     import math
 
-    from tasks.io import read_text
+    from tasks.io import read_number_rows
 
-    lines = read_text(path, what="easiness file").splitlines()
-    if len(lines) != len(references):
-        raise DataError(f"{len(lines)} lines for {len(references)} references", path=str(path))
-    scores = []
-    for number, (line, reference) in enumerate(zip(lines, references), start=1):
-        try:
-            row = [float(value) for value in line.split("\t")] if line.strip() else []
-        except ValueError:
-            raise DataError("expected TAB-separated numbers", path=str(path),
-                            line=number) from None
-        if len(row) != len(reference.frames):
-            raise DataError(f"{len(row)} scores for the reference's {len(reference.frames)} "
-                            f"sentences", path=str(path), line=number)
+    scores = read_number_rows(
+        path, [len(reference.frames) for reference in references], what="easiness file",
+        lines_for="references",
+        count_error=lambda found, wanted: f"{found} scores for the reference's {wanted} "
+                                          f"sentences")
+    for number, row in enumerate(scores, start=1):
         if not all(map(math.isfinite, row)):
             raise DataError("scores must be finite", path=str(path), line=number)
-        scores.append(row)
     return scores
 
 

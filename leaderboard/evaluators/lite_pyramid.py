@@ -35,29 +35,19 @@ def read_unit_weights(path: str | Path, units: Sequence[Sequence[str]],
     """Per-example unit weights aligned with `units`; errors name the line and the count.
     Integers, read with `int()` as Lite²Pyramid.py reads its --weight file (then `.long()`);
     `fractional` also takes other numbers (not the official rule)."""
-    from tasks.io import read_text
+    from tasks.io import read_number_rows
 
-    lines = read_text(path, what="weights file").splitlines()
-    if len(lines) != len(units):
-        raise DataError(f"{len(lines)} lines for {len(units)} examples", path=str(path))
-    parse = float if fractional else int
-    weights = []
-    for number, (line, example_units) in enumerate(zip(lines, units), start=1):
-        try:
-            row = [float(parse(value)) for value in line.split("\t")]
-        except ValueError:
-            expected = "numbers" if fractional else (
-                "integers (Lite²Pyramid reads weights with int(); --fractional-weights "
-                "takes other numbers)")
-            raise DataError(f"expected TAB-separated {expected}", path=str(path),
-                            line=number) from None
-        if len(row) != len(example_units):
-            raise DataError(f"{len(row)} weights for {len(example_units)} units",
-                            path=str(path), line=number)
+    weights = read_number_rows(
+        path, [len(example_units) for example_units in units], what="weights file",
+        lines_for="examples", parse=float if fractional else int,
+        expected="TAB-separated numbers" if fractional else (
+            "TAB-separated integers (Lite²Pyramid reads weights with int(); "
+            "--fractional-weights takes other numbers)"),
+        count_error=lambda found, wanted: f"{found} weights for {wanted} units")
+    for number, row in enumerate(weights, start=1):
         if any(not math.isfinite(w) or w < 0 for w in row) or not sum(row) > 0:
             raise DataError("weights must be finite, non-negative and not all 0",
                             path=str(path), line=number)
-        weights.append(row)
     return weights
 
 

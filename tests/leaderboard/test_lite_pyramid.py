@@ -37,6 +37,10 @@ def test_weights_file_errors(tmp_path):
     path.write_text("1\tnan\n3\n")
     with pytest.raises(DataError, match="finite"):
         read_unit_weights(path, [["a", "b"], ["c"]], fractional=True)
+    path.write_text("1\t2\n0\n")
+    with pytest.raises(DataError, match="not all 0") as caught:
+        read_unit_weights(path, [["a", "b"], ["c"]])
+    assert caught.value.line == 2
 
 
 def test_weights_are_integers_as_the_official_scorer_reads_them(tmp_path):

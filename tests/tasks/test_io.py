@@ -301,3 +301,32 @@ def test_errors_inside_a_staged_folder_name_the_output_not_the_staging_folder(tm
             raise refused  # not about the output: left as it is
     assert caught.value is refused
     assert list(tmp_path.iterdir()) == []
+
+
+def _read_rows(path, counts, parse=float):
+    return io_module.read_number_rows(
+        path, counts, what="scores file", lines_for="items", parse=parse,
+        count_error=lambda found, wanted: f"{found} values for {wanted}")
+
+
+@pytest.mark.parametrize("text, counts, parse, message, line", [
+    ("1\t2\n", [2, 1], float, "1 lines for 2 items", None),
+    ("1\tx\n", [2], float, "expected TAB-separated numbers", 1),
+    ("1\n1\t2\t3\n", [1, 2], float, "3 values for 2", 2),
+    ("1\t0.5\n", [2], int, "expected TAB-separated numbers", 1),
+    ("\n", [1], float, "0 values for 1", 1),
+])
+def test_number_rows_name_the_line_at_fault(tmp_path, text, counts, parse, message, line):
+    path = tmp_path / "scores.txt"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message) as caught:
+        _read_rows(path, counts, parse)
+    assert caught.value.line == line and str(path) in str(caught.value)
+
+
+def test_number_rows_read_tabs_signs_and_empty_lines(tmp_path):
+    path = tmp_path / "scores.txt"
+    path.write_text("\ufeff1\t-2.5\n\n+3\n")
+    assert _read_rows(path, [2, 0, 1]) == [[1.0, -2.5], [], [3.0]]
+    with pytest.raises(DataError, match="scores file not found"):
+        _read_rows(tmp_path / "missing.txt", [1])
