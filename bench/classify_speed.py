@@ -1,9 +1,12 @@
-"""Benchmark: FAC label probabilities, batched (ours) vs one generate() per example (official).
+"""Benchmark: label probabilities, batched (ours) vs one generate() per example (official).
 
-    python bench/classify_speed.py [--records 504] [--batch-size 64] [--device cpu]
+    python bench/classify_speed.py [--task FAC|EXT|EVEXT] [--records 504] [--batch-size 64]
+                                   [--device cpu]
                                    [--shape flan-t5-base --records 128 --max-new-tokens 8]
 
-Uses the shared USB fixture's FAC test records, repeated to at least --records inputs, and a
+Uses the shared USB fixture's test records of `--task` (FAC by default; EXT and EVEXT as
+windows of `sumbench predict`'s default budget, each window's values fitted to its lines as
+the official scorer does), repeated to at least --records inputs, and a
 tiny T5 edited to answer "Yes"/"No" then stop (trainers.label_probs.build_tiny_labeler), so
 both paths see real label tokens. Prints the time of each path, the speed-up, and the largest
 absolute difference of the probabilities ("identical": <= 1e-5, batching changes float
@@ -25,17 +28,40 @@ sys.path.insert(0, str(REPO / "bench"))
 from harness import add_options, compare_arms, report, timed  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
-FAC_TEST = SHARED / "fixtures/usb/task_datasets/all/factuality_classification/test.jsonl"
+TASK_DATA = SHARED / "fixtures/usb/task_datasets/all"
+FAC_TEST = TASK_DATA / "factuality_classification/test.jsonl"
+
+
+def task_windows(name: str, count: int, tokenizer=None, budget: int | None = None
+                 ) -> tuple[list[str], list[int | None]]:
+    """The model inputs of the fixture's `name` test items (windows of `budget` tokens where
+    the task has them), repeated to at least `count`, and each one's number of lines."""
+    from tasks import get_task
+
+    task = get_task(name)
+    path = TASK_DATA / task.name / "test.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"shared fixture not found: {path}")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    inputs = [model_input for instance in task.instances(records)
+              for model_input in task.format(instance, tokenizer, budget)]
+    windows = [(m.source, None if m.lines is None else m.lines[1] - m.lines[0]) for m in inputs]
+    windows = (windows * -(-count // len(windows)))[:max(count, len(windows))]
+    return [source for source, _ in windows], [lines for _, lines in windows]
 
 
 def fac_sources(count: int) -> list[str]:
-    from tasks import get_task
+    return task_windows("FAC", count)[0]
 
-    task = get_task("FAC")
-    records = [json.loads(line) for line in FAC_TEST.read_text().splitlines() if line.strip()]
-    sources = [task.format(record)[0].source for record in task.instances(records)]
-    repeats = -(-count // len(sources))
-    return (sources * repeats)[:max(count, len(sources))]
+
+def official_values(model, tokenizer, source: str, n_lines: int | None, spec) -> list[float]:
+    """One generate() per input, the official way; a windowed input's values truncated or
+    padded with 0.0 to its lines, as the official scorer does per window."""
+    from trainers.label_probs import fit_to_lines, official_label_probabilities
+
+    values = official_label_probabilities(model, tokenizer, source, spec)
+    return values if n_lines is None else list(
+        fit_to_lines(values, [None] * len(values), n_lines).values)
 
 
 #: Flan-T5-base's published config, for `build_tiny_t5`
@@ -73,6 +99,9 @@ def encoder_seconds(model, tokenizer, sources: list[str], spec) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=504)
+    parser.add_argument("--task", choices=("FAC", "EXT", "EVEXT"), default="FAC",
+                        help="the label task whose fixture test inputs are used (EXT and "
+                             "EVEXT: windows of sumbench predict's default budget)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--shape", choices=("tiny", "flan-t5-base"), default="tiny",
@@ -86,40 +115,46 @@ def main(argv: list[str] | None = None) -> int:
     if not FAC_TEST.is_file():
         raise SystemExit(f"shared fixture not found: {FAC_TEST}")
 
-    from trainers.label_probs import build_tiny_labeler, official_label_probabilities
+    from trainers.label_probs import build_tiny_labeler
     from trainers.predict import PredictSpec, label_probabilities
     from trainers.tiny import build_tiny_tokenizer
 
-    sources = fac_sources(args.records)
-    # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
-    tokenizer = build_tiny_tokenizer(sources, vocab_size=800 if args.shape == "tiny" else 30000)
-    shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
-    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **shape)
     caps = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}
     spec = PredictSpec(batch_size=args.batch_size, device=args.device, **caps)
+    texts, _ = task_windows(args.task, args.records)
+    # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
+    tokenizer = build_tiny_tokenizer(texts, vocab_size=800 if args.shape == "tiny" else 30000)
+    sources, n_lines = task_windows(args.task, args.records, tokenizer, spec.window_budget)
+    shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
+    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **shape)
     # warm-up: every batch shape of the batched path, every distinct input of the official one
-    label_probabilities(model, tokenizer, sources, spec)
-    for source in sorted(set(sources)):
-        official_label_probabilities(model, tokenizer, source, spec)
+    label_probabilities(model, tokenizer, sources, spec, n_lines)
+    official_inputs = sorted(set(zip(sources, n_lines)), key=lambda pair: (pair[0], pair[1] or 0))
+    for source, lines in official_inputs:
+        official_values(model, tokenizer, source, lines, spec)
     result = compare_arms(
-        lambda: label_probabilities(model, tokenizer, sources, spec),
-        lambda: [official_label_probabilities(model, tokenizer, s, spec) for s in sources],
+        lambda: label_probabilities(model, tokenizer, sources, spec, n_lines),
+        lambda: [official_values(model, tokenizer, s, n, spec) for s, n in zip(sources, n_lines)],
         repeat=args.repeat, same=lambda a, b: max_difference(a, b) <= 1e-5)
-    first_spec = PredictSpec(batch_size=args.batch_size, device=args.device,
-                             label_rule="positional", **caps)
-    first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources, first_spec))
     official = result["outputs"]["baseline"]
     floor_s = encoder_seconds(model, tokenizer, sources, spec)
-    extra = {"records": len(sources), "batch_size": args.batch_size, "device": args.device,
-             "shape": args.shape, "max_new_tokens": spec.max_new_tokens,
+    extra = {"task": args.task, "records": len(sources), "batch_size": args.batch_size,
+             "device": args.device, "shape": args.shape, "max_new_tokens": spec.max_new_tokens,
              "max_abs_difference": max_difference(result["outputs"]["ours"], official),
-             "positional_ratio": round(result["baseline"]["median"] / first_s, 2),
-             "positional_max_abs_difference": max((abs(p[0] - q[0]) for p, q in
-                                                   zip(first, official) if p and q),
-                                                  default=0.0),
              "records_with_a_label": sum(bool(p) for p in official),
              "encoder_seconds": round(floor_s, 3),
              "ceiling_ratio": round(result["baseline"]["median"] / floor_s, 2)}
+    if args.task == "FAC":    # the positional rule: the first decoder step alone
+        first_spec = PredictSpec(batch_size=args.batch_size, device=args.device,
+                                 label_rule="positional", **caps)
+        first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources,
+                                                           first_spec))
+        extra.update(positional_ratio=round(result["baseline"]["median"] / first_s, 2),
+                     positional_max_abs_difference=max(
+                         (abs(p[0] - q[0]) for p, q in zip(first, official) if p and q),
+                         default=0.0))
+    else:
+        extra["lines"] = sum(n_lines)
     report("classify_speed", result, as_json=args.json, extra=extra,
            labels=("batched, official rule", "one generate() per example (official)"))
     return 0 if result["identical"] else 1

@@ -63,4 +63,10 @@ def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_a
                                                    "python bench/trainer_speed.py --lora "
                                                    "--steps 6"]
     assert "| 1.01 |" in rows[1]
+    labels = [{"benchmark": "classify_speed", "shape": "flan-t5-base", "task": task,
+               "command": f"labels {task}", "ratio": 2.0, "identical": True}
+              for task in ("FAC", "EXT", "FAC")]
+    rows = [row for row in bench_report().page(labels).splitlines() if row.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == ["labels FAC", "labels EXT"]
+    assert "EXT probabilities at Flan-T5-base's shape" in rows[1]
     assert "| label probabilities vs one generate per example | not measured" in page
