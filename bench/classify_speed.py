@@ -29,7 +29,6 @@ from harness import add_options, compare_arms, report, timed  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 TASK_DATA = SHARED / "fixtures/usb/task_datasets/all"
-FAC_TEST = TASK_DATA / "factuality_classification/test.jsonl"
 
 
 def task_windows(name: str, count: int, tokenizer=None, budget: int | None = None
@@ -96,6 +95,33 @@ def encoder_seconds(model, tokenizer, sources: list[str], spec) -> float:
     return statistics.median(timed(run)[0] for _ in range(3))
 
 
+def labeler_and_inputs(args, spec):
+    """(tokenizer, labeler, sources, lines per source) for `args.task` at `args.shape`."""
+    from trainers.label_probs import build_tiny_labeler
+    from trainers.tiny import build_tiny_tokenizer
+
+    texts, _ = task_windows(args.task, args.records)
+    # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
+    tokenizer = build_tiny_tokenizer(texts, vocab_size=800 if args.shape == "tiny" else 30000)
+    sources, n_lines = task_windows(args.task, args.records, tokenizer, spec.window_budget)
+    shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
+    return tokenizer, build_tiny_labeler(tokenizer, sorted(set(sources)), **shape), sources, \
+        n_lines
+
+
+def positional_figures(model, tokenizer, sources, spec, official, baseline_s: float) -> dict:
+    """FAC's positional rule (the first decoder step alone): its ratio and difference."""
+    import dataclasses
+
+    from trainers.predict import label_probabilities
+
+    first_spec = dataclasses.replace(spec, label_rule="positional")
+    first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources, first_spec))
+    return {"positional_ratio": round(baseline_s / first_s, 2),
+            "positional_max_abs_difference": max(
+                (abs(p[0] - q[0]) for p, q in zip(first, official) if p and q), default=0.0)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=504)
@@ -112,25 +138,15 @@ def main(argv: list[str] | None = None) -> int:
                              "real shape not always")
     add_options(parser)
     args = parser.parse_args(argv)
-    if not FAC_TEST.is_file():
-        raise SystemExit(f"shared fixture not found: {FAC_TEST}")
 
-    from trainers.label_probs import build_tiny_labeler
     from trainers.predict import PredictSpec, label_probabilities
-    from trainers.tiny import build_tiny_tokenizer
 
     caps = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}
     spec = PredictSpec(batch_size=args.batch_size, device=args.device, **caps)
-    texts, _ = task_windows(args.task, args.records)
-    # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
-    tokenizer = build_tiny_tokenizer(texts, vocab_size=800 if args.shape == "tiny" else 30000)
-    sources, n_lines = task_windows(args.task, args.records, tokenizer, spec.window_budget)
-    shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
-    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **shape)
+    tokenizer, model, sources, n_lines = labeler_and_inputs(args, spec)
     # warm-up: every batch shape of the batched path, every distinct input of the official one
     label_probabilities(model, tokenizer, sources, spec, n_lines)
-    official_inputs = sorted(set(zip(sources, n_lines)), key=lambda pair: (pair[0], pair[1] or 0))
-    for source, lines in official_inputs:
+    for source, lines in sorted(set(zip(sources, n_lines)), key=lambda p: (p[0], p[1] or 0)):
         official_values(model, tokenizer, source, lines, spec)
     result = compare_arms(
         lambda: label_probabilities(model, tokenizer, sources, spec, n_lines),
@@ -144,15 +160,9 @@ def main(argv: list[str] | None = None) -> int:
              "records_with_a_label": sum(bool(p) for p in official),
              "encoder_seconds": round(floor_s, 3),
              "ceiling_ratio": round(result["baseline"]["median"] / floor_s, 2)}
-    if args.task == "FAC":    # the positional rule: the first decoder step alone
-        first_spec = PredictSpec(batch_size=args.batch_size, device=args.device,
-                                 label_rule="positional", **caps)
-        first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources,
-                                                           first_spec))
-        extra.update(positional_ratio=round(result["baseline"]["median"] / first_s, 2),
-                     positional_max_abs_difference=max(
-                         (abs(p[0] - q[0]) for p, q in zip(first, official) if p and q),
-                         default=0.0))
+    if args.task == "FAC":
+        extra.update(positional_figures(model, tokenizer, sources, spec, official,
+                                        result["baseline"]["median"]))
     else:
         extra["lines"] = sum(n_lines)
     report("classify_speed", result, as_json=args.json, extra=extra,

@@ -81,3 +81,25 @@ def test_leaderboard_benchmark_alternates_its_scoring_arms():
     assert (burst["submissions"], burst["listed"], burst["workers"]) == (3, 3, 2)
     assert 0 <= burst["p50_s"] <= burst["p95_s"] <= burst["max_s"]
     assert line["machine"]["cpus"] >= 1
+
+
+@pytest.mark.usefixtures("usb_fixture_dir", "one_torch_thread")
+@pytest.mark.parametrize("script, args", [
+    ("classify_speed", ["--task", "EXT", "--records", "4"]),
+    ("generate_speed", ["--shape", "tiny", "--records", "4", "--num-beams", "2",
+                        "--max-new-tokens", "8", "--batch-size", "4"]),
+])
+def test_real_shape_benchmarks_run_at_the_tiny_shape(capsys, script, args):
+    """The label benchmark on a windowed task (each window's values fitted to its lines) and
+    the ABS generation benchmark: both arms agree, and the figures the page shows are there."""
+    import importlib
+
+    module = importlib.import_module(script)
+    assert module.main([*args, "--repeat", "1", "--json"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["identical"] is True and line["records"] >= 4
+    if script == "classify_speed":
+        assert line["task"] == "EXT" and line["lines"] > line["records"]
+        assert line["ceiling_ratio"] > 0 and "positional_ratio" not in line
+    else:
+        assert line["texts_equal"] == line["records"]
