@@ -34,3 +34,16 @@ def assert_same_weights(first: dict, second: dict) -> None:
     assert first.keys() == second.keys()
     different = [name for name in first if not torch.equal(first[name], second[name])]
     assert not different, f"weights differ: {different[:5]}"
+
+
+#: AllenNLP-style SRL frames of three sentences (words and BIO tags per verb), as `sumbench
+#: stus --frames` reads them
+SRL_FRAMES = {
+    "Mr. Lee founded Acme in 1990.": {
+        "words": ["Mr.", "Lee", "founded", "Acme", "in", "1990", "."],
+        "verbs": [{"tags": ["B-ARG0", "I-ARG0", "B-V", "B-ARG1", "B-ARGM-TMP", "I-ARGM-TMP",
+                            "O"]}]},
+    "It grew fast.": {"words": ["It", "grew", "fast", "."],
+                      "verbs": [{"tags": ["B-ARG1", "B-V", "B-ARGM-MNR", "O"]}]},
+    "Sales rose.": {"words": ["Sales", "rose", "."], "verbs": [{"tags": ["B-ARG1", "B-V", "O"]}]},
+}

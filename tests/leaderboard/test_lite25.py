@@ -26,15 +26,9 @@ from leaderboard.evaluators.stu_extraction import (
 )
 from tasks.errors import SumbenchError
 
-FRAMES = {
-    "Mr. Lee founded Acme in 1990.": {
-        "words": ["Mr.", "Lee", "founded", "Acme", "in", "1990", "."],
-        "verbs": [{"tags": ["B-ARG0", "I-ARG0", "B-V", "B-ARG1", "B-ARGM-TMP", "I-ARGM-TMP",
-                            "O"]}]},
-    "It grew fast.": {"words": ["It", "grew", "fast", "."],
-                      "verbs": [{"tags": ["B-ARG1", "B-V", "B-ARGM-MNR", "O"]}]},
-    "Sales rose.": {"words": ["Sales", "rose", "."], "verbs": [{"tags": ["B-ARG1", "B-V", "O"]}]},
-}
+from helpers import SRL_FRAMES
+
+FRAMES = SRL_FRAMES
 REFERENCES = ["Mr. Lee founded Acme in 1990. It grew fast. Sales rose.", "It grew fast."]
 # "Acme grew quickly" shares one word with sentence 0 (acme) and one with sentence 1 (grew):
 # the tie goes to sentence 0 (`overlap > max_overlap`, 281), so sentence 1 has no SCU

@@ -16,6 +16,8 @@ from leaderboard.evaluators.stu_extraction import (
     verb_units,
 )
 
+from helpers import SRL_FRAMES
+
 WORDS = ["The", "mayor", "was", "elected", "in", "May", "."]
 
 
@@ -81,14 +83,8 @@ def _frames_file(tmp_path, frames: dict) -> str:
     return str(path)
 
 
-FRAMES = {
-    "Mr. Lee founded Acme in 1990.": {
-        "words": ["Mr.", "Lee", "founded", "Acme", "in", "1990", "."],
-        "verbs": [{"tags": ["B-ARG0", "I-ARG0", "B-V", "B-ARG1", "B-ARGM-TMP", "I-ARGM-TMP",
-                            "O"]}]},
-    "It grew fast.": {"words": ["It", "grew", "fast", "."],
-                      "verbs": [{"tags": ["B-ARG1", "B-V", "B-ARGM-MNR", "O"]}]},
-}
+FRAMES = {sentence: SRL_FRAMES[sentence] for sentence in ("Mr. Lee founded Acme in 1990.",
+                                                        "It grew fast.")}
 
 
 def test_references_split_into_nltk_sentences_then_frames(tmp_path):
