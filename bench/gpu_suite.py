@@ -39,6 +39,13 @@ PEAK_BF16 = (("H100 PCIe", 756e12), ("H100", 989.4e12), ("H200", 989.4e12),
              ("A100", 312e12), ("L4", 121e12))
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def peak_flops(device_name: str) -> float | None:
     for name, flops in PEAK_BF16:
         if name in device_name:
@@ -108,7 +115,8 @@ def label_job(model_dir: str, args) -> dict:
     sources = fac_sources(args.records)
     model = build_tiny_labeler(tokenizer, sorted(set(sources)), **SHAPES[args.shape])
     model = model.to(args.device, dtype)
-    spec = PredictSpec(batch_size=args.label_batch_size, device=args.device, max_new_tokens=8)
+    spec = PredictSpec(batch_size=args.label_batch_size, device=args.device, max_new_tokens=8,
+                       dtype="bfloat16" if args.device.startswith("cuda") else "float32")
     label_probabilities(model, tokenizer, sources[:args.label_batch_size], spec)  # warm-up
     start = time.perf_counter()
     values = label_probabilities(model, tokenizer, sources, spec)
@@ -135,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-input", type=int, default=1024)
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--label-batch-size", type=int, default=64)
-    parser.add_argument("--official-sample", type=int, default=300,
+    parser.add_argument("--official-sample", type=positive, default=300,
                         help="inputs timed one generate() each, the official way")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

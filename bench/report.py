@@ -4,10 +4,11 @@
     python bench/report.py                                             # write the page
 
 `--record` runs one benchmark with `--json` and appends its last line to bench/results.jsonl
-with the command and the date. Without it, the page is written: for each benchmark command,
-its latest recorded run: what it measures, its goal, the ratio of medians (alternated arms,
-`--repeat` times), whether both arms gave identical outputs, a few figures of its own, and
-the machine and date. Measurements live on that page only.
+with the command and the date. Without it, the page is written: for each benchmark, shape,
+label task, LoRA, sample, `--full` and device, its latest recorded run: what it measures, its
+goal, the ratio of medians (alternated arms, `--repeat` times), whether both arms gave
+identical outputs, a few figures of its own, and the machine and date. Measurements live on
+that page only.
 """
 from __future__ import annotations
 
@@ -45,6 +46,12 @@ WHAT = {
                                     "on the same batches / sumbench's; same loss; "
                                     "memory_ratio = peak RSS ours / theirs",
                                     ">= 1.0 at memory_ratio <= 1"),
+    "classify_speed@flan-t5-base/EXT": ("EXT probabilities at Flan-T5-base's shape (random "
+                                        "weights), batched vs one `generate` per window (the "
+                                        "official way)", ">= 5"),
+    "classify_speed@flan-t5-base/EVEXT": ("EVEXT probabilities at Flan-T5-base's shape (random "
+                                          "weights), batched vs one `generate` per window (the "
+                                          "official way)", ">= 5"),
     "generate_speed@flan-t5-base": ("ABS generation at Flan-T5-base's shape (random weights, "
                                     "4 beams), batched vs one `generate` per example (the "
                                     "official way); texts identical", "> 1"),
@@ -72,16 +79,20 @@ def benchmark_key(line: dict) -> str:
 
 def row_key(line: dict) -> str:
     """What one row of the page stands for: the benchmark and shape, the label task when it
-    is not FAC, and LoRA."""
-    task = line.get("task")
+    is not FAC, LoRA, a sample other than pairs, a `--full` run, a device other than the CPU."""
+    task, sample, device = line.get("task"), line.get("sample"), line.get("device")
     return benchmark_key(line) + ("" if task in (None, "FAC") else f"/{task}") + \
-        ("+lora" if line.get("lora") else "")
+        ("+lora" if line.get("lora") else "") + \
+        ("" if sample in (None, "pairs") else f"+{sample}") + \
+        ("+full" if "full_run" in line else "") + \
+        ("" if device in (None, "cpu") else f" on {device}")
 
 
 def what_and_goal(line: dict) -> tuple[str, str]:
-    what, goal = WHAT.get(benchmark_key(line), ("", ""))
+    """WHAT's entry for the row (the label task's own, where it has one) or the benchmark's."""
     task = line.get("task")
-    return (what.replace("FAC", task) if task else what), goal
+    key = benchmark_key(line)
+    return WHAT.get(f"{key}/{task}") or WHAT.get(key, ("", ""))
 
 
 def details(line: dict) -> str:
@@ -205,7 +216,8 @@ def gpu_rows(lines: list[dict]) -> list[str]:
         f"| label-probability job | {labels['seconds']} s for {labels['records']} records | "
         f"< 60 s | {line.get('device_name', '?')} | {line.get('date', '')} |",
         f"| label probabilities vs one generate per example | "
-        f"{labels.get('ratio', '—')}x | >= 5x | {line.get('device_name', '?')} | "
+        f"{str(labels['ratio']) + 'x' if 'ratio' in labels else '—'} | >= 5x | "
+        f"{line.get('device_name', '?')} | "
         f"{line.get('date', '')} |"]
 
 

@@ -68,5 +68,7 @@ def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_a
               for task in ("FAC", "EXT", "FAC")]
     rows = [row for row in bench_report().page(labels).splitlines() if row.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == ["labels FAC", "labels EXT"]
-    assert "EXT probabilities at Flan-T5-base's shape" in rows[1]
+    assert "EXT probabilities at Flan-T5-base's shape" in rows[1] and "per window" in rows[1]
+    cuda = dict(labels[0], device="cuda", command="labels FAC on a GPU")
+    assert "labels FAC on a GPU" in bench_report().page([*labels, cuda])
     assert "| label probabilities vs one generate per example | not measured" in page

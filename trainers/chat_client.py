@@ -218,27 +218,47 @@ def _alternatives(logprobs: dict) -> list[tuple[str, dict[str, float]]]:
 
 
 def _chat_tokens(content: list) -> list[tuple[str, dict[str, float]]]:
-    """Chat tokens as text, read from their `bytes` where the server sends them: a character
-    split over several byte tokens becomes one piece (without alternatives: it is no yes/no)."""
+    """Chat tokens as text. A character split over several byte tokens (their `bytes` given)
+    becomes one piece, without alternatives (it is no yes/no); bytes that never complete a
+    character become U+FFFD; a token without usable `bytes` is its `token` text."""
     rows: list[tuple[str, dict[str, float]]] = []
-    pending, parts = b"", 0
+    pending = b""
     for item in content:
         token = str(item["token"])
         alternatives = {str(alt["token"]): float(alt["logprob"])
                         for alt in item.get("top_logprobs") or []} | \
             {token: float(item["logprob"])}
-        raw = item.get("bytes")
-        pending += bytes(raw) if isinstance(raw, list) else token.encode("utf-8")
-        parts += 1
-        try:
-            text = pending.decode("utf-8")
-        except UnicodeDecodeError:
-            continue                 # the rest of a character comes with the next tokens
-        rows.append((text, alternatives if parts == 1 else {}))
-        pending, parts = b"", 0
+        raw = _token_bytes(item.get("bytes"))
+        if pending and (raw is None or not 0x80 <= raw[0] < 0xC0):
+            rows.append((pending.decode("utf-8", errors="replace"), {}))  # never completed
+            pending = b""
+        if raw is None or (not pending and _complete(raw)):
+            rows.append((token if raw is None else raw.decode("utf-8"), alternatives))
+            continue
+        pending += raw
+        if _complete(pending):
+            rows.append((pending.decode("utf-8"), {}))
+            pending = b""
     if pending:
         rows.append((pending.decode("utf-8", errors="replace"), {}))
     return rows
+
+
+def _token_bytes(raw: Any) -> bytes | None:
+    """A token's `bytes` field as bytes; None when absent, empty or not bytes."""
+    if not isinstance(raw, list) or not raw or not all(
+            isinstance(value, int) and 0 <= value < 256 for value in raw):
+        return None
+    return bytes(raw)
+
+
+def _complete(data: bytes) -> bool:
+    """Whether `data` is whole UTF-8 characters."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _retry_after(headers: Any) -> float | None:

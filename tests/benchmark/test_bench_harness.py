@@ -85,7 +85,7 @@ def test_leaderboard_benchmark_alternates_its_scoring_arms():
 
 @pytest.mark.usefixtures("usb_fixture_dir", "one_torch_thread")
 @pytest.mark.parametrize("script, args", [
-    ("classify_speed", ["--task", "EXT", "--records", "4"]),
+    ("classify_speed", ["--task", "EXT", "--records", "4", "--max-new-tokens", "40"]),
     ("generate_speed", ["--shape", "tiny", "--records", "4", "--num-beams", "2",
                         "--max-new-tokens", "8", "--batch-size", "4"]),
 ])
@@ -100,6 +100,7 @@ def test_real_shape_benchmarks_run_at_the_tiny_shape(capsys, script, args):
     assert line["identical"] is True and line["records"] >= 4
     if script == "classify_speed":
         assert line["task"] == "EXT" and line["lines"] > line["records"]
+        assert line["labels_generated"] == line["lines"]   # a label per line, none padded
         assert line["ceiling_ratio"] > 0 and "positional_ratio" not in line
     else:
         assert line["texts_equal"] == line["records"]

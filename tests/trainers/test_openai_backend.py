@@ -69,22 +69,35 @@ def test_yes_probabilities_need_tokens_that_spell_the_text():
     assert yes_probabilities("SENT0 Yes", _response(tokens)) == pytest.approx({6: 0.8})
 
 
-def test_a_character_split_over_byte_tokens_keeps_the_probabilities_after_it():
-    """Chat log-probabilities give a multi-byte character as byte tokens ("\\xc3", "\\xa9")
-    with their `bytes`: they make one piece, and the offsets after it stay right."""
-    def item(token: str, raw: bytes, alternatives: dict[str, float]) -> dict:
-        return {"token": token, "bytes": list(raw), "logprob": max(alternatives.values()),
-                "top_logprobs": [{"token": k, "logprob": v} for k, v in alternatives.items()]}
+def _byte_token(token: str, raw, alternatives: dict[str, float] | None = None) -> dict:
+    alternatives = alternatives or {token: 0.0}
+    return {"token": token, "bytes": raw, "logprob": max(alternatives.values()),
+            "top_logprobs": [{"token": k, "logprob": v} for k, v in alternatives.items()]}
 
-    accent = "é".encode()
-    content = [item("Caf", b"Caf", {"Caf": 0.0}), item("\\xc3", accent[:1], {"\\xc3": -0.1}),
-               item("\\xa9", accent[1:], {"\\xa9": -0.1}),
-               item(" Yes", b" Yes", {" Yes": math.log(0.7), " No": math.log(0.3)})]
+
+ACCENT = list("é".encode())
+YES = {" Yes": math.log(0.7), " No": math.log(0.3)}
+
+
+@pytest.mark.parametrize("content, pieces", [
+    # a character split over two byte tokens is one piece; offsets after it stay right
+    ([_byte_token("Caf", list(b"Caf")), _byte_token("\\xc3", ACCENT[:1]),
+      _byte_token("\\xa9", ACCENT[1:]), _byte_token(" Yes", list(b" Yes"), YES)],
+     ["Caf", "é", " Yes"]),
+    # half a character that never completes is U+FFFD and does not swallow what follows
+    ([_byte_token("Caf", list(b"Caf")), _byte_token("\\xc3", ACCENT[:1]),
+      _byte_token(" Yes", list(b" Yes"), YES)], ["Caf", "\ufffd", " Yes"]),
+    # no usable bytes (empty, null, out of range): the token's text
+    ([_byte_token("Caf", []), _byte_token("é", None), _byte_token(" Yes", [300], YES)],
+     ["Caf", "é", " Yes"]),
+])
+def test_chat_byte_tokens_make_whole_characters(content, pieces):
+    """Chat log-probabilities give a multi-byte character as byte tokens ("\\xc3", "\\xa9")
+    with their `bytes`."""
     response = {"choices": [{"message": {"content": ""}, "logprobs": {"content": content}}]}
-    assert [token for token, _ in token_alternatives(response)] == ["Caf", "é", " Yes"]
-    assert yes_probabilities("Café Yes", response) == pytest.approx({5: 0.7})
-    cut = {"choices": [{"message": {"content": ""}, "logprobs": {"content": content[:2]}}]}
-    assert [token for token, _ in token_alternatives(cut)] == ["Caf", "\ufffd"]  # half of it
+    assert [token for token, _ in token_alternatives(response)] == pieces
+    text = "".join(pieces)
+    assert yes_probabilities(text, response) == pytest.approx({len(text) - 3: 0.7})
 
 
 def test_parsers_take_the_probability_at_the_deciding_word():
