@@ -167,7 +167,8 @@ def read_number_rows(path: str | os.PathLike, counts: Sequence[int], *, what: st
                      lines_for: str, count_error: Callable[[int, int], str],
                      parse: Callable[[str], Any] = float,
                      expected: str = "TAB-separated numbers") -> list[list[float]]:
-    """One line per item, TAB-separated numbers (an empty line: none), line i holding
+    """One line per item, TAB-separated numbers (an empty line: none; the line stripped first,
+    as Lite²Pyramid reads its weights: `line.strip()` split at TABs), line i holding
     `counts[i]` of them, each read with `parse`. Errors are DataErrors naming the path and line:
     "N lines for M <lines_for>", "expected <expected>", `count_error(found, wanted)`."""
     lines = read_text(path, what=what).splitlines()
@@ -176,7 +177,8 @@ def read_number_rows(path: str | os.PathLike, counts: Sequence[int], *, what: st
     rows = []
     for number, (line, count) in enumerate(zip(lines, counts), start=1):
         try:
-            row = [float(parse(value)) for value in line.split("\t")] if line.strip() else []
+            row = [float(parse(value)) for value in line.strip().split("\t")] \
+                if line.strip() else []
         except ValueError:
             raise DataError(f"expected {expected}", path=str(path), line=number) from None
         if len(row) != count:

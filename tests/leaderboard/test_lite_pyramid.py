@@ -49,6 +49,8 @@ def test_weights_are_integers_as_the_official_scorer_reads_them(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("2\t+3\n 4\n")
     assert read_unit_weights(path, [["a", "b"], ["c"]]) == [[2.0, 3.0], [4.0]]
+    path.write_text("2\t3\t\n\t4\n")     # `line.strip()` drops outer TABs, as officially
+    assert read_unit_weights(path, [["a", "b"], ["c"]]) == [[2.0, 3.0], [4.0]]
     path.write_text("2\t0.5\n4\n")
     with pytest.raises(DataError, match=r"integers \(Lite²Pyramid reads weights") as caught:
         read_unit_weights(path, [["a", "b"], ["c"]])
