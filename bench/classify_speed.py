@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from harness import add_options, compare_arms, report, timed  # noqa: E402
+from harness import T5_SHAPES, add_options, compare_arms, report, timed  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 TASK_DATA = SHARED / "fixtures/usb/task_datasets/all"
@@ -66,10 +66,6 @@ def official_values(model, tokenizer, source: str, n_lines: int | None, spec) ->
         fit_to_lines(values, [None] * len(values), n_lines).values)
 
 
-#: Flan-T5-base's published config, for `build_tiny_t5`
-FLAN_T5_BASE = {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 2048,
-                "relative_buckets": 32, "vocab_size": 32128}
-
 
 def max_difference(ours: list[list[float]], theirs: list[list[float]]) -> float:
     if [len(p) for p in ours] != [len(p) for p in theirs]:
@@ -83,11 +79,16 @@ def encoder_seconds(model, tokenizer, sources: list[str], spec) -> float:
 
     import torch
 
-    from trainers.generation import encode_sources, length_sorted_batches, pad_batch
+    from trainers.generation import (
+        encode_sources,
+        length_sorted_batches,
+        model_device,
+        pad_batch,
+    )
 
     encoded = encode_sources(tokenizer, sources, spec.max_input_tokens)
     batches = length_sorted_batches(encoded, spec.batch_size)
-    encoder, device = model.get_encoder(), next(model.parameters()).device
+    encoder, device = model.get_encoder(), model_device(model)
 
     def run() -> None:
         with torch.inference_mode():
@@ -107,10 +108,9 @@ def labeler_and_inputs(args, spec):
     # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
     tokenizer = build_tiny_tokenizer(texts, vocab_size=800 if args.shape == "tiny" else 30000)
     sources, n_lines = task_windows(args.task, args.records, tokenizer, spec.window_budget)
-    shape = FLAN_T5_BASE if args.shape == "flan-t5-base" else {}
     # a windowed task's model writes a label per line: the labeler then labels every step
     model = build_tiny_labeler(tokenizer, sorted(set(sources)),
-                               stop_after_label=args.task == "FAC", **shape)
+                               stop_after_label=args.task == "FAC", **T5_SHAPES[args.shape])
     return tokenizer, model, sources, n_lines
 
 

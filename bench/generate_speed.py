@@ -20,9 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from classify_speed import FLAN_T5_BASE, task_windows  # noqa: E402
+from classify_speed import task_windows  # noqa: E402
 
-from harness import add_options, compare_arms, report  # noqa: E402
+from harness import T5_SHAPES, add_options, compare_arms, report  # noqa: E402
 
 
 def official_text(model, tokenizer, source: str, spec) -> str:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     texts, _ = task_windows("ABS", args.records)
     tokenizer = build_tiny_tokenizer(texts, vocab_size=800 if args.shape == "tiny" else 30000)
     sources, _ = task_windows("ABS", args.records, tokenizer, spec.window_budget)
-    model = build_tiny_t5(tokenizer, **(FLAN_T5_BASE if args.shape == "flan-t5-base" else {}))
+    model = build_tiny_t5(tokenizer, **T5_SHAPES[args.shape])
     generate_texts(model, tokenizer, sources, spec)           # warm-up, and the model prepared
     official_text(model, tokenizer, sources[0], spec)
     result = compare_arms(

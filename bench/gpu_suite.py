@@ -30,20 +30,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 from classify_speed import fac_sources  # noqa: E402
-from trainer_speed import DATA, SHAPES, build_model  # noqa: E402
+from trainer_speed import DATA, build_model, timed_steps  # noqa: E402
 
-from harness import machine  # noqa: E402
+from harness import T5_SHAPES, machine  # noqa: E402
 
 #: dense bf16 peak FLOP/s by device name (the datasheets' figures without sparsity)
 PEAK_BF16 = (("H100 PCIe", 756e12), ("H100", 989.4e12), ("H200", 989.4e12),
              ("A100", 312e12), ("L4", 121e12))
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def peak_flops(device_name: str) -> float | None:
@@ -69,7 +62,7 @@ def training(model_dir: str, args) -> dict:
         log = [row for row in read_jsonl(Path(out) / "run" / "train_log.jsonl")
                if "loss" in row]
         config = json.loads((Path(out) / "run" / "train_config.json").read_text())
-    timed = log[1:] if len(log) > 1 else log          # the first step warms up
+    timed = timed_steps(log)                          # the first step warms up
     seconds = statistics.median(row["seconds_per_step"] for row in timed)
     parameters = config["config"]["model"]["parameters"]
     tokens = _tokens_per_step(spec, args)
@@ -113,7 +106,7 @@ def label_job(model_dir: str, args) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
     sources = fac_sources(args.records)
-    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **SHAPES[args.shape])
+    model = build_tiny_labeler(tokenizer, sorted(set(sources)), **T5_SHAPES[args.shape])
     model = model.to(args.device, dtype)
     spec = PredictSpec(batch_size=args.label_batch_size, device=args.device, max_new_tokens=8,
                        dtype="bfloat16" if args.device.startswith("cuda") else "float32")
@@ -135,15 +128,17 @@ def label_job(model_dir: str, args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmark.commands import positive_int
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="flan-t5-large")
+    parser.add_argument("--shape", choices=sorted(T5_SHAPES), default="flan-t5-large")
     parser.add_argument("--train-steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-input", type=int, default=1024)
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--label-batch-size", type=int, default=64)
-    parser.add_argument("--official-sample", type=positive, default=300,
+    parser.add_argument("--official-sample", type=positive_int, default=300,
                         help="inputs timed one generate() each, the official way")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

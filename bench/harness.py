@@ -18,6 +18,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+#: published T5 configs, as trainers.tiny.build_tiny_t5 options ("tiny": the test shape)
+T5_SHAPES = {"tiny": {},
+             "flan-t5-base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 2048,
+                              "relative_buckets": 32, "vocab_size": 32128},
+             "flan-t5-large": {"d_model": 1024, "num_layers": 24, "num_heads": 16,
+                               "d_ff": 2816, "relative_buckets": 32, "vocab_size": 32128}}
+
 
 def add_options(parser: argparse.ArgumentParser, repeat: int = 5) -> None:
     """--repeat and --json, the options every benchmark takes."""

@@ -33,16 +33,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
-from harness import add_options, report  # noqa: E402
+from harness import T5_SHAPES, add_options, report  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 DATA = SHARED / "fixtures" / "usb" / "task_datasets"
-#: published configs, as trainers.tiny.build_tiny_t5 options
-SHAPES = {"tiny": {},
-          "flan-t5-base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 2048,
-                           "relative_buckets": 32, "vocab_size": 32128},
-          "flan-t5-large": {"d_model": 1024, "num_layers": 24, "num_heads": 16, "d_ff": 2816,
-                            "relative_buckets": 32, "vocab_size": 32128}}
 
 
 def spec_for(model_dir: str, args):
@@ -61,7 +55,7 @@ def build_model(folder: Path, shape: str) -> None:
     texts = [" ".join(record["input_lines"]) for path in sorted((DATA / "all").glob(
         "*/train.jsonl")) for record in read_jsonl(path)]
     tokenizer = build_tiny_tokenizer(texts)
-    model = build_tiny_t5(tokenizer, **SHAPES[shape])
+    model = build_tiny_t5(tokenizer, **T5_SHAPES[shape])
     model.config.dropout_rate = 0.0
     model.save_pretrained(str(folder))
     tokenizer.save_pretrained(str(folder))
@@ -177,23 +171,23 @@ def run_arm(arm: str, model_dir: str, args) -> dict:
     return json.loads(lines[-1])
 
 
-def _timed_steps(values: list[float]) -> list[float]:
+def timed_steps(values: list) -> list:
     """The steps that count: all but the first (which warms up) when there are several."""
     return values[1:] if len(values) > 1 else values
 
 
 def summary(runs: list[dict]) -> dict:
-    per_run = [statistics.mean(_timed_steps(run["seconds_per_step"])) for run in runs]
+    per_run = [statistics.mean(timed_steps(run["seconds_per_step"])) for run in runs]
     return {"runs": [round(s, 4) for s in per_run], "min": min(per_run),
             "median": statistics.median(per_run),
-            "tokens_per_s": statistics.median(statistics.mean(_timed_steps(run["tokens_per_s"]))
+            "tokens_per_s": statistics.median(statistics.mean(timed_steps(run["tokens_per_s"]))
                                               for run in runs),
             "peak_rss_mib": max(run["peak_rss_mib"] for run in runs)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="flan-t5-large")
+    parser.add_argument("--shape", choices=sorted(T5_SHAPES), default="flan-t5-large")
     parser.add_argument("--lora", action="store_true")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=2)
