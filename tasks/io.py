@@ -163,6 +163,16 @@ def read_text(path: str | os.PathLike, *, what: str = "file") -> str:
                         path=str(path)) from None
 
 
+def read_item_lines(path: str | os.PathLike, count: int, *, what: str,
+                    lines_for: str) -> list[str]:
+    """The lines of a text file that holds one line per item, `count` of them; another count
+    is a DataError "N lines for M <lines_for>" naming the path."""
+    lines = read_text(path, what=what).splitlines()
+    if len(lines) != count:
+        raise DataError(f"{len(lines)} lines for {count} {lines_for}", path=str(path))
+    return lines
+
+
 def read_number_rows(path: str | os.PathLike, counts: Sequence[int], *, what: str,
                      lines_for: str, count_error: Callable[[int, int], str],
                      parse: Callable[[str], Any] = float,
@@ -171,10 +181,8 @@ def read_number_rows(path: str | os.PathLike, counts: Sequence[int], *, what: st
     as Lite²Pyramid reads its weights: `line.strip()` split at TABs), line i holding
     `counts[i]` of them, each read with `parse`. Errors are DataErrors naming the path and line:
     "N lines for M <lines_for>", "expected <expected>", `count_error(found, wanted)`."""
-    lines = read_text(path, what=what).splitlines()
-    if len(lines) != len(counts):
-        raise DataError(f"{len(lines)} lines for {len(counts)} {lines_for}", path=str(path))
     rows = []
+    lines = read_item_lines(path, len(counts), what=what, lines_for=lines_for)
     for number, (line, count) in enumerate(zip(lines, counts), start=1):
         try:
             row = [float(parse(value)) for value in line.strip().split("\t")] \

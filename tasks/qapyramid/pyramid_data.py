@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.errors import DataError, UnknownNameError, did_you_mean
-from tasks.io import read_text, refuse_non_file
+from tasks.io import read_item_lines, read_text, refuse_non_file
 
 #: unit kinds: human SCUs, automatic STUs, reference sentences (SSUs)
 UNIT_KINDS = ("scus", "stus", "sentences")
@@ -126,11 +126,7 @@ def read_units_file(path: str | os.PathLike, expected: int, rows: str,
                     what: str = "units file") -> Units:
     """The units of a TAB-separated file of `expected` lines (`rows` names what each line
     belongs to, in the error when the count differs)."""
-    path = Path(path)
-    lines = read_text(path, what=what).splitlines()
-    if len(lines) != expected:
-        raise DataError(f"{len(lines)} lines for {expected} {rows}", path=str(path))
-    return parse_units(path, lines)
+    return parse_units(Path(path), read_item_lines(path, expected, what=what, lines_for=rows))
 
 
 def parse_units(path: Path, lines: Sequence[str]) -> Units:
