@@ -280,9 +280,14 @@ class ChatBackend:
         self.workers = max(1, int(workers))
         self.top_logprobs = max(0, int(top_logprobs))
 
+    @property
+    def endpoint(self) -> str:
+        """The client's OpenAI endpoint: "chat" or "completions"."""
+        return getattr(self.client, "endpoint", "chat")
+
     def fingerprint(self) -> dict:
         return {"type": "chat", "base_url": self.client.base_url, "model": self.client.model,
-                "endpoint": getattr(self.client, "endpoint", "chat"), "params": self.params,
+                "endpoint": self.endpoint, "params": self.params,
                 "top_logprobs": self.top_logprobs,
                 "counter": getattr(self.counter, "__name__", "custom")}
 
@@ -292,12 +297,12 @@ class ChatBackend:
     def _logprob_params(self) -> dict:
         if not self.top_logprobs:
             return {}
-        if getattr(self.client, "endpoint", "chat") == "completions":
+        if self.endpoint == "completions":
             return {"logprobs": self.top_logprobs}
         return {"logprobs": True, "top_logprobs": self.top_logprobs}
 
     def _request(self, prompt: Prompt, params: dict) -> dict:
-        if getattr(self.client, "endpoint", "chat") == "completions":
+        if self.endpoint == "completions":
             if prompt.stops:
                 params["stop"] = list(prompt.stops)[:4]
             return self.client.chat(prompt.text, **params)

@@ -250,6 +250,7 @@ def export_tasks(out: str | Path, task_names: Sequence[str], *, data_dir: str | 
     "model_args": ...}."""
     from tasks import get_task
     from tasks.atomic import atomic_directory
+    from tasks.io import write_jsonl
     from trainers.fewshot import plan_prompts
     from trainers.prompts import get_style
     from trainers.shots import shot_budget
@@ -277,11 +278,8 @@ def export_tasks(out: str | Path, task_names: Sequence[str], *, data_dir: str | 
     if not written:
         raise SumbenchError("no task can be exported: " + "; ".join(refused.values()))
     with atomic_directory(out) as staging:
-        (staging / "data").mkdir()
         for name, (docs, config) in written.items():
-            (staging / "data" / f"{name}.jsonl").write_text(
-                "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in docs),
-                encoding="utf-8")
+            write_jsonl(staging / "data" / f"{name}.jsonl", docs)
             (staging / f"{lm_eval_name(name)}.yaml").write_text(config, encoding="utf-8")
         (staging / f"{GROUP}.yaml").write_text(
             f"group: {GROUP}\ntask:\n" + "".join(f"  - {lm_eval_name(n)}\n" for n in written),

@@ -178,6 +178,12 @@ class RecordedTrees:
         return self.trees[sentence]
 
 
+def _first_line(error: Exception, empty: str) -> str:
+    """An error's first line (`empty` when it has no text)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else empty
+
+
 def regressor_easiness(model: str | Path, trees: RecordedTrees,
                        references: Sequence[ReferenceSentences]) -> list[list[float]]:
     """Per reference its sentences' easiness by an XGBoost regressor (the official
@@ -193,14 +199,13 @@ def regressor_easiness(model: str | Path, trees: RecordedTrees,
     try:
         booster.load_model(str(model))
     except xgboost.core.XGBoostError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "unreadable"
-        raise SumbenchError(f"{model}: not an XGBoost model ({first})") from None
+        raise SumbenchError(f"{model}: not an XGBoost model "
+                            f"({_first_line(error, 'unreadable')})") from None
     try:
         scores = booster.predict(xgboost.DMatrix(np.array(rows))).tolist() if rows else []
     except xgboost.core.XGBoostError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else "failed"
         raise SumbenchError(f"{model}: the regressor cannot score the {len(TREE_LABELS) + 4} "
-                            f"official features ({first})") from None
+                            f"official features ({_first_line(error, 'failed')})") from None
     out, start = [], 0
     for reference in references:
         out.append(scores[start:start + len(reference.frames)])

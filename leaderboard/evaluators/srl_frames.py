@@ -96,9 +96,11 @@ class ModelFrames:
     def tags(self, words: Sequence[str], verb: int) -> list[str]:
         import torch
 
+        from trainers.fewshot_backends import context_positions
+
         ids, starts = self.pieces(words)
-        room = getattr(self.model.config, "max_position_embeddings", None)
-        if isinstance(room, int) and len(ids) > room:
+        room = context_positions(self.model.config)
+        if room is not None and len(ids) > room:
             raise SumbenchError(f"the sentence {' '.join(words)[:60]!r}... has {len(ids)} word "
                                 f"pieces, more than the SRL model's {room} positions")
         end = starts[verb + 1] if verb + 1 < len(starts) else len(ids) - 1
