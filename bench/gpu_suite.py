@@ -1,4 +1,4 @@
-"""The GPU checks, one script for a lent device (about 8 minutes on an H100): random weights of
+"""The GPU checks, one script for a lent device (about 3 minutes on an H200): random weights of
 Flan-T5-Large's config, no download.
 
 1. Training: `--train-steps` bf16 optimizer steps of sumbench's finetune (ABS and TOPIC of the

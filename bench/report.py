@@ -196,7 +196,7 @@ def gpu_rows(lines: list[dict]) -> list[str]:
     or a row saying it has not run."""
     runs = [line for line in lines if line.get("benchmark") == "gpu_suite"]
     rows = ["", "## GPU checks", "",
-            "`python bench/gpu_suite.py` (one script, about 8 minutes): bf16 model FLOPs "
+            "`python bench/gpu_suite.py` (one script, a few minutes): bf16 model FLOPs "
             "utilisation of Flan-T5-Large fine-tuning (goal >= 40% on an H100) and the "
             "USB-test-sized FAC label-probability job (goal < 60 s), and its ratio to one "
             "`generate` per example (goal >= 5).", "",
@@ -211,7 +211,9 @@ def gpu_rows(lines: list[dict]) -> list[str]:
     training, labels = line["training"], line["labels"]
     mfu = "—" if training.get("mfu") is None else f"{100 * training['mfu']:.1f}%"
     return rows + [
-        f"| training MFU | {mfu} ({training['model_tflops_per_s']} TFLOP/s) | >= 40% | "
+        f"| training MFU | {mfu} ({training['model_tflops_per_s']} TFLOP/s; "
+        f"{training['seconds_per_step']} s per step of {training['tokens_per_step']:.0f} "
+        f"tokens) | >= 40% | "
         f"{line.get('device_name', '?')} | {line.get('date', '')} |",
         f"| label-probability job | {labels['seconds']} s for {labels['records']} records | "
         f"< 60 s | {line.get('device_name', '?')} | {line.get('date', '')} |",
