@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import random
 import re
+import site
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
@@ -25,8 +27,14 @@ def page_files(page: Path = PAGE) -> dict[str, str]:
 
 
 def install(venv: Path, package: Path) -> None:
+    """Build the package's wheel with this environment's own interpreter and setuptools, then
+    install that wheel in `venv` (nothing of the base interpreter's takes part)."""
+    dist = package.parent / f"{package.name}-dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "--disable-pip-version-check", "-w", str(dist),
+                    str(package)], check=True, capture_output=True, text=True, timeout=300)
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--disable-pip-version-check", str(package)],
+                    "--no-index", "--disable-pip-version-check", *map(str, dist.glob("*.whl"))],
                    check=True, capture_output=True, text=True, timeout=300)
 
 
@@ -39,13 +47,29 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
-    """A virtual environment that sees this one's packages (sumbench among them) and holds
-    the page's package on top."""
+    """A virtual environment that sees exactly this one's packages (sumbench among them), not
+    the base interpreter's, and holds the page's package on top."""
     root = tmp_path_factory.mktemp("plugins")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
-                    str(root / "venv")], check=True, timeout=300)
-    install(root / "venv", write_package(root / "sumbench-titles", page_files()))
-    return root / "venv"
+    venv = isolated_venv(root / "venv")
+    install(venv, write_package(root / "sumbench-titles", page_files()))
+    return venv
+
+
+def isolated_venv(folder: Path) -> Path:
+    """A venv without the base interpreter's site-packages; a .pth file adds this
+    environment's own (their .pth files, sumbench's editable install among them, too)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True,
+                   timeout=300)
+    purelib = subprocess.run([str(folder / "bin" / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    ours = "; ".join(f"site.addsitedir({path!r})" for path in site.getsitepackages())
+    (Path(purelib) / "sumbench_test_environment.pth").write_text(f"import site; {ours}\n")
+    seen = subprocess.run([str(folder / "bin" / "python"), "-c", "import sys; print(sys.path)"],
+                          check=True, capture_output=True, text=True).stdout
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    assert base["purelib"] not in seen, "the plug-in venv sees the base interpreter's packages"
+    return folder
 
 
 def sumbench_in(venv: Path, *args, cwd: Path) -> subprocess.CompletedProcess:
