@@ -2,6 +2,7 @@
 SQLite database with gold, and gold strings to search responses for."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -141,3 +142,71 @@ def scored_fix_submission(tmp_path: Path, data_dir: Path, usb_fixture_dir: Path,
     if score:
         Worker(database).drain()
     return database, user, entry["id"]
+
+
+def evaluation_lab(root: Path, data_dir: Path, tokenizer, tasks) -> dict:
+    """An instance (strict_lengths off) on `tasks` of the fixture's `all` split and a model
+    root holding a tiny T5 with a card (team/tiny), for models the server evaluates."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from leaderboard.service.app import create_app
+    from leaderboard.service.auth import create_token
+    from leaderboard.service.db import Database
+    from leaderboard.service.evaluation import EvaluateOptions
+    from trainers.tiny import build_tiny_t5
+
+    for task in tasks:
+        shutil.copytree(data_dir / "all" / task, root / "gold" / "all" / task)
+    models = root / "models"
+    model = answers_at_once(build_tiny_t5(tokenizer))
+    model.save_pretrained(models / "team" / "tiny")
+    tokenizer.save_pretrained(models / "team" / "tiny")
+    (models / "team" / "tiny" / "README.md").write_text("# tiny\nA tiny T5 for tests.\n")
+    url = make_database(root / "lb.sqlite", usb_data=root / "gold", n_resamples=20,
+                        computed_rows=False, strict_lengths="false")
+    database = Database(url)
+    tokens = {name: create_token(database, name, admin=name == "root")
+              for name in ("ada", "bob", "root")}
+    return {"root": root, "models": models, "url": url, "database": database,
+            "tokens": tokens, "client": TestClient(create_app(url, str(models))),
+            "options": EvaluateOptions(str(models), "cpu")}
+
+
+def answers_at_once(model):
+    """The tiny T5 made to end every answer with its first token, so evaluations under the
+    release's 767 new tokens stay short: coordinate 0 of the decoder's residual stream is its
+    input token's embedding there (no block writes to it), positive for every token; the
+    final norm keeps only that coordinate, and the (tied) output layer scores it with each
+    token's embedding, where the end of sequence has 1000 and every other token 1."""
+    import torch
+
+    with torch.no_grad():
+        model.shared.weight[:, 0] = 1.0
+        model.shared.weight[model.config.eos_token_id, 0] = 1000.0
+        for block in model.decoder.block:
+            block.layer[0].SelfAttention.o.weight[0] = 0.0
+            block.layer[1].EncDecAttention.o.weight[0] = 0.0
+            block.layer[2].DenseReluDense.wo.weight[0] = 0.0
+        model.decoder.final_layer_norm.weight.zero_()
+        model.decoder.final_layer_norm.weight[0] = 1.0
+    return model
+
+
+def distinct_copy(models: Path, name: str, source: str = "team/tiny") -> str:
+    """Another model under the root (team/NAME): `source` with one encoder weight moved, so
+    its weights differ and it still ends every answer at once; its own card."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = models / "team" / name
+    if not folder.exists():
+        shutil.copytree(models / source, folder)
+        (folder / "README.md").write_text(f"# {name}\n")
+        tensors = load_file(folder / "model.safetensors")
+        key = "encoder.block.0.layer.0.SelfAttention.q.weight"
+        tensors[key][0, 0] += 1 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 997
+        save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    return f"team/{name}"

@@ -34,7 +34,12 @@ from leaderboard.service.auth import audit
 from leaderboard.service.db import Database, Job, Submission, User, pack
 from leaderboard.service.gold import board_inputs, board_manifest, gold_for, require_board
 from leaderboard.service.jobs import finish
-from leaderboard.service.model_source import check_size, model_files, resolve_source
+from leaderboard.service.model_source import (
+    ModelLimits,
+    open_source,
+    plan_folder,
+    resolve_source,
+)
 from leaderboard.service.probing import item_digests
 from leaderboard.service.settings import InstanceSettings, load_settings
 from leaderboard.service.submissions import Identical, check_model_name, check_quota
@@ -81,24 +86,37 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
         model = check_model_name(model)
         card = check_card({k: v for k, v in card.items() if v not in (None, "")})
         resolved = resolve_source(source, model_root, revision or None)
-        if resolved.kind == "folder":  # what can be seen without reading the files
-            check_size(model_files(Path(resolved.path), Path(model_root)),
-                       settings.max_model_bytes)
+        listing = None
+        if resolved.kind == "folder":  # what can be seen without reading the weights
+            with open_source(resolved.name, model_root) as folder:
+                listing = plan_folder(folder, model_limits(settings)).listing_key
         evaluation = describe(resolved, profile)
         identity = hashlib.sha256(json.dumps(
-            {key: evaluation[key] for key in ("source", "revision", "predict")},
-            sort_keys=True).encode())
+            {**{key: evaluation[key] for key in ("source", "revision", "predict")},
+             **({"listing": listing} if listing else {})}, sort_keys=True).encode())
         identical = Identical(user, "evaluation", track_name, board, model,
                               identity.hexdigest(), card)
         answer = identical.earlier_answer(database, detail)
         if answer is not None:
             return answer
         return _queue(database, settings, user, identical, card, evaluation, detail)
+    except OSError:  # what the checks above did not foresee: still a 4xx, never a path
+        error = DataError("the model folder cannot be read", field="evaluate")
+        _audit_rejection(database, user, detail, error)
+        raise error from None
     except (SumbenchError, ValueError) as error:
-        with database.write_session() as session:
-            audit(session, user.name, "submit", "rejected",
-                  detail={**detail, "error": str(error)[:2000]})
+        _audit_rejection(database, user, detail, error)
         raise
+
+
+def _audit_rejection(database: Database, user: User, detail: dict, error: Exception) -> None:
+    with database.write_session() as session:
+        audit(session, user.name, "submit", "rejected",
+              detail={**detail, "error": str(error)[:2000]})
+
+
+def model_limits(settings: InstanceSettings) -> ModelLimits:
+    return ModelLimits(settings.max_model_bytes, settings.max_model_files)
 
 
 def describe(source, profile: str | None) -> dict:
@@ -153,13 +171,16 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
             folder = Path(scratch)
             try:
                 fetched = fetch_model(evaluation["source"], evaluation["revision"],
-                                      options.model_root, settings.max_model_bytes,
+                                      options.model_root, model_limits(settings),
                                       folder / "fetched")
-            except (DataError, OSError) as error:
-                raise EvaluationFailed(f"the model cannot be fetched: {first_line(error)}") \
+            except DataError as error:  # about the model's own files, named as submitted
+                raise EvaluationFailed(f"the model cannot be fetched: {error.reason}") \
                     from None
-            evaluation = {**evaluation, "digest": fetched.digest,
-                          "model_card": fetched.card}
+            except OSError as error:
+                raise EvaluationFailed("the model cannot be fetched: " + redact(
+                    first_line(error), scratch, options.model_root)) from None
+            evaluation = {**evaluation, "digest": fetched.digest, "weights": fetched.weights,
+                          "model_card": fetched.card, "removed_fields": list(fetched.removed)}
             claim_content(database, job, evaluation)
             outcome = run_child(database, track, board, evaluation, settings, options,
                                 folder, fetched.folder)
@@ -174,28 +195,39 @@ def first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
 
 
+def redact(text: str, scratch: str, model_root: str | None) -> str:
+    """`text` without the server's own paths (the scratch folder, the model root)."""
+    for path, shown in ((scratch, "<scratch>"), (model_root, "<model root>")):
+        for spelling in {path, str(Path(path).resolve())} if path else ():
+            text = text.replace(spelling, shown)
+    return text
+
+
 def claim_content(database: Database, job, evaluation: dict) -> None:
-    """Record the content digest on the submission, unless the user's earlier evaluation on
-    the board (not deleted, not failed) had the same content and settings: then fail."""
+    """Record the digests on the submission, unless an earlier evaluation on the board (any
+    user's, not deleted, not failed) had the same weights and settings: then fail, naming it."""
     with database.write_session() as session:
         submission = session.scalars(select(Submission).where(
             Submission.id == job.submission_id).with_for_update()).one()
-        earlier = _same_content(session, submission, evaluation)
-        if earlier is not None:
-            raise EvaluationFailed(f"submission {earlier} already evaluated this model (the "
-                                   f"same content and settings)")
-        submission.evaluation = json.dumps(evaluation, sort_keys=True)
+        earlier = same_model(session, submission, evaluation)
+        duplicate = {} if earlier is None else {"duplicate_of": earlier}
+        submission.evaluation = json.dumps({**evaluation, **duplicate}, sort_keys=True)
+    if earlier is not None:
+        raise EvaluationFailed(f"submission {earlier} already evaluated the same model (the "
+                               f"same weights and settings): not evaluated again")
 
 
-def _same_content(session, submission: Submission, evaluation: dict) -> int | None:
+def same_model(session, submission: Submission, evaluation: dict) -> int | None:
+    """The earliest other evaluation on the board with the same weights fingerprint and
+    predict settings (whatever its name, files beside the weights or owner)."""
     for other in session.scalars(select(Submission).where(
-            Submission.user_id == submission.user_id, Submission.kind == "evaluation",
-            Submission.track == submission.track, Submission.board == submission.board,
-            Submission.id < submission.id, Submission.deleted.is_(False),
+            Submission.kind == "evaluation", Submission.track == submission.track,
+            Submission.board == submission.board, Submission.id != submission.id,
+            Submission.deleted.is_(False),
             Submission.status.in_(("queued", "evaluating", "scoring", "scored")))
             .order_by(Submission.id)):
         stored = json.loads(other.evaluation or "{}")
-        if stored.get("digest") == evaluation["digest"] and \
+        if stored.get("weights") == evaluation["weights"] and \
                 stored.get("predict") == evaluation["predict"]:
             return other.id
     return None
@@ -205,15 +237,19 @@ def _same_content(session, submission: Submission, evaluation: dict) -> int | No
 #: database address); it runs offline
 CHILD_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
                      "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "HF_HOME")
+                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM")
 
 
-def child_environment() -> dict[str, str]:
+def child_environment(scratch: Path) -> dict[str, str]:
+    """The worker's harmless variables; offline, with an empty Hugging Face home of its own
+    (no cached model of the worker's can stand in for a name)."""
     import os
 
     kept = {key: os.environ[key] for key in CHILD_ENVIRONMENT if key in os.environ}
-    return {**kept, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1"}
+    code = str(Path(__file__).resolve().parents[2])  # sumbench's own, installed or not
+    path = os.pathsep.join(filter(None, [code, kept.get("PYTHONPATH")]))
+    return {**kept, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(scratch / "hf-home")}
 
 
 def run_child(database: Database, track, board: str, evaluation: dict,
@@ -231,7 +267,7 @@ def run_child(database: Database, track, board: str, evaluation: dict,
                "scratch": str(folder)}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     code = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
-                      str(folder / "request.json")], settings, folder / "stderr.log")
+                      str(folder / "request.json")], settings, folder / "stderr.log", folder)
     run = folder / "run"
     if code != 0:
         error = run / "error.json"
@@ -253,15 +289,16 @@ def die_with_parent() -> None:
         pass
 
 
-def supervise(command: list[str], settings: InstanceSettings, log: Path) -> int:
-    """Run `command` (its output to `log`), killing it past `evaluate_seconds` or when its
-    resident memory (with its children's) passes `evaluate_memory_bytes`; its exit status,
-    or EvaluationFailed."""
+def supervise(command: list[str], settings: InstanceSettings, log: Path, scratch: Path) -> int:
+    """Run `command` in `scratch` (its output to `log`), killing it past `evaluate_seconds` or
+    when its resident memory (with its children's) passes `evaluate_memory_bytes`; its exit
+    status, or EvaluationFailed."""
     import psutil
 
     with open(log, "wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
-                                   env=child_environment(), preexec_fn=die_with_parent)
+                                   cwd=scratch, env=child_environment(scratch),
+                                   preexec_fn=die_with_parent)
         deadline = time.monotonic() + settings.evaluate_seconds
         try:
             while process.poll() is None:

@@ -1,24 +1,27 @@
-"""Where a submitted model comes from, and whether the server may load it.
+"""Where a submitted model comes from, which of its files the server loads, and the limits.
 
 A SOURCE is a folder under the instance's model root (`serve`/`worker --model-root DIR`: a
-lab's shared storage) or a hub model id. A folder name is relative, holds no `..`, and neither
-it nor any file in it (links included) leads out of the root. A model is loaded from
-safetensors files only (a pickle can run code), never with its own code, and its files may
-hold at most `max_model_bytes`. The worker copies what it checked into its own scratch folder
-(`copy_checked`) and loads that copy, so the files it loads are the files it hashed, whatever
-happens to the shared folder meanwhile. The content digest is the sha256 over the files'
-relative paths and their own sha256, in path order (hidden files such as `.cache/` left out):
-the same files anywhere give the same digest.
+lab's shared storage) or a hub model id. A folder name is relative, holds no `..`, and is
+opened without following links (leaderboard.service.nofollow). A model is loaded from
+safetensors files only (a pickle can run code), never with its own code.
+
+The server loads exactly the folder's *loaded files*: its configuration (`config.json`,
+`generation_config.json`, `adapter_config.json`), tokenizer files (`LOADED_NAMES`) and
+safetensors weights (`model.safetensors`, or the shards its `model.safetensors.index.json`
+lists by plain name, and `adapter_model.safetensors`), all in the folder itself. Anything else
+in the folder (other files, sub-folders, hidden files) is neither read nor copied, so it does
+not change the model or its digest. Limits: at most `max_model_files` entries in the folder,
+and the loaded files at most `max_model_bytes`, counted by logical size (a sparse file in full)
+and by the bytes they occupy on disk.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from leaderboard.service.nofollow import Entry, Folder, check_source_name, refuse
 from tasks.errors import DataError
 
 #: a hub model id: `name` or `owner/name`
@@ -26,113 +29,148 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-
 #: weight formats that unpickle (can run code when loaded): never loaded here
 PICKLED = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 #: the files fetched of a hub model: configuration, tokenizer, safetensors weights, card
-HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.md", "*.tiktoken"]
+HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.md", "*.tiktoken", "*.spm",
+                "*.jinja"]
+INDEX = "model.safetensors.index.json"
+ADAPTER_CONFIG = "adapter_config.json"
+CARD = "README.md"
+#: the files of a folder that transformers and peft load (weights listed by an index too)
+LOADED_NAMES = frozenset({
+    "config.json", "generation_config.json", ADAPTER_CONFIG, INDEX, "model.safetensors",
+    "adapter_model.safetensors", "tokenizer.json", "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model",
+    "tokenizer.model", "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm",
+    "chat_template.jinja", "chat_template.json"})
+#: the most bytes of a JSON file of the model the server reads to plan or check it
+MAX_JSON_BYTES = 16 << 20
+CARD_CHARACTERS = 20_000
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A resolved SOURCE: `kind` "folder" (an absolute path inside the model root) or "hub"."""
+    """A resolved SOURCE: `kind` "folder" (under the model root) or "hub"."""
     kind: str
     name: str                 # as submitted
-    path: str | None = None   # the folder (kind "folder")
     revision: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ModelLimits:
+    max_bytes: int
+    max_files: int
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """The loaded files of a folder (names, in order), and a key of their listing that
+    changes whenever one of them is written, replaced or renamed (size, inode, ctime)."""
+    files: tuple[str, ...]
+    listing_key: str
+    has_card: bool
+
+
 def resolve_source(source: str, model_root: str | None, revision: str | None = None
                    ) -> ModelSource:
-    """The folder under `model_root` that SOURCE names, else the hub model it names; a
+    """SOURCE as a folder under `model_root` when there is one, else as a hub model id; a
     DataError (field `evaluate`) for anything else."""
     if not isinstance(source, str) or not source.strip() or "\0" in source:
-        raise DataError("name a model: a folder under the model root or a hub model id",
-                        field="evaluate")
+        raise refuse("name a model: a folder under the model root or a hub model id")
     source = source.strip()
+    check_source_name(source)
     if model_root is not None:
-        folder = folder_under(source, model_root)
+        folder = Folder.under(model_root, source)
         if folder is not None:
-            return ModelSource("folder", source, str(folder), revision)
+            folder.close()
+            return ModelSource("folder", source, revision)
     if HUB_ID.match(source) and ".." not in source:
-        return ModelSource("hub", source, None, revision)
+        return ModelSource("hub", source, revision)
     where = "a folder under this instance's model root" if model_root else \
         "a folder (this instance has no model root)"
-    raise DataError(f"{source!r} is neither {where} nor a hub model id (owner/name)",
-                    field="evaluate")
+    raise refuse(f"{source!r} is neither {where} nor a hub model id (owner/name)")
 
 
-def folder_under(source: str, model_root: str) -> Path | None:
-    """The folder `source` names under the root, or None when there is none; a DataError
-    when the name would lead out of the root."""
-    parts = Path(source).parts
-    if Path(source).is_absolute() or ".." in parts or source.startswith("~"):
-        raise DataError("a model folder is named relative to the model root, without '..'",
-                        field="evaluate")
-    root = Path(model_root).resolve()
-    folder = (root / source)
-    if not folder.is_dir():
-        return None
-    resolved = folder.resolve()
-    if not is_inside(resolved, root):
-        raise DataError(f"{source!r} leads out of the model root (a link)", field="evaluate")
-    return resolved
+def open_source(source: str, model_root: str | None) -> Folder:
+    folder = Folder.under(model_root, source) if model_root is not None else None
+    if folder is None:
+        raise refuse(f"{source!r} is not a folder under the model root")
+    return folder
 
 
-def is_inside(path: Path, root: Path) -> bool:
-    return os.path.commonpath([str(path), str(root)]) == str(root)
-
-
-def model_files(folder: Path, root: Path | None = None) -> list[Path]:
-    """The folder's files (hidden ones left out), checked: no link out of `root` (or the
-    folder), safetensors weights present, no pickled weights."""
-    bound = (root or folder).resolve()
-    files = sorted(path for path in folder.rglob("*") if path.is_file() and not any(
-        part.startswith(".") for part in path.relative_to(folder).parts))
-    for path in files:
-        if not is_inside(path.resolve(), bound):
-            raise DataError(f"{path.relative_to(folder)} links out of the model root",
-                            field="evaluate")
-    pickled = [path.name for path in files if path.suffix.lower() in PICKLED]
+def plan_folder(folder: Folder, limits: ModelLimits) -> ModelPlan:
+    """The folder's loaded files, checked: plain files (no link, hard link or device), no
+    pickled weights, safetensors weights present, the index's shards named plainly, within
+    the limits."""
+    entries = {entry.name: entry for entry in folder.entries(limits.max_files)}
+    pickled = [name for name in entries if name.lower().endswith(PICKLED)]
     if pickled:
-        raise DataError(f"pickled weights ({', '.join(pickled[:3])}) are never loaded here: "
-                        f"save the model with safetensors", field="evaluate")
-    if not any(path.suffix == ".safetensors" for path in files):
-        raise DataError("no safetensors weights in the model folder", field="evaluate")
-    return files
+        raise refuse(f"pickled weights ({', '.join(pickled[:3])}) are never loaded here: "
+                     f"save the model with safetensors")
+    names = sorted(name for name in entries if name in LOADED_NAMES)
+    for name in [*names, *([CARD] if CARD in entries else [])]:
+        plain_entry(entries[name])
+    if INDEX in names:
+        names = sorted({*names, *index_shards(folder, entries)})
+    if not any(name.endswith(".safetensors") for name in names):
+        raise refuse("no safetensors weights in the model folder")
+    chosen = [entries[name] for name in names]
+    for what, total in (("hold", sum(e.size for e in chosen)),
+                        ("occupy on disk", sum(e.disk for e in chosen))):
+        if total > limits.max_bytes:
+            raise refuse(f"the model's files {what} {total} bytes, over this instance's "
+                         f"limit of {limits.max_bytes}")
+    return ModelPlan(tuple(names), listing_key(chosen), CARD in entries)
 
 
-def check_size(files: list[Path], max_bytes: int) -> None:
-    total = sum(path.stat().st_size for path in files)
-    if total > max_bytes:
-        raise DataError(f"the model's files hold {total} bytes, over this instance's limit of "
-                        f"{max_bytes}", field="evaluate")
+def listing_key(entries: list[Entry]) -> str:
+    """A key that changes when any of the entries is written, replaced or renamed."""
+    key = json.dumps([[entry.name, entry.size, entry.changed] for entry in entries])
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
-def content_digest(folder: Path, files: list[Path], max_bytes: int,
-                   copy_to: Path | None = None, root: Path | None = None) -> str:
-    """sha256 over (relative path, file sha256) in path order; a DataError when the files
-    hold more than `max_bytes`. With `copy_to`, each file is copied there as it is read (the
-    digest is of the copy), after checking once more that it does not lead out of `root`."""
-    check_size(files, max_bytes)
-    digest = hashlib.sha256()
-    for path in files:
-        relative = path.relative_to(folder)
-        if root is not None and not is_inside(path.resolve(), root.resolve()):
-            raise DataError(f"{relative} links out of the model root", field="evaluate")
-        file_digest = hashlib.sha256()
-        target = None
-        if copy_to is not None:
-            (copy_to / relative).parent.mkdir(parents=True, exist_ok=True)
-            target = open(copy_to / relative, "wb")
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                file_digest.update(block)
-                if target is not None:
-                    target.write(block)
-        if target is not None:
-            target.close()
-        digest.update(json.dumps([relative.as_posix(), file_digest.hexdigest()]).encode())
-    return digest.hexdigest()
+def plain_entry(entry: Entry) -> None:
+    if entry.kind == "link":
+        raise refuse(f"{entry.name} is a link: links are never followed")
+    if entry.kind != "file":
+        raise refuse(f"{entry.name} is not a plain file")
+
+
+def index_shards(folder: Folder, entries: dict[str, Entry]) -> list[str]:
+    """The shards `model.safetensors.index.json` lists: plain names of safetensors files of
+    the folder itself, else a DataError naming the field (whatever the name points at)."""
+    index = read_json(folder, INDEX)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise refuse(f"{INDEX}: weight_map is not a map of tensor names to files")
+    shards = sorted(set(weight_map.values()), key=str)
+    for shard in shards:
+        if not (isinstance(shard, str) and is_plain_name(shard) and
+                shard.endswith(".safetensors") and shard in entries):
+            raise refuse(f"{INDEX}: weight_map names a file that is not a safetensors file "
+                         f"of the model folder")
+        plain_entry(entries[shard])
+    return shards
+
+
+def is_plain_name(name: str) -> bool:
+    """A file name of the folder itself: no folder part, not hidden, no `..`."""
+    return bool(name) and "/" not in name and "\\" not in name and "\0" not in name and \
+        not name.startswith(".") and len(name.encode("utf-8", "surrogatepass")) <= 255
+
+
+def read_json(folder: Folder, name: str):
+    try:
+        return json.loads(folder.read_bytes(name, MAX_JSON_BYTES))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise refuse(f"{name} is not valid JSON") from None
+
+
+def model_card(folder: Folder) -> str | None:
+    """The model folder's README.md (its card), at most CARD_CHARACTERS characters."""
+    head = folder.read_bytes(CARD, 4 * CARD_CHARACTERS, cut=True)
+    return head.decode("utf-8", errors="replace")[:CARD_CHARACTERS]
 
 
 def hub_size(name: str, revision: str | None) -> int:
@@ -147,9 +185,8 @@ def hub_size(name: str, revision: str | None) -> int:
                       for pattern in HUB_PATTERNS))
 
 
-def model_card(folder: Path, limit: int = 20_000) -> str | None:
-    """The model folder's README.md (its card), at most `limit` characters."""
-    path = folder / "README.md"
-    if not path.is_file():
-        return None
-    return path.read_text(encoding="utf-8", errors="replace")[:limit]
+def check_hub_size(name: str, revision: str | None, limits: ModelLimits) -> None:
+    size = hub_size(name, revision)
+    if size > limits.max_bytes:
+        raise DataError(f"the model's files hold {size} bytes, over this instance's limit of "
+                        f"{limits.max_bytes}", field="evaluate")

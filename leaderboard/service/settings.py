@@ -60,6 +60,7 @@ class InstanceSettings:
     split_seed: int = 0              # seeds the private split and the linked parts' articles
     revealed: bool = False           # the private part's scores are published (`reveal`)
     max_model_bytes: int = 32 << 30  # a submitted model's files (and its base model's)
+    max_model_files: int = 1000      # entries in a submitted model's folder
     evaluate_seconds: int = 6 * 3600  # wall-clock limit of one model's evaluation
     evaluate_memory_bytes: int = 64 << 30  # resident memory limit of an evaluation process
     summary_evaluators: tuple[Mapping[str, Any], ...] = field(
@@ -70,7 +71,8 @@ class InstanceSettings:
                            tuple(dict(item) for item in self.summary_evaluators))
         for name in ("n_resamples", "quota_per_day", "quota_per_week", "max_upload_bytes",
                      "max_records", "max_files", "max_line_bytes", "min_public_items",
-                     "max_model_bytes", "evaluate_seconds", "evaluate_memory_bytes"):
+                     "max_model_bytes", "max_model_files", "evaluate_seconds",
+                     "evaluate_memory_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SumbenchError(f"setting {name} must be a positive integer, got {value!r}")

@@ -4,6 +4,7 @@ loaded; a model that fails to load, runs too long or out of memory; workers by k
 worker's evaluation taken over (a real SQLite file, the app through ASGI, real processes)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -11,16 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from leaderboard.service.auth import create_token
-from leaderboard.service.db import Database, Job, Score, Submission
-from leaderboard.service.evaluation import EvaluateOptions
+from leaderboard.service.db import Job, Score, Submission
 from leaderboard.service.worker import Worker
 
 from helpers import sumbench
-from lb_helpers import make_database
+from lb_helpers import distinct_copy, evaluation_lab
 from servers import LeaderboardServer, child_env, sumbench_command
 
 #: the tasks of the test board: a label task, a windowed one and a generation task
@@ -29,47 +27,7 @@ TASKS = ("factuality_classification", "extractive_summarization", "fixing_factua
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, data_dir, usb_tokenizer):
-    """An instance (strict_lengths off) on three tasks of the fixture's `all` split and a
-    model root holding a tiny T5 with a card."""
-    from leaderboard.service.app import create_app
-    from trainers.tiny import build_tiny_t5
-
-    root = tmp_path_factory.mktemp("lab")
-    for task in TASKS:
-        shutil.copytree(data_dir / "all" / task, root / "gold" / "all" / task)
-    models = root / "models"
-    model = _answers_at_once(build_tiny_t5(usb_tokenizer))
-    model.save_pretrained(models / "team" / "tiny")
-    usb_tokenizer.save_pretrained(models / "team" / "tiny")
-    (models / "team" / "tiny" / "README.md").write_text("# tiny\nA tiny T5 for tests.\n")
-    url = make_database(root / "lb.sqlite", usb_data=root / "gold", n_resamples=20,
-                        computed_rows=False, strict_lengths="false")
-    database = Database(url)
-    tokens = {name: create_token(database, name, admin=name == "root")
-              for name in ("ada", "root")}
-    return {"root": root, "models": models, "url": url, "database": database,
-            "tokens": tokens, "client": TestClient(create_app(url, str(models))),
-            "options": EvaluateOptions(str(models), "cpu")}
-
-
-def _answers_at_once(model):
-    """The tiny T5 made to end every answer with its first token, so evaluations under the
-    release's 767 new tokens stay short: coordinate 0 of the decoder's residual stream is its
-    input token's embedding there (no block writes to it), positive for every token; the
-    final norm keeps only that coordinate, and the (tied) output layer scores it with each
-    token's embedding, where the end of sequence has 1000 and every other token 1."""
-    import torch
-
-    with torch.no_grad():
-        model.shared.weight[:, 0] = 1.0
-        model.shared.weight[model.config.eos_token_id, 0] = 1000.0
-        for block in model.decoder.block:
-            block.layer[0].SelfAttention.o.weight[0] = 0.0
-            block.layer[1].EncDecAttention.o.weight[0] = 0.0
-            block.layer[2].DenseReluDense.wo.weight[0] = 0.0
-        model.decoder.final_layer_norm.weight.zero_()
-        model.decoder.final_layer_norm.weight[0] = 1.0
-    return model
+    return evaluation_lab(tmp_path_factory.mktemp("lab"), data_dir, usb_tokenizer, TASKS)
 
 
 def _submit(lab, user="ada", **form):
@@ -84,12 +42,7 @@ def _view(lab, submission_id, user="root"):
 
 
 def _copy_model(lab, name: str) -> str:
-    """Another model of the same weights (its card differs, so its content does)."""
-    folder = lab["models"] / "team" / name
-    if not folder.exists():
-        shutil.copytree(lab["models"] / "team" / "tiny", folder)
-        (folder / "README.md").write_text(f"# {name}\n")
-    return f"team/{name}"
+    return distinct_copy(lab["models"], name)
 
 
 def _drain(lab, **settings):
@@ -102,7 +55,8 @@ def _drain(lab, **settings):
 
 
 def test_an_evaluated_model_scores_exactly_as_its_own_predictions_submitted(lab, capsys):
-    from leaderboard.service.model_source import content_digest, model_files
+    from leaderboard.service.model_fetch import digest_of
+    from leaderboard.service.model_refs import weights_fingerprint
 
     answer = _submit(lab, evaluate="team/tiny", card='{"method": "random weights"}')
     assert answer.status_code == 202, answer.text
@@ -111,8 +65,11 @@ def test_an_evaluated_model_scores_exactly_as_its_own_predictions_submitted(lab,
     assert evaluated["status"] == "scored", evaluated["errors"]
     assert (evaluated["kind"], evaluated["badge"]) == ("evaluation", "evaluated here")
     folder = lab["models"] / "team" / "tiny"
-    assert evaluated["evaluation"]["digest"] == content_digest(folder, model_files(folder),
-                                                               1 << 40)
+    loaded = sorted(path.name for path in folder.iterdir() if path.name != "README.md")
+    assert evaluated["evaluation"]["digest"] == digest_of(
+        [(name, hashlib.sha256((folder / name).read_bytes()).hexdigest()) for name in loaded])
+    assert evaluated["evaluation"]["weights"] == weights_fingerprint(
+        [folder / "model.safetensors"])
     assert evaluated["evaluation"]["model_card"].startswith("# tiny")
     assert evaluated["evaluation"]["predict"]["num_beams"] == 4  # `sumbench predict`'s
     page = lab["client"].get(f"/submission/{answer.json()['id']}").text
@@ -183,7 +140,8 @@ def _write_inputs(lab, out: Path) -> None:
     ("../models/team/tiny", "relative to the model root, without '..'"),
     ("/etc", "relative to the model root"),
     ("team/pickled", "pickled weights (pytorch_model.bin) are never loaded here"),
-    ("team/outside", "links out of the model root"),
+    ("team/outside", "tokenizer_config.json is a link: links are never followed"),
+    ("linked/tiny", "is not a folder under the model root (links are never followed)"),
     ("no such thing!", "neither a folder under this instance's model root nor a hub model"),
 ])
 def test_models_the_server_may_not_load_are_refused_at_once(lab, source, message):
@@ -193,7 +151,9 @@ def test_models_the_server_may_not_load_are_refused_at_once(lab, source, message
         (pickled / "pytorch_model.bin").write_bytes(b"pickle")
         outside = lab["models"] / "team" / "outside"
         shutil.copytree(lab["models"] / "team" / "tiny", outside)
-        (outside / "secret.txt").symlink_to("/etc/hostname")
+        (outside / "tokenizer_config.json").unlink()
+        (outside / "tokenizer_config.json").symlink_to("/etc/hostname")
+        (lab["models"] / "linked").symlink_to(lab["models"] / "team")
     answer = _submit(lab, evaluate=source, model=f"bad {source}")
     assert answer.status_code == 422, answer.text
     (error,) = answer.json()["errors"]
@@ -212,7 +172,7 @@ def test_a_form_gives_files_or_a_model_not_both(lab):
 
 
 @pytest.mark.parametrize("setting, folder, reason", [
-    ({}, "broken", "the model cannot be evaluated"),
+    ({}, "broken", "model.safetensors is not a valid safetensors file"),
     ({"evaluate_seconds": 1}, "slow", "timed out after 1 s"),
     ({"evaluate_memory_bytes": 20 << 20}, "big", "ran out of memory"),
 ])
