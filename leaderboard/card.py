@@ -2,8 +2,9 @@
 
 Fields (all optional, strings or numbers, each at most 500 characters): base_model, method
 ("fine-tuning", "LoRA fine-tuning", "few-shot", ...), training_domains, data_fraction, seed,
-link, licence, notes. `card_from_results` fills them from a `sumbench run` folder's
-results.json; explicit values win.
+link, licence, notes, training_data (the data the model was trained on), and usb_test_seen
+(true or false: whether USB test data was among it). `card_from_results` fills them from a
+`sumbench run` folder's results.json; explicit values win.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from tasks.errors import DataError
 from tasks.io import has_lone_surrogate
 
 CARD_FIELDS = ("base_model", "method", "training_domains", "data_fraction", "seed", "link",
-               "licence", "notes")
+               "licence", "notes", "training_data", "usb_test_seen")
+#: fields that hold true or false (the others: strings or numbers)
+BOOLEAN_FIELDS = ("usb_test_seen",)
 MAX_VALUE_CHARS = 500
 
 
@@ -62,6 +65,11 @@ def check_card(card: Any, source: str = "card") -> dict[str, Any]:
         if key not in CARD_FIELDS:
             raise DataError(f"unknown model card field (known: {', '.join(CARD_FIELDS)})",
                             path=source, field=str(key)[:60])
+        if key in BOOLEAN_FIELDS:
+            if not isinstance(value, bool):
+                raise DataError("expected true or false", path=source, field=key)
+            checked[key] = value
+            continue
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise DataError("expected a string or a number", path=source, field=key)
         if isinstance(value, float) and not math.isfinite(value):

@@ -48,12 +48,12 @@ def task_bar_chart(rows: Sequence[Mapping], parts: Sequence[str], *, title: str,
                   [max(0.0, bar["ci95"][1] - bar["value"]) if bar["ci95"] else 0.0
                    for bar in bars]]
         axes.bar(xs, heights, width=width, yerr=errors, capsize=2,
-                 color=colours(row_index % 10), label=str(row["label"])[:40])
+                 color=colours(row_index % 10), label=plain(str(row["label"])[:40]))
     axes.set_xticks(range(len(parts)))
     axes.set_xticklabels([_short(part) for part in parts], rotation=20, ha="right",
                          fontsize=8)
     axes.set_ylabel(value_label)
-    axes.set_title(title, fontsize=10)
+    axes.set_title(plain(title), fontsize=10)
     if shown:
         axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.tight_layout()
@@ -62,5 +62,56 @@ def task_bar_chart(rows: Sequence[Mapping], parts: Sequence[str], *, title: str,
     return buffer.getvalue()
 
 
+def plain(text: str) -> str:
+    """Text as matplotlib shows it literally: a "$" would open math markup (and a model name
+    holding a bad formula would fail the chart, and the board's rebuild with it)."""
+    return text.replace("$", r"\$")
+
+
 def _short(name: str) -> str:
     return name.replace("_", " ")
+
+
+def pareto_front(points: Sequence[Mapping]) -> list[int]:
+    """Indices of the points no other point beats: none has a score at least as high for
+    at most as many seconds, better in one of the two. points: [{"score", "seconds"}]."""
+    front = []
+    for index, point in enumerate(points):
+        beaten = any(other["score"] >= point["score"] and other["seconds"] <= point["seconds"]
+                     and (other["score"] > point["score"] or other["seconds"] < point["seconds"])
+                     for other in points)
+        if not beaten:
+            front.append(index)
+    return front
+
+
+def cost_chart(points: Sequence[Mapping], *, title: str) -> bytes:
+    """Aggregate score against the seconds an evaluation took (log scale), one labelled dot
+    per entry, the Pareto front drawn as a step line. points: [{"label", "score",
+    "seconds"}]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7.0, 4.2), dpi=100)
+    axes = figure.add_subplot(1, 1, 1)
+    front = set(pareto_front(points))
+    for index, point in enumerate(points):
+        on_front = index in front
+        axes.scatter([point["seconds"]], [point["score"]], s=36 if on_front else 18,
+                     color="#c62828" if on_front else "#546e7a", zorder=3)
+        axes.annotate(plain(str(point["label"])[:30]), (point["seconds"], point["score"]),
+                      fontsize=7, xytext=(4, 3), textcoords="offset points")
+    line = sorted((points[i] for i in front), key=lambda p: p["seconds"])
+    if len(line) > 1:
+        axes.step([p["seconds"] for p in line], [p["score"] for p in line], where="post",
+                  color="#c62828", linewidth=1, label="Pareto front")
+        axes.legend(fontsize=7, loc="lower right")
+    axes.set_xscale("log")
+    axes.set_xlabel("seconds of the evaluation (measured by the server)")
+    axes.set_ylabel("aggregate (x100)")
+    axes.set_title(plain(title), fontsize=10)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()

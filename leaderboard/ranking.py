@@ -19,7 +19,7 @@ Rules (also shown on the pages, see `aggregate_rule` and `band_rule`):
 - rank bands: entries sorted by aggregate (ties by entry id); the first entry opens band 1 and
   each next entry opens a new band only when it differs significantly from the entry directly
   above it. An entry without distributions (its analysis pending, or one whose per-item
-  material may not be published: a laddered predictions file) is ranked by its points, with
+  material may not be published: a laddered entry) is ranked by its points, with
   no interval and no band; the entries with distributions are compared with the nearest such
   entry above them.
 """

@@ -111,3 +111,75 @@ class ProbingAttacker:
         labels, public = self.labels[self.alive], self.public[self.alive]
         return {j: int(labels[0, j]) for j in range(self.n_window)
                 if len(labels) and public[:, j].all() and len(set(labels[:, j])) == 1}
+
+
+# ---- a model that probes: FAC outputs chosen per claim ---------------------------------------
+#: the crafted model's vocabulary before the claim tokens
+CRAFTED_SPECIAL = ("<pad>", "</s>", "<unk>", "Yes", "No")
+#: the input's claim part: what the crafted tokenizer keeps whole (FAC's source is
+#: "... SUMMARY: {claim} CONTENT: {document}"); the rest of the input is unknown words
+CLAIM_SPLIT = r" CONTENT: | (?=(?:Yes|No)(?: |$))"
+
+
+def claim_piece(source: str) -> str:
+    """The part of a FAC input the crafted tokenizer reads as one token."""
+    import re
+
+    return re.split(CLAIM_SPLIT, source)[0]
+
+
+def crafted_fac_model(out, claim_values: dict[str, float]):
+    """A tiny T5 and its tokenizer, saved to `out`, that answer "Yes" or "No" and stop, with
+    p(Yes) = sigmoid(2 B S / rms) where S follows the value given to the input's claim:
+    `claim_values` maps a claim piece (`claim_piece`) to a value v (v = 0, and every claim not
+    given, answers p(Yes) = 0.5 exactly; the sign of v is the side of 0.5). Built by hand, as
+    a model trained to emit crafted outputs on the public inputs would behave:
+    - the tokenizer keeps the claim part of a FAC input as one word (unknown words: <unk>);
+    - encoder blocks write nothing (the residual stream is the embedding), whose coordinate 0
+      holds v and coordinate 4 a constant 1;
+    - the decoder's cross-attention (query 0: a uniform mean over the input's tokens) carries
+      coordinate 0 to the decoder's coordinate 3;
+    - tied embeddings: at the first step (input <pad>, coordinate 1) Yes and No lead, apart by
+      coordinate 3; at the next (input Yes or No, coordinate 2) the end of sequence leads."""
+    import torch
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    vocab = {token: index for index, token in enumerate(CRAFTED_SPECIAL)}
+    for piece in sorted(claim_values):
+        vocab.setdefault(piece, len(vocab))
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(CLAIM_SPLIT), "removed")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>",
+                                   eos_token="</s>", unk_token="<unk>")
+    config = T5Config(vocab_size=len(vocab), d_model=8, d_kv=4, num_heads=2, d_ff=8,
+                      num_layers=1, num_decoder_layers=1, pad_token_id=0, eos_token_id=1,
+                      decoder_start_token_id=0, feed_forward_proj="relu", dropout_rate=0.0,
+                      tie_word_embeddings=False)  # no output scaling
+    model = T5ForConditionalGeneration(config)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        embedding = model.shared.weight
+        embedding[:, 4] = 1.0                       # every token: the constant
+        embedding[0, 1] = 1.0                       # <pad>, the first decoder input
+        embedding[1, 2] = 1000.0                    # </s>: leads once Yes or No is in
+        for token, side in ((3, 1.0), (4, -1.0)):   # Yes, No
+            embedding[token, 1], embedding[token, 2], embedding[token, 3] = 10.0, 10.0, 5 * side
+        for piece, value in claim_values.items():
+            embedding[vocab[piece], 0] = value
+        for stack in (model.encoder, model.decoder):
+            stack.final_layer_norm.weight.fill_(1.0)
+            for block in stack.block:
+                for layer in block.layer:
+                    layer.layer_norm.weight.fill_(1.0)
+        model.decoder.final_layer_norm.weight.zero_()
+        model.decoder.final_layer_norm.weight[1:4] = 1.0
+        cross = model.decoder.block[0].layer[1].EncDecAttention
+        cross.v.weight[0, 0] = 1.0
+        cross.o.weight[3, 0] = 1.0
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    return model, fast

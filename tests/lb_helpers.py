@@ -144,9 +144,11 @@ def scored_fix_submission(tmp_path: Path, data_dir: Path, usb_fixture_dir: Path,
     return database, user, entry["id"]
 
 
-def evaluation_lab(root: Path, data_dir: Path, tokenizer, tasks) -> dict:
-    """An instance (strict_lengths off) on `tasks` of the fixture's `all` split and a model
-    root holding a tiny T5 with a card (team/tiny), for models the server evaluates."""
+def evaluation_lab(root: Path, data_dir: Path, tokenizer, tasks, computed_rows: bool = False,
+                   **settings) -> dict:
+    """An instance (strict_lengths off, `settings` on top) on `tasks` of the fixture's `all`
+    split and a model root holding a tiny T5 with a card (team/tiny), for models the server
+    evaluates."""
     import shutil
 
     from fastapi.testclient import TestClient
@@ -165,7 +167,7 @@ def evaluation_lab(root: Path, data_dir: Path, tokenizer, tasks) -> dict:
     tokenizer.save_pretrained(models / "team" / "tiny")
     (models / "team" / "tiny" / "README.md").write_text("# tiny\nA tiny T5 for tests.\n")
     url = make_database(root / "lb.sqlite", usb_data=root / "gold", n_resamples=20,
-                        computed_rows=False, strict_lengths="false")
+                        computed_rows=computed_rows, strict_lengths="false", **settings)
     database = Database(url)
     tokens = {name: create_token(database, name, admin=name == "root")
               for name in ("ada", "bob", "root")}
@@ -210,3 +212,21 @@ def distinct_copy(models: Path, name: str, source: str = "team/tiny") -> str:
         tensors[key][0, 0] += 1 + int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 997
         save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     return f"team/{name}"
+
+
+def gold_copy(data_dir: Path, tasks, changed: int = 0) -> list[dict]:
+    """Prediction records that copy the test gold of `tasks` (`all` variant), the first
+    `changed` records of each task answered wrong."""
+    from tasks import get_task
+    from tasks.gold import gold_templates
+
+    records = []
+    for name in tasks:
+        task = get_task(name)
+        for index, template in enumerate(gold_templates(task, str(data_dir), "all", "test")):
+            prediction = task.gold_prediction(template)
+            if index < changed:
+                prediction = "a wrong answer" if isinstance(prediction, str) else \
+                    [1.0 - value for value in prediction]
+            records.append({**template, "prediction": prediction})
+    return records

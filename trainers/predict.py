@@ -102,12 +102,19 @@ def window_output(window: Window, encoded: EncodedSource, row: GeneratedRow, tas
     output = {"instance": window.instance, "window": window.model_input.window,
               "lines": list(window.model_input.lines) if window.model_input.lines else None,
               "source_tokens": encoded.source_tokens, "input_tokens": len(encoded.input_ids),
-              "text": row.text, "probabilities": None}
+              "generated_tokens": generated_tokens(row, spec), "text": row.text,
+              "probabilities": None}
     if task.output_kind == "probabilities":
         values = label_values(row, window.n_lines, spec.label_rule, labels, tokenizer)
         output.update(probabilities=list(values.values), label_steps=list(values.steps),
                       missing_labels=values.missing, extra_labels=values.extra)
     return output
+
+
+def generated_tokens(row: GeneratedRow, spec: PredictSpec) -> int:
+    """The tokens the model generated for one window: its output's, and the end of sequence
+    that ended it before the cap."""
+    return len(row.token_ids) + (len(row.token_ids) < spec.max_new_tokens)
 
 
 def compute_windows(task: Task, windows: Sequence[Window], model, tokenizer, spec: PredictSpec):
@@ -150,6 +157,7 @@ def build_records(task: Task, instances: Sequence[dict], windows: Sequence[Windo
 
 def run_counts(outputs: Sequence[dict], computed: int) -> dict:
     counts = {"windows": len(outputs), "computed": computed, "resumed": len(outputs) - computed,
+              "generated_tokens": sum(output.get("generated_tokens", 0) for output in outputs),
               "truncated_inputs": sum(o["input_tokens"] < o["source_tokens"] for o in outputs)}
     if outputs and outputs[0].get("probabilities") is not None:
         counts["missing_labels"] = sum(o["missing_labels"] for o in outputs)
@@ -247,7 +255,8 @@ def load_model(path_or_id: str, revision: str | None = None, *, safetensors_only
             return _load_adapter(path, safe)
         model = AutoModelForSeq2SeqLM.from_pretrained(path_or_id, revision=revision,
                                                       trust_remote_code=False, **safe)
-        tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision)
+        tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
+                                                  trust_remote_code=False)
     except load_errors() as error:
         raise load_failure(path_or_id, error) from None
     source = str(path.resolve()) if path.is_dir() else path_or_id
@@ -271,7 +280,8 @@ def _load_adapter(path: Path, safe: dict):
     has_tokenizer = any((path / name).is_file()
                         for name in ("tokenizer.json", "tokenizer_config.json", "spiece.model"))
     tokenizer = AutoTokenizer.from_pretrained(str(path) if has_tokenizer else base,
-                                              revision=None if has_tokenizer else base_revision)
+                                              revision=None if has_tokenizer else base_revision,
+                                              trust_remote_code=False)
     info = {"model": base, "revision": base_revision,
             "commit": hub_commit(base, base_revision), "adapter": str(path.resolve())}
     return model, tokenizer, info

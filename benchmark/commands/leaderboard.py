@@ -102,10 +102,24 @@ def _init_args(parser) -> None:
     parser.add_argument("--private-fraction", type=private_share, metavar="F",
                         help="share of each task's test items per domain kept private: scored, "
                              "published only by `reveal` (new instances: 0.5; 0 turns it off)")
+    parser.add_argument("--gold-visibility", choices=("public", "private"),
+                        help="who can hold the test labels: public (the USB release: entries "
+                             "rank on the whole test set, only models evaluated here are "
+                             "ranked) or private (only this instance: a private part, hosting "
+                             "apart and the Ladder hide them); required with --gold, except "
+                             "for `sumbench data fetch` output (public); --demo is private")
     parser.add_argument("--keep-linked", action="store_true",
                         help="keep every test item of parts whose public inputs give another "
                              "part's gold away (FAC and FIX share sentences), marking them, "
                              "instead of hosting them on disjoint articles")
+
+
+def yes_no(text: str) -> bool:
+    """An argparse type: yes or no (true/false too)."""
+    answers = {"yes": True, "true": True, "no": False, "false": False}
+    if text.strip().lower() not in answers:
+        raise argparse.ArgumentTypeError(f"expected yes or no, got {text!r}")
+    return answers[text.strip().lower()]
 
 
 def private_share(text: str) -> float:
@@ -148,6 +162,13 @@ def _submit_args(parser) -> None:
                   "licence", "notes"):
         parser.add_argument(f"--{field}", dest=f"card_{field.replace('-', '_')}",
                             help="model card (self-reported)")
+    parser.add_argument("--training-data", dest="card_training_data", metavar="TEXT",
+                        help="model card: the data the model was trained on (where the test "
+                             "gold is public, a model evaluated here ranks only with this "
+                             "and --usb-test-seen no)")
+    parser.add_argument("--usb-test-seen", dest="card_usb_test_seen", type=yes_no,
+                        metavar="yes|no", help="model card: whether USB test data was among "
+                                               "its training data")
 
 
 def _status_args(parser) -> None:
@@ -193,12 +214,19 @@ def run_init(args) -> int:
         settings["private_fraction"] = str(args.private_fraction)
     if args.keep_linked:
         settings["keep_linked"] = "true"
+    visibility = args.gold_visibility
+    if args.demo and not gold:
+        if visibility == "public":
+            raise SumbenchError(f"--demo is private: its synthetic gold stays beside the "
+                                f"database ({demo_folder(args.db)}); drop --gold-visibility "
+                                f"public, or give --gold DIR")
+        gold, visibility = str(demo_gold(args.db, args.demo_docs)), "private"
     if args.demo:
-        gold = gold or str(demo_gold(args.db, args.demo_docs))
         settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
     report = initialise(args.db, gold=gold, pyramids=args.pyramid,
                         settings=settings, evaluators=args.evaluator,
-                        computed_rows=not args.no_computed_rows, score=not args.no_score)
+                        computed_rows=not args.no_computed_rows, score=not args.no_score,
+                        gold_visibility=visibility, require_visibility=True)
     if args.demo:
         report["demo_submission"] = submit_demo(args.db, gold)
     print_json(report)

@@ -65,6 +65,15 @@ class LadderAnswer(BaseModel):
     note: str | None = None
 
 
+class Cost(BaseModel):
+    """What an evaluated entry cost, as the server measured it (GPU memory: None on a CPU)."""
+    seconds: float
+    generated_tokens: int
+    peak_rss_bytes: int
+    peak_gpu_bytes: int | None = None
+    device: str
+
+
 class SubmissionView(BaseModel):
     """One submission as its viewer may see it (`scores` and `admin` for admins only); a
     field not declared here is not sent."""
@@ -95,6 +104,10 @@ class SubmissionView(BaseModel):
     scored: str | None = None
     scores: dict[str, dict[str, Any]] | None = None
     admin: dict[str, Any] | None = None
+    gold_visibility: Literal["public", "private"] | None = None
+    matches_public_gold: bool | None = None
+    gold_match: dict[str, Any] | None = None
+    cost: Cost | None = None
 
 
 class Hidden(BaseModel):
@@ -123,14 +136,22 @@ class BoardEntry(Open):
     laddered: bool | None = None
     ladder: dict[str, str] | None = None
     private_scores: dict[str, Number] | None = None
+    cost: Cost | None = None
+    not_ranked: str | None = None
+    matches_public_gold: bool | None = None
 
 
 class BoardDocument(Open):
-    """GET /leaderboard/{track}: the board's entries (ranked first), rules and versions."""
+    """GET /leaderboard/{track}: the ranked and partial entries (`entries`), the listed but
+    not ranked ones and, where the test gold is public, the self-reported predictions files
+    (never ranked); rules and versions."""
     track: str
     variant: str
+    gold_visibility: Literal["public", "private"] = "private"
     parts: list[str]
     entries: list[BoardEntry]
+    not_ranked: list[BoardEntry] = []
+    self_reported: list[BoardEntry] = []
     rules: dict[str, str]
     version_key: str
     public_items: dict[str, int] = {}

@@ -372,11 +372,13 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
 def page_router(database: Database):
     """The HTML pages (not part of the API's schema)."""
     router = APIRouter(include_in_schema=False)
-    links = Links(static=False)
+
+    def links() -> Links:  # every page states the instance's gold visibility
+        return Links(static=False, visibility=load_settings(database).gold_visibility)
 
     @router.get("/", response_class=HTMLResponse)
     def home():
-        return render("index.html", links, **home_view(database))
+        return render("index.html", links(), **home_view(database))
 
     @router.get("/track/{track}", response_class=HTMLResponse)
     def track_page(track: str, variant: str = "all"):
@@ -386,6 +388,11 @@ def page_router(database: Database):
     def chart(track: str, variant: str = "all"):
         return Response(stored(database, track, variant, "chart"), media_type="image/png")
 
+    @router.get("/cost-chart/{track}.png")
+    def cost_chart(track: str, variant: str = "all"):
+        return Response(stored(database, track, variant, "cost_chart"),
+                        media_type="image/png")
+
     @router.get("/submission/{submission_id}", response_class=HTMLResponse)
     def submission_page(submission_id: int, authorization: str | None = Header(None)):
         viewer = request_user(database, authorization, required=False)
@@ -393,13 +400,14 @@ def page_router(database: Database):
             entry = public_view(database, submission_id, viewer)
         except NotFound as error:
             raise HTTPException(404, str(error)) from None
-        return render("submission.html", links, entry=entry,
+        return render("submission.html", links(), entry=entry,
                       place=entry_ranks(database, entry))
 
     @router.get("/admin/users", response_class=HTMLResponse)
     def users_page(authorization: str | None = Header(None)):
         from leaderboard.service.api_routes import admin_user_histories
-        return render("users.html", links, users=admin_user_histories(database, authorization))
+        return render("users.html", links(),
+                      users=admin_user_histories(database, authorization))
 
     @router.get("/compare", response_class=HTMLResponse)
     def compare_page(a: int, b: int):
@@ -409,6 +417,6 @@ def page_router(database: Database):
             raise HTTPException(404, str(error)) from None
         except SumbenchError as error:
             raise HTTPException(409, str(error)) from None
-        return render("compare.html", links, **view)
+        return render("compare.html", links(), **view)
 
     return router

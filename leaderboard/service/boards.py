@@ -4,10 +4,13 @@
 board's version key and ranks those that cover every part (leaderboard.ranking: aggregate
 over all parts, 95% intervals, paired tests against the entry above, rank bands); an entry
 whose analysis is pending is ranked by its points, its intervals and band marked pending, and
-a laddered predictions file by what the Ladder released to it, with no interval or band
-(leaderboard.service.ladder). Partial entries are listed apart. It adds the published
-reference rows and renders the per-part bar chart, reading settings, gold and entries in the
-one transaction it is given;
+a laddered entry (a participant's file or evaluated model on private gold) by what the Ladder
+released to it, with no interval or band (leaderboard.service.ladder). Partial entries are
+listed apart. Where the gold is public, only what the server computed ranks: predictions
+files are listed as self-reported and evaluated entries without a clean training-data
+declaration as not ranked (`split_public_entries`). It adds the published reference rows and
+renders the per-part bar chart, reading settings, gold and entries in the one transaction it
+is given;
 leaderboard.service.publish gives it a snapshot transaction, renders outside any transaction
 and stores the result with the page, API document and CSV in ONE row (rebuild tickets keep a
 snapshot read earlier from replacing one read later). A snapshot holds aggregates and
@@ -31,6 +34,7 @@ BADGES = {"submission": "scored here from predictions",
           "reference": "computed here (human-judged system)",
           "builtin": "computed here (built-in evaluator)"}
 CARD_BADGE = "self-reported metadata"
+SELF_REPORTED = "self-reported predictions (the test gold is public)"
 CHART_ROWS = 10
 
 
@@ -48,7 +52,45 @@ def _entry(submission: Submission, user: User, score: Score, revealed: bool) -> 
         entry["ladder"] = {part: answer["improved"] for part, answer in released.items()}
     if revealed:
         entry["private"] = private_headlines(score, released)
+    evaluation = json.loads(submission.evaluation) if submission.evaluation else {}
+    if evaluation.get("cost"):
+        entry["cost"] = evaluation["cost"]
+    if score.gold_match:
+        entry["gold_match"] = json.loads(score.gold_match)
     return entry
+
+
+def not_ranked_reason(entry: dict) -> str | None:
+    """Why a public-gold board lists an entry without ranking it; None when it ranks. It
+    ranks what the server computed: models evaluated here that declare their training data
+    and no USB test data, and computed rows (baselines, references)."""
+    if entry["kind"] == "submission":
+        return SELF_REPORTED
+    if entry["kind"] != "evaluation":
+        return None
+    if (entry.get("gold_match") or {}).get("matches_public_gold"):
+        return "its predictions copy the public gold"
+    card = entry["card"]
+    if card.get("usb_test_seen") is True:
+        return "declares USB test data among its training data"
+    if not card.get("training_data") or card.get("usb_test_seen") is not False:
+        return "declares no training data (submit --training-data TEXT --usb-test-seen no)"
+    return None
+
+
+def split_public_entries(entries: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    """(rankable, not ranked with their reason, self-reported predictions files) of a
+    public-gold board's entries, each in submission order."""
+    rankable, not_ranked, self_reported = [], [], []
+    for entry in sorted(entries, key=lambda e: int(e["id"])):
+        reason = not_ranked_reason(entry)
+        if reason is None:
+            rankable.append(entry)
+        elif reason == SELF_REPORTED:
+            self_reported.append(entry)
+        else:
+            not_ranked.append({**entry, "not_ranked": reason})
+    return rankable, not_ranked, self_reported
 
 
 def private_headlines(score: Score, released: dict | None) -> dict[str, float | None]:
@@ -61,7 +103,8 @@ def private_headlines(score: Score, released: dict | None) -> dict[str, float | 
                  for part, result in results.items()}
     if released is None:
         return headlines
-    return {part: None if value is None else rounded(value, released[part]["step"])
+    return {part: None if value is None else rounded(value, released[part]["step"],
+                                                     released[part].get("range"))
             for part, value in headlines.items()}
 
 
@@ -151,7 +194,12 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
     parts = track.parts(gold, board)
     entries, distributions = collect_entries(session, track.name, board, key,
                                              settings.n_resamples, settings.revealed)
-    small = small_parts(gold[board], settings.min_public_items)
+    not_ranked, self_reported = [], []
+    if settings.gold_is_public:  # nothing hidden: every interval is published
+        entries, not_ranked, self_reported = split_public_entries(entries)
+        small = set()
+    else:
+        small = small_parts(gold[board], settings.min_public_items)
     ranked, partial = rank_board(entries, distributions, parts, settings.alpha, small)
     published = published_usb_rows() if track.name == "usb" and board == "all" else []
     return {"track": track.name, "title": track.title, "description": track.description,
@@ -170,8 +218,10 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "public_items": {part: public_count(payload)
                              for part, payload in gold[board].items()},
             "ladder": {"step": settings.ladder_step, "on": settings.ladder_step > 0},
-            "revealed": settings.revealed,
-            "ranked": ranked, "partial": partial, "published": published,
+            "revealed": settings.revealed, "gold_visibility": settings.gold_visibility,
+            "ranked": ranked, "partial": partial, "not_ranked": not_ranked,
+            "self_reported": self_reported, "published": published,
+            "cost_points": len(cost_points({"ranked": ranked})),
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
 
 
@@ -206,6 +256,25 @@ def chart_of(snapshot: dict) -> bytes:
                                 f"{len(rows)} entries (95% intervals)")
 
 
+def cost_points(snapshot: dict) -> list[dict]:
+    """The ranked entries with a measured cost: label, aggregate and seconds."""
+    return [{"label": f"#{e['rank']} {e['model']}", "score": e["aggregate"],
+             "seconds": max(float(e["cost"]["seconds"]), 1e-3), "id": e["id"]}
+            for e in snapshot["ranked"]
+            if e.get("aggregate") is not None and (e.get("cost") or {}).get("seconds")]
+
+
+def cost_chart_of(snapshot: dict) -> bytes | None:
+    """Aggregate against seconds with the Pareto front; None when no entry has a cost."""
+    from leaderboard.charts import cost_chart
+
+    points = cost_points(snapshot)
+    if not points:
+        return None
+    return cost_chart(points, title=f"{snapshot['track']} / {snapshot['board']}: aggregate "
+                                    f"against the seconds of its evaluation")
+
+
 def read_board(database: Database, track: str, board: str) -> tuple[dict, bytes | None] | None:
     """(snapshot, chart PNG) as last stored; None when the board was never built."""
     with database.session() as session:
@@ -215,9 +284,10 @@ def read_board(database: Database, track: str, board: str) -> tuple[dict, bytes 
 
 
 def stored_output(database: Database, track: str, board: str, name: str) -> str | bytes | None:
-    """One stored output of a board ("page", "document", "csv" or "chart"), read alone."""
+    """One stored output of a board ("page", "document", "csv", "chart" or "cost_chart"),
+    read alone."""
     column = {"page": Board.page, "document": Board.document, "csv": Board.csv,
-              "chart": Board.chart}[name]
+              "chart": Board.chart, "cost_chart": Board.cost_chart}[name]
     with database.session() as session:
         return session.scalar(select(column).filter_by(track=track, board=board))
 

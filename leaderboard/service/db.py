@@ -154,6 +154,9 @@ class Score(Base):
     #: entry is not laddered)
     released: Mapped[str | None] = mapped_column(Text, nullable=True)
     breakdown: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: public gold only: how many of a predictions file's records copy the gold answer
+    #: (leaderboard.tracks.base.gold_match_summary)
+    gold_match: Mapped[str | None] = mapped_column(Text, nullable=True)
     current: Mapped[bool] = mapped_column(Boolean, default=True)
     analysed: Mapped[bool] = mapped_column(Boolean, default=False)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
@@ -185,6 +188,7 @@ class Board(Base):
     page: Mapped[str | None] = mapped_column(Text, nullable=True)        # rendered HTML
     document: Mapped[str | None] = mapped_column(Text, nullable=True)    # the API's JSON
     csv: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cost_chart: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # PNG
     computed_at: Mapped[_dt.datetime] = mapped_column(DateTime, default=utcnow)
     #: the horizon of the stored snapshot (the newest rebuild ticket its reads saw): a snapshot
     #: of a lower horizon was read earlier and never replaces it (None: stored before tickets)

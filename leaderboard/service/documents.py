@@ -8,12 +8,20 @@ from collections.abc import Mapping
 from typing import Any
 
 ENTRY_KEYS = ("id", "model", "kind", "badge", "card", "user", "created", "rank", "band",
-              "aggregate", "aggregate_ci95", "ci95", "part_ranks", "analysis", "laddered")
+              "aggregate", "aggregate_ci95", "ci95", "part_ranks", "analysis", "laddered",
+              "cost")
+#: the cost fields of an evaluated entry, as the server measured them
+COST_FIELDS = ("seconds", "generated_tokens", "peak_rss_bytes", "peak_gpu_bytes", "device")
 
 
 def _public_entry(entry: Mapping[str, Any]) -> dict:
     data = {key: entry.get(key) for key in ENTRY_KEYS}
     data["scores"] = dict(entry["headlines"])
+    if "not_ranked" in entry:
+        data["not_ranked"] = entry["not_ranked"]
+    if "gold_match" in entry:
+        data["matches_public_gold"] = entry["gold_match"]["matches_public_gold"]
+        data["gold_match"] = entry["gold_match"]
     if entry.get("laddered"):  # which parts the Ladder released now, which kept the best
         data["ladder"] = {part: "improved" if improved else "no improvement"
                           for part, improved in entry.get("ladder", {}).items()}
@@ -25,8 +33,11 @@ def _public_entry(entry: Mapping[str, Any]) -> dict:
 def board_document(snapshot: Mapping[str, Any]) -> dict:
     """GET /api/v1/leaderboard/{track}: scored entries (ranked first, then partial)."""
     return {"track": snapshot["track"], "variant": snapshot["board"],
+            "gold_visibility": snapshot.get("gold_visibility", "private"),
             "parts": snapshot["parts"], "headline_names": snapshot["headline_names"],
             "entries": [_public_entry(e) for e in snapshot["ranked"] + snapshot["partial"]],
+            "not_ranked": [_public_entry(e) for e in snapshot.get("not_ranked", [])],
+            "self_reported": [_public_entry(e) for e in snapshot.get("self_reported", [])],
             "published": snapshot["published"], "rules": snapshot["rules"],
             "parameters": snapshot["parameters"], "version_key": snapshot["version_key"],
             "versions": snapshot["versions"], "computed": snapshot["computed"],
@@ -34,18 +45,34 @@ def board_document(snapshot: Mapping[str, Any]) -> dict:
             "ladder": snapshot.get("ladder"), "revealed": snapshot.get("revealed", False)}
 
 
+#: the CSV's lists, in order: (snapshot key, what the `list` column says)
+CSV_LISTS = (("ranked", "ranked"), ("partial", "partial"), ("not_ranked", "not ranked"),
+             ("self_reported", "self-reported"))
+
+
 def board_csv(snapshot: Mapping[str, Any]) -> str:
-    """One row per scored entry: rank, band, model, aggregate (+ interval), part headlines."""
+    """One row per scored entry: its list, rank, band, model, aggregate (+ interval), part
+    headlines, the board's gold visibility, the declared training data, whether it copies
+    the public gold, and the cost the server measured."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     parts = list(snapshot["parts"])
-    writer.writerow(["id", "model", "source", "rank", "band", "aggregate", "aggregate_low",
-                     "aggregate_high", *parts])
-    for entry in snapshot["ranked"] + snapshot["partial"]:
-        ci = entry.get("aggregate_ci95") or [None, None]
-        writer.writerow([entry["id"], _csv_text(entry["model"]), entry["badge"],
-                         entry.get("rank"), entry.get("band"), entry.get("aggregate"), *ci,
-                         *[entry["headlines"].get(part) for part in parts]])
+    writer.writerow(["id", "model", "source", "list", "rank", "band", "aggregate",
+                     "aggregate_low", "aggregate_high", *parts, "gold_visibility",
+                     "training_data", "usb_test_seen", "matches_public_gold",
+                     *(f"cost_{name}" for name in COST_FIELDS)])
+    visibility = snapshot.get("gold_visibility", "private")
+    for key, listed in CSV_LISTS:
+        for entry in snapshot.get(key, []):
+            ci = entry.get("aggregate_ci95") or [None, None]
+            card, cost = entry.get("card") or {}, entry.get("cost") or {}
+            matches = (entry.get("gold_match") or {}).get("matches_public_gold")
+            writer.writerow([entry["id"], _csv_text(entry["model"]), entry["badge"], listed,
+                             entry.get("rank"), entry.get("band"), entry.get("aggregate"), *ci,
+                             *[entry["headlines"].get(part) for part in parts], visibility,
+                             _csv_text(str(card.get("training_data", ""))),
+                             card.get("usb_test_seen"), matches,
+                             *[cost.get(name) for name in COST_FIELDS]])
     return buffer.getvalue()
 
 

@@ -1,6 +1,7 @@
 """What anyone may see of one submission (`public_view`): its status and card, and once
-scored what its kind may publish. A laddered predictions file shows only what the Ladder
-released (leaderboard.service.ladder); the server's own entries their public part's metric
+scored what its kind may publish. A laddered entry (a participant's predictions file or
+evaluated model, on private gold) shows only what the Ladder released
+(leaderboard.service.ladder); the server's own entries their public part's metric
 dicts and breakdown; admins also the whole test set's, each such read audited.
 """
 from __future__ import annotations
@@ -43,9 +44,13 @@ def public_view(database: Database, submission_id: int, viewer: User | None = No
                 "created": submission.created_at.isoformat(timespec="seconds") + "Z"}
         if submission.evaluation:
             view["evaluation"] = json.loads(submission.evaluation)
+            if view["evaluation"].get("cost"):
+                view["cost"] = view["evaluation"]["cost"]
         admin = viewer is not None and viewer.is_admin
+        settings = load_settings(database, session)
+        view["gold_visibility"] = settings.gold_visibility
         if score is not None and submission.status == "scored":
-            view.update(score_view(score, load_settings(database, session), admin))
+            view.update(score_view(score, settings, admin))
     if admin and "admin" in view:
         with database.write_session() as session:
             audit(session, viewer.name, "read", "accepted", submission_id=submission_id,
@@ -75,6 +80,9 @@ def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
         view.update(headlines=released_headlines(released), ladder=released)
     if settings.revealed:
         view["private_headlines"] = private_headlines(score, released)
+    if score.gold_match:
+        view["gold_match"] = json.loads(score.gold_match)
+        view["matches_public_gold"] = view["gold_match"]["matches_public_gold"]
     if admin:
         view["scores"] = json.loads(score.results)
         view["admin"] = {"public_headlines": json.loads(score.headlines),

@@ -20,6 +20,7 @@ EXIT_UNLOADABLE, EXIT_MEMORY = 3, 4
 
 def evaluate(request: dict) -> dict:
     from tasks import get_task
+    from trainers.generation import model_device
     from trainers.predict import PredictSpec, load_model, prepared_fingerprint, run_task
 
     out = Path(request["out"])
@@ -33,7 +34,24 @@ def evaluate(request: dict) -> dict:
         result = run_task(task, instances, model, tokenizer, spec, out, resume=False,
                           model_print=fingerprint)
         counts[name] = {"instances": len(instances), **result.counts}
-    return {"model_fingerprint": fingerprint, "counts": counts}
+    return {"model_fingerprint": fingerprint, "counts": counts,
+            "measured": measured(model_device(model), counts)}
+
+
+def measured(device, counts: dict) -> dict:
+    """What the process itself can tell of its cost: generated tokens, its peak resident
+    memory, the GPU memory it held at most (None without a GPU) and the device's name."""
+    import resource
+
+    import torch
+
+    from tasks.provenance import cpu_model
+
+    gpu = device.type == "cuda"
+    return {"generated_tokens": sum(c.get("generated_tokens", 0) for c in counts.values()),
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "peak_gpu_bytes": int(torch.cuda.max_memory_allocated(device)) if gpu else None,
+            "device": torch.cuda.get_device_name(device) if gpu else f"cpu ({cpu_model()})"}
 
 
 def reason_of(error: BaseException, scratch: str) -> str:

@@ -122,8 +122,8 @@ def model_limits(settings: InstanceSettings) -> ModelLimits:
 def describe(source, profile: str | None) -> dict:
     """What an evaluation records when it is submitted: the source as named, its revision,
     the profile and the predict settings (the content digest and card once it is fetched)."""
-    return {"source": source.name, "revision": source.revision, "profile": profile,
-            "predict": predict_settings(profile)}
+    return {"source": source.name, "kind": source.kind, "revision": source.revision,
+            "profile": profile, "predict": predict_settings(profile)}
 
 
 def _queue(database: Database, settings: InstanceSettings, user: User, identical: Identical,
@@ -154,8 +154,6 @@ class EvaluationFailed(SumbenchError):
 
 
 def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
-    from leaderboard.service.model_fetch import fetch_model
-
     with database.write_session() as session:
         submission = session.get(Submission, job.submission_id)
         if submission.deleted or submission.predictions is not None:
@@ -169,16 +167,7 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="sumbench-evaluate-") as scratch:
             folder = Path(scratch)
-            try:
-                fetched = fetch_model(evaluation["source"], evaluation["revision"],
-                                      options.model_root, model_limits(settings),
-                                      folder / "fetched")
-            except DataError as error:  # about the model's own files, named as submitted
-                raise EvaluationFailed(f"the model cannot be fetched: {error.reason}") \
-                    from None
-            except OSError as error:
-                raise EvaluationFailed("the model cannot be fetched: " + redact(
-                    first_line(error), scratch, options.model_root)) from None
+            fetched = fetch_checked(evaluation, options, settings, folder)
             evaluation = {**evaluation, "digest": fetched.digest, "weights": fetched.weights,
                           "model_card": fetched.card, "removed_fields": list(fetched.removed)}
             claim_content(database, job, evaluation)
@@ -189,6 +178,31 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
                              predictions)
     except EvaluationFailed as error:
         fail(database, job, str(error))
+
+
+def fetch_checked(evaluation: dict, options: EvaluateOptions, settings: InstanceSettings,
+                  scratch: Path):
+    """The model copied into `scratch`, or EvaluationFailed (once: the same files would fail
+    again). An evaluation run again (a rescore) must find the files it evaluated before."""
+    from leaderboard.service.model_fetch import fetch_model
+
+    try:
+        fetched = fetch_model(evaluation["source"], evaluation["revision"], options.model_root,
+                              model_limits(settings), scratch / "fetched",
+                              kind=evaluation.get("kind"))
+    except DataError as error:  # about the model's own files, named as submitted
+        raise EvaluationFailed(f"the model cannot be fetched: {error.reason}") from None
+    except OSError as error:
+        raise EvaluationFailed("the model cannot be fetched: " + redact(
+            first_line(error), str(scratch), options.model_root)) from None
+    except (ValueError, TypeError, KeyError, RecursionError) as error:  # its files' content
+        raise EvaluationFailed(f"the model cannot be fetched: {type(error).__name__}: "
+                               + redact(first_line(error), str(scratch),
+                                        options.model_root)) from None
+    if evaluation.get("digest") not in (None, fetched.digest):
+        raise EvaluationFailed("the model's files changed since this entry was evaluated "
+                               "(another content digest): submit them again to evaluate them")
+    return fetched
 
 
 def first_line(error: BaseException) -> str:
@@ -266,15 +280,28 @@ def run_child(database: Database, track, board: str, evaluation: dict,
                "spec": {**evaluation["predict"], "device": options.device},
                "scratch": str(folder)}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    code = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
-                      str(folder / "request.json")], settings, folder / "stderr.log", folder)
+    started = time.monotonic()
+    code, peak_rss = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
+                                str(folder / "request.json")], settings, folder / "stderr.log",
+                               folder)
+    seconds = time.monotonic() - started
     run = folder / "run"
     if code != 0:
         error = run / "error.json"
         reason = json.loads(error.read_text())["reason"] if error.is_file() else \
             f"the evaluation process failed (exit status {code})"
         raise EvaluationFailed(reason)
-    return json.loads((run / "evaluation.json").read_text())
+    outcome = json.loads((run / "evaluation.json").read_text())
+    return {**outcome, "cost": evaluation_cost(outcome.pop("measured"), seconds, peak_rss)}
+
+
+def evaluation_cost(measured: dict, seconds: float, polled_rss: int) -> dict:
+    """The entry's `cost`: wall seconds of the evaluation process as the worker timed it,
+    generated tokens, peak resident memory (the process's own peak, or the worker's polls
+    of it with its children, whichever is higher), peak GPU memory and the device."""
+    return {"seconds": round(seconds, 3), "generated_tokens": int(measured["generated_tokens"]),
+            "peak_rss_bytes": max(int(measured["peak_rss_bytes"]), polled_rss),
+            "peak_gpu_bytes": measured["peak_gpu_bytes"], "device": measured["device"]}
 
 
 def die_with_parent() -> None:
@@ -289,10 +316,11 @@ def die_with_parent() -> None:
         pass
 
 
-def supervise(command: list[str], settings: InstanceSettings, log: Path, scratch: Path) -> int:
+def supervise(command: list[str], settings: InstanceSettings, log: Path,
+              scratch: Path) -> tuple[int, int]:
     """Run `command` in `scratch` (its output to `log`), killing it past `evaluate_seconds` or
-    when its resident memory (with its children's) passes `evaluate_memory_bytes`; its exit
-    status, or EvaluationFailed."""
+    when its resident memory (with its children's) passes `evaluate_memory_bytes`; (its exit
+    status, the most resident memory polled), or EvaluationFailed."""
     import psutil
 
     with open(log, "wb") as output:
@@ -300,16 +328,18 @@ def supervise(command: list[str], settings: InstanceSettings, log: Path, scratch
                                    cwd=scratch, env=child_environment(scratch),
                                    preexec_fn=die_with_parent)
         deadline = time.monotonic() + settings.evaluate_seconds
+        peak = 0
         try:
             while process.poll() is None:
                 if time.monotonic() > deadline:
                     raise EvaluationFailed(f"the evaluation timed out after "
                                            f"{settings.evaluate_seconds} s")
-                if resident_bytes(psutil, process.pid) > settings.evaluate_memory_bytes:
+                peak = max(peak, resident_bytes(psutil, process.pid))
+                if peak > settings.evaluate_memory_bytes:
                     raise EvaluationFailed(f"the evaluation ran out of memory (over "
                                            f"{settings.evaluate_memory_bytes} bytes resident)")
                 time.sleep(POLL_SECONDS)
-            return process.returncode
+            return process.returncode, peak
         finally:
             if process.poll() is None:
                 process.kill()

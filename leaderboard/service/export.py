@@ -11,7 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
-from leaderboard.service.boards import all_boards, read_board
+from leaderboard.service.boards import all_boards, read_board, stored_output
 from leaderboard.service.db import Database
 from leaderboard.service.documents import board_csv, board_document
 from tasks.atomic import atomic_directory
@@ -21,6 +21,7 @@ from tasks.errors import SumbenchError
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
     from leaderboard.service.entry_view import public_view
+    from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import NotFound
     from leaderboard.service.views import (
         STATIC,
@@ -31,7 +32,8 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
         render,
     )
 
-    links, counts = Links(static=True), {"boards": 0, "entries": 0, "compare": 0}
+    links = Links(static=True, visibility=load_settings(database).gold_visibility)
+    counts = {"boards": 0, "entries": 0, "compare": 0}
     with atomic_directory(out_dir) as staging:
         shutil.copytree(STATIC, staging / "static")
         (staging / "index.html").write_text(render("index.html", links,
@@ -47,7 +49,11 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
                                                                  encoding="utf-8")
             if chart:
                 (staging / links.chart(track, board)).write_bytes(chart)
-            entries = snapshot["ranked"] + snapshot["partial"]  # pending ones are ranked
+            cost = stored_output(database, track, board, "cost_chart")
+            if cost:
+                (staging / links.cost_chart(track, board)).write_bytes(cost)
+            entries = [entry for key in ("ranked", "partial", "not_ranked", "self_reported")
+                       for entry in snapshot.get(key, [])]  # pending ones are ranked
             for entry in entries:
                 try:
                     view = public_view(database, entry["id"])

@@ -6,26 +6,53 @@ and computed rows are added once.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from leaderboard.service.boards import read_board, settings_sha256
 from leaderboard.service.db import Database
 from leaderboard.service.gold import boards_of, store_gold
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.schema import migrate
-from leaderboard.service.settings import InstanceSettings, load_settings, save_settings
+from leaderboard.service.settings import (
+    PUBLIC_GOLD_SETTINGS,
+    InstanceSettings,
+    load_settings,
+    save_settings,
+)
 from tasks.errors import SumbenchError
 
+VISIBILITY_REQUIRED = (
+    "--gold-visibility is required with --gold: public (participants can hold the test "
+    "labels, as with the USB release: entries rank on the whole test set and only models "
+    "evaluated here are ranked) or private (only this instance holds them: a private part, "
+    "hosting apart and the Ladder keep them hidden)")
 
-def configure(database: Database, changes: Mapping[str, str], evaluators: Sequence[str]):
+
+def configure(database: Database, changes: Mapping[str, str], evaluators: Sequence[str],
+              gold_visibility: str | None = None):
     """Store the settings with `changes` applied (and evaluator specs, when given). What is
     hosted and kept private cannot change under published entries before `reveal`: items
-    private under the new split would have public numbers from the old one."""
+    private under the new split would have public numbers from the old one. Public gold
+    takes the settings that hide nothing (PUBLIC_GOLD_SETTINGS); it cannot become private."""
     from leaderboard.tracks.summaries import SummariesEvaluator
 
     before = load_settings(database)
+    changes = dict(changes)
+    if gold_visibility is not None:
+        changes["gold_visibility"] = gold_visibility
+    if str(changes.get("gold_visibility", before.gold_visibility)).strip('"') == "public":
+        for name, value in PUBLIC_GOLD_SETTINGS.items():
+            changes.setdefault(name, json.dumps(value))
     settings = before.with_changes(changes)
-    if settings.hosting() != before.hosting() and not before.revealed:
+    if settings.gold_visibility != before.gold_visibility and boards_of(database):
+        raise SumbenchError(
+            f"this instance's gold is {before.gold_visibility}: a gold's visibility is chosen "
+            f"when it is first loaded, and changing it would publish what was hidden or hide "
+            f"what is public; start a new instance for {settings.gold_visibility} gold")
+    if settings.hosting() != before.hosting() and not before.revealed and \
+            not settings.gold_is_public:
         check_nothing_published(database, before, settings)
     if evaluators:
         parsed = [SummariesEvaluator.parse(text) for text in evaluators]
@@ -113,14 +140,36 @@ def built_with(database: Database, track: str, board: str, settings) -> bool:
     return stored is not None and stored[0].get("settings_sha256") == settings_sha256(settings)
 
 
+def gold_visibility_of(database: Database, gold: str | None, given: str | None,
+                       required: bool) -> str | None:
+    """The visibility `init` stores: public for the official release (`sumbench data fetch`
+    output, by its archive_info.json; private is refused), else the one given; None keeps
+    the stored one. `required`: --gold of a new instance must say which (a SumbenchError)."""
+    from tasks.usb.archive import release_info
+
+    release = release_info(gold) if gold else None
+    if release is not None:
+        if given == "private":
+            raise SumbenchError(f"--gold-visibility private: {gold} is the public USB release "
+                                f"(`sumbench data fetch` wrote it; see its archive_info.json), "
+                                f"so its test labels cannot be kept private")
+        return "public"
+    if given is None and gold and required and Path(gold).is_dir() and \
+            "usb" not in boards_of(database):  # (a missing folder: load_gold says so)
+        raise SumbenchError(VISIBILITY_REQUIRED)
+    return given
+
+
 def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = (),
                settings: Mapping[str, str] | None = None, evaluators: Sequence[str] = (),
-               computed_rows: bool = True, score: bool = True) -> dict:
+               computed_rows: bool = True, score: bool = True,
+               gold_visibility: str | None = None, require_visibility: bool = False) -> dict:
     """Everything `leaderboard init` does; returns a report."""
     database = Database(db)
     try:
         revision = migrate(database)
-        instance = configure(database, settings or {}, evaluators)
+        visibility = gold_visibility_of(database, gold, gold_visibility, require_visibility)
+        instance = configure(database, settings or {}, evaluators, visibility)
         changes = load_all_gold(database, instance, gold, pyramids)
         added = add_computed_rows(database, instance) if computed_rows else {}
         jobs = 0
@@ -134,7 +183,8 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
                 if (track, board) in stale or not built_with(database, track, board, instance):
                     rebuild_board(database, track, board)
         return {"database": database.url.split("@")[-1], "revision": revision,
-                "settings": instance.to_dict(), "gold": changes, "computed_rows": added,
-                "jobs_run": jobs, "boards": boards, "linked_parts": linked_report(database)}
+                "gold_visibility": instance.gold_visibility, "settings": instance.to_dict(),
+                "gold": changes, "computed_rows": added, "jobs_run": jobs, "boards": boards,
+                "linked_parts": linked_report(database)}
     finally:
         database.dispose()

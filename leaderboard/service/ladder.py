@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy import select
 
@@ -37,8 +37,11 @@ def part_step(ladder_step: float, n_public: int) -> float:
     return max(float(ladder_step), 100.0 / math.sqrt(max(n_public, 1)))
 
 
-def rounded(value: float, step: float) -> float:
-    return round(round(value / step) * step, 6)
+def rounded(value: float, step: float, bounds: Sequence[float] | None = None) -> float:
+    """`value` to the nearest multiple of `step`, kept inside the metric's `bounds` (a
+    multiple past 100 is never published: the bound is)."""
+    value = round(round(value / step) * step, 6)
+    return value if bounds is None else min(max(value, bounds[0]), bounds[1])
 
 
 def user_bests(session, user_id: int, track: str, board: str, version_key: str,
@@ -62,21 +65,26 @@ def user_bests(session, user_id: int, track: str, board: str, version_key: str,
 
 
 def ladder_answers(headlines: Mapping[str, float | None], n_public: Mapping[str, int],
-                   bests: Mapping[str, float], ladder_step: float,
-                   min_items: int) -> dict[str, dict]:
-    """part -> {"value", "improved", "step"[, "note"]}: what the Ladder releases of these
-    public headlines, given the user's bests."""
+                   bests: Mapping[str, float], ladder_step: float, min_items: int,
+                   bounds: Mapping[str, Sequence[float]] | None = None) -> dict[str, dict]:
+    """part -> {"value", "improved", "step", "range"[, "note"]}: what the Ladder releases of
+    these public headlines, given the user's bests; a released value stays in its part's
+    metric range (`bounds`: part -> [low, high])."""
     answers = {}
     for part, headline in sorted(headlines.items()):
         step = round(part_step(ladder_step, n_public.get(part, 0)), 6)
-        best = bests.get(part)
+        best, limits = bests.get(part), (bounds or {}).get(part)
+        common = {"step": step, **({"range": list(limits)} if limits else {})}
         if n_public.get(part, 0) < min_items:
-            answers[part] = {"value": None, "improved": False, "step": step,
+            answers[part] = {"value": None, "improved": False, **common,
                              "note": f"withheld: fewer than {min_items} public test items"}
         elif headline is not None and (best is None or headline > best + step):
-            answers[part] = {"value": rounded(headline, step), "improved": True, "step": step}
+            answers[part] = {"value": rounded(headline, step, limits), "improved": True,
+                             **common}
         else:
-            answers[part] = {"value": best, "improved": False, "step": step,
+            kept = best if best is None or limits is None else \
+                min(max(best, limits[0]), limits[1])
+            answers[part] = {"value": kept, "improved": False, **common,
                              "note": NO_IMPROVEMENT}
     return answers
 

@@ -77,15 +77,20 @@ def digest_of(hashes: list[tuple[str, str]]) -> str:
 
 
 def fetch_model(name: str, revision: str | None, model_root: str | None, limits: ModelLimits,
-                dest: Path) -> FetchedModel:
+                dest: Path, kind: str | None = None) -> FetchedModel:
+    """The model copied into `dest` (its base too, for an adapter) and checked; `kind`: what
+    SOURCE was when submitted ("folder" or "hub"), which it must still be."""
     budget = Budget(limits.max_bytes)
-    model = fetch_one(name, revision, model_root, limits, dest / "model", budget)
+    model = fetch_one(name, revision, model_root, limits, dest / "model", budget, kind)
     if ADAPTER_CONFIG not in model.files:
         removed = check_references(model.folder, model.files)
         return FetchedModel(model.folder, model.digest, weights_of(model), model.card,
                             tuple(removed))
     config_path = model.folder / ADAPTER_CONFIG
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise refuse(f"{ADAPTER_CONFIG} is not valid JSON") from None
     if not isinstance(config, dict):
         raise refuse(f"{ADAPTER_CONFIG} is not a JSON object")
     base = fetch_one(base_source(config.get(BASE_KEY), model_root), config.get("revision"),
@@ -112,10 +117,13 @@ def weights_of(copied: Copied) -> str:
 
 
 def fetch_one(name: str, revision: str | None, model_root: str | None, limits: ModelLimits,
-              dest: Path, budget: Budget) -> Copied:
+              dest: Path, budget: Budget, kind: str | None = None) -> Copied:
     """One model's loaded files copied into `dest`: a folder under the root, or a hub model
-    downloaded beside `dest` first."""
+    downloaded beside `dest` first (never one for the other: `kind`, when given)."""
     source = resolve_source(name, model_root, revision)
+    if kind is not None and source.kind != kind:
+        raise refuse(f"{name!r} was a {kind} model when it was submitted and names a "
+                     f"{source.kind} model now: submit it again")
     if source.kind == "folder":
         with open_source(source.name, model_root) as folder:
             return copy_folder(folder, limits, dest, budget)

@@ -2,9 +2,12 @@
 
 Once the worker has copied a model's loaded files into its scratch folder, every field of
 their JSON files that transformers or peft could read as a file or model reference (a key
-ending in `_file`, `_files`, `_path`, `_dir`, `_spm` or `name_or_path`, at any depth, and the
-safetensors index's `weight_map`) must name a file of the copy by plain name, or be empty;
-an adapter's `base_model_name_or_path` must be the copy of its base that the worker fetched.
+ending in `_file`, `_files`, `_path`, `_dir`, `_spm` or `name_or_path`, `vocab` and `merges`,
+at any depth, and the safetensors index's `weight_map`) must name a file of the copy by plain
+name, or be empty; an adapter's `base_model_name_or_path` must be the copy of its base that
+the worker fetched; and no other string of them (token text and templates aside; the token
+maps of tokenizer.json and vocab.json are data) may look like a path: absolute, from a home
+folder or a drive, or up a level.
 Three fields the libraries only record and overwrite as they load (`_name_or_path`,
 `name_or_path`, `special_tokens_map_file`) are removed from the copy. Anything else is refused
 before loading, with the file and field named, whatever the reference points at.
@@ -21,11 +24,24 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from leaderboard.service.model_source import ADAPTER_CONFIG, INDEX, is_plain_name
+from leaderboard.service.model_source import (
+    ADAPTER_CONFIG,
+    INDEX,
+    MAX_JSON_BYTES,
+    is_plain_name,
+)
 from leaderboard.service.nofollow import BLOCK, refuse
 
-REFERENCE_KEY = re.compile(r"(_file|_files|_path|_dir|_spm|name_or_path)$")
+#: keys whose string values the libraries read as a file or model to load (transformers 5
+#: also opens a tokenizer_config.json `vocab` or `merges` given as a string)
+REFERENCE_KEY = re.compile(r"(_file|_files|_path|_dir|_spm|name_or_path)$|^(vocab|merges)$")
 RECORDED_ONLY = frozenset({"_name_or_path", "name_or_path", "special_tokens_map_file"})
+#: data the libraries parse themselves (token maps and merges inline, never paths): not read
+DATA_FILES = frozenset({"tokenizer.json", "vocab.json"})
+#: keys whose strings are token text or templates, where a "/" is text (e.g. "</s>")
+TOKEN_TEXT_KEY = re.compile(r"(_token|_tokens|^content|^chat_template)$")
+#: a string that names a place on a filesystem: absolute, home-relative, a drive, or up a level
+PATH_LIKE = re.compile(r"^(/|~|\\|[A-Za-z]:[\\/])|(^|[\\/])\.\.([\\/]|$)")
 BASE_KEY = "base_model_name_or_path"
 #: the largest safetensors header read (the format itself caps it at 100 MB)
 MAX_HEADER_BYTES = 100 << 20
@@ -36,14 +52,17 @@ def check_references(copy: Path, names: Iterable[str], base: Path | None = None)
     as "file: field". A DataError names the first reference that leaves the copy."""
     names = sorted(names)
     removed: list[str] = []
-    for name in (name for name in names if name.endswith(".json")):
+    for name in (name for name in names if name.endswith(".json") and name not in DATA_FILES):
         path = copy / name
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise refuse(f"{name} is larger than {MAX_JSON_BYTES} bytes")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            cleaned = _Context(name, set(names), base, removed).clean(data, "")
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise refuse(f"{name} is not valid JSON") from None
-        context = _Context(name, set(names), base, removed)
-        cleaned = context.clean(data, "")
+        except RecursionError:
+            raise refuse(f"{name} is nested too deeply") from None
         if cleaned != data:
             path.write_text(json.dumps(cleaned, indent=2, ensure_ascii=False), encoding="utf-8")
     return removed
@@ -57,6 +76,7 @@ class _Context:
         if isinstance(value, list):
             return [self.clean(item, f"{field}[{index}]") for index, item in enumerate(value)]
         if not isinstance(value, dict):
+            self.check_value(value, field)
             return value
         kept = {}
         for key, item in value.items():
@@ -68,10 +88,16 @@ class _Context:
                 self.check_base(item)
             elif (self.file == INDEX and where == "weight_map") or REFERENCE_KEY.search(str(key)):
                 self.check_names(item, where)
-            else:
+            elif not TOKEN_TEXT_KEY.search(str(key)):
                 item = self.clean(item, where)
             kept[key] = item
         return kept
+
+    def check_value(self, value, where: str) -> None:
+        """A string anywhere else must not name a place on a filesystem."""
+        if isinstance(value, str) and PATH_LIKE.search(value):
+            raise refuse(f"{self.file}: {where or 'a value'} names a place outside the model's "
+                         f"own folder (paths are never followed)")
 
     def check_names(self, value, where: str) -> None:
         """Every string below `value` names a file of the copy."""

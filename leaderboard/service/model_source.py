@@ -41,8 +41,9 @@ LOADED_NAMES = frozenset({
     "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model",
     "tokenizer.model", "vocab.json", "vocab.txt", "merges.txt", "source.spm", "target.spm",
     "chat_template.jinja", "chat_template.json"})
-#: the most bytes of a JSON file of the model the server reads to plan or check it
-MAX_JSON_BYTES = 16 << 20
+#: the most bytes of a JSON file of the model the server reads to plan or check it (a large
+#: vocabulary's tokenizer.json holds tens of megabytes)
+MAX_JSON_BYTES = 64 << 20
 CARD_CHARACTERS = 20_000
 
 
@@ -144,10 +145,12 @@ def index_shards(folder: Folder, entries: dict[str, Entry]) -> list[str]:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not weight_map:
         raise refuse(f"{INDEX}: weight_map is not a map of tensor names to files")
-    shards = sorted(set(weight_map.values()), key=str)
+    if not all(isinstance(shard, str) for shard in weight_map.values()):
+        raise refuse(f"{INDEX}: weight_map names a file that is not a safetensors file of "
+                     f"the model folder")
+    shards = sorted(set(weight_map.values()))
     for shard in shards:
-        if not (isinstance(shard, str) and is_plain_name(shard) and
-                shard.endswith(".safetensors") and shard in entries):
+        if not (is_plain_name(shard) and shard.endswith(".safetensors") and shard in entries):
             raise refuse(f"{INDEX}: weight_map names a file that is not a safetensors file "
                          f"of the model folder")
         plain_entry(entries[shard])
@@ -165,6 +168,8 @@ def read_json(folder: Folder, name: str):
         return json.loads(folder.read_bytes(name, MAX_JSON_BYTES))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise refuse(f"{name} is not valid JSON") from None
+    except RecursionError:
+        raise refuse(f"{name} is nested too deeply") from None
 
 
 def model_card(folder: Folder) -> str | None:

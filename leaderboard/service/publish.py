@@ -20,7 +20,7 @@ import json
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.service.boards import build_snapshot, chart_of
+from leaderboard.service.boards import build_snapshot, chart_of, cost_chart_of
 from leaderboard.service.db import Board, Database, RebuildTicket, utcnow
 from leaderboard.service.documents import board_csv, board_document
 from leaderboard.service.views import Links, render
@@ -54,9 +54,10 @@ def take_ticket(database: Database) -> int:
 
 def render_outputs(snapshot: dict) -> dict:
     """What requests serve, rendered from the snapshot (pure: no database)."""
+    links = Links(static=False, visibility=snapshot.get("gold_visibility"))
     return {"snapshot": json.dumps(snapshot), "version_key": snapshot["version_key"],
-            "chart": chart_of(snapshot), "page": render("track.html", Links(static=False),
-                                                        board=snapshot),
+            "chart": chart_of(snapshot), "cost_chart": cost_chart_of(snapshot),
+            "page": render("track.html", links, board=snapshot),
             "document": json.dumps(board_document(snapshot)), "csv": board_csv(snapshot)}
 
 

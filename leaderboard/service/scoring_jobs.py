@@ -68,7 +68,7 @@ def score_job(database: Database, job) -> None:
             finish(session, job.id)
             return
         submission.status = "scoring"
-        track_name, board = submission.track, submission.board
+        track_name, board, kind = submission.track, submission.board, submission.kind
         stored = submission.predictions
     checked = unpack(stored)  # after the commit: other writers wait only for the read
     settings = load_settings(database)
@@ -84,10 +84,13 @@ def score_job(database: Database, job) -> None:
     key, versions = score_versions(track, board, hosted)
     split = {part: split_results(track, part, gold[board][part], part_score)
              for part, part_score in parts.items()}
+    gold_match = track.gold_match(checked, gold, board) \
+        if settings.gold_is_public and kind in ("submission", "evaluation") else None
     stored_score = StoredScore(key, versions, parts,
                                {part: results[:2] for part, results in split.items()},
                                {part: results[2] for part, results in split.items()},
-                               time.perf_counter() - started)
+                               time.perf_counter() - started, gold_match,
+                               {part: list(track.headline_range(part)) for part in parts})
     if store_score(database, settings, job, stored_score):
         rebuild_board(database, track_name, board)
 
@@ -111,6 +114,8 @@ class StoredScore:
     split: dict
     n_public: dict
     seconds: float
+    gold_match: dict | None = None
+    bounds: dict | None = None  # part -> [low, high] of its headline
 
     def public_headlines(self) -> dict[str, float | None]:
         return {part: None if public is None else public["headline"]
@@ -128,12 +133,21 @@ class StoredScore:
                      public_results=results(0), private_results=results(1),
                      released=None if released is None else json.dumps(released,
                                                                         sort_keys=True),
-                     current=True, analysed=False, seconds=self.seconds)
+                     current=True, analysed=False, seconds=self.seconds,
+                     gold_match=None if self.gold_match is None else json.dumps(
+                         self.gold_match, sort_keys=True))
+
+
+#: the entries the Ladder answers: what a participant sends (a predictions file, or a model
+#: the server runs: trained to emit crafted outputs, it would probe as a file does)
+LADDERED_KINDS = ("submission", "evaluation")
 
 
 def is_laddered(submission: Submission, owner: User, settings) -> bool:
-    """A predictions file of a user who is not an admin, while the Ladder is on."""
-    return submission.kind == "submission" and not owner.is_admin and settings.ladder_step > 0
+    """A participant's (not an admin's) predictions file or evaluated model, while the Ladder
+    is on (never on public gold)."""
+    return submission.kind in LADDERED_KINDS and not owner.is_admin and \
+        settings.ladder_step > 0
 
 
 def store_score(database: Database, settings, job, computed: StoredScore) -> bool:
@@ -166,7 +180,8 @@ def _add_score(session, settings, submission: Submission, computed: StoredScore,
         bests = user_bests(session, owner.id, submission.track, submission.board,
                            computed.key, before=submission.id)
         released = ladder_answers(computed.public_headlines(), computed.n_public, bests,
-                                  settings.ladder_step, settings.min_public_items)
+                                  settings.ladder_step, settings.min_public_items,
+                                  computed.bounds)
     session.execute(update(Score).where(Score.submission_id == submission.id)
                     .values(current=False))
     score = computed.row(released)
@@ -212,7 +227,7 @@ def analyse_job(database: Database, job) -> None:
                                      n_resamples=settings.n_resamples, seed=settings.seed)
         for part, material in materials.items()}
     breakdown = public_breakdown(track.breakdown(checked, gold, board, materials),
-                                 settings.min_public_items)
+                                 0 if settings.gold_is_public else settings.min_public_items)
     with database.write_session() as session:
         score = session.get(Score, score_id)
         for row in session.scalars(select(Material).filter_by(score_id=score_id)):

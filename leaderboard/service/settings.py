@@ -13,8 +13,18 @@ from leaderboard.service.db import Database, Setting
 from tasks.errors import SumbenchError
 
 SETTINGS_KEY = "instance"
-#: bumped when the way a track's scores are computed changes (part of every version key)
-SCORER_VERSION = "1"
+#: bumped when the way a track's scores are computed or published changes (part of every
+#: version key: entries wait for `rescore`, which answers them under the new rules). 2: a
+#: participant's evaluated model is laddered on hidden gold, and the Ladder stays inside each
+#: metric's range
+SCORER_VERSION = "2"
+
+
+#: "public": participants may hold the test labels (the USB release is public); "private":
+#: only the instance holds them
+GOLD_VISIBILITIES = ("public", "private")
+#: the settings of a public-gold instance: nothing hidden, so nothing to protect it with
+PUBLIC_GOLD_SETTINGS = {"private_fraction": 0.0, "keep_linked": True, "ladder_step": 0.0}
 
 
 #: what an instance created before these settings existed keeps on upgrade (migration 0004):
@@ -59,6 +69,9 @@ class InstanceSettings:
     #                                  away on the same articles (else on disjoint articles)
     split_seed: int = 0              # seeds the private split and the linked parts' articles
     revealed: bool = False           # the private part's scores are published (`reveal`)
+    gold_visibility: str = "private"  # "public": participants can hold the test labels (the
+    #                                  USB release): the whole test set, no Ladder, and only
+    #                                  entries the server computed are ranked
     max_model_bytes: int = 32 << 30  # a submitted model's files (and its base model's)
     max_model_files: int = 1000      # entries in a submitted model's folder
     evaluate_seconds: int = 6 * 3600  # wall-clock limit of one model's evaluation
@@ -83,6 +96,11 @@ class InstanceSettings:
         if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool):
             raise SumbenchError(f"setting split_seed must be an integer, got "
                                 f"{self.split_seed!r}")
+        if self.gold_visibility not in GOLD_VISIBILITIES:
+            raise SumbenchError(f"setting gold_visibility must be one of "
+                                f"{', '.join(GOLD_VISIBILITIES)}, got {self.gold_visibility!r}")
+        if self.gold_visibility == "public":
+            self._check_public()
         if not (_is_number(self.private_fraction) and 0 <= self.private_fraction < 1):
             raise SumbenchError(f"setting private_fraction must be in [0, 1), got "
                                 f"{self.private_fraction!r}")
@@ -96,6 +114,20 @@ class InstanceSettings:
             raise SumbenchError(f"setting lease_seconds must be positive, got "
                                 f"{self.lease_seconds!r}")
 
+    def _check_public(self) -> None:
+        """Public gold hides nothing: the hosting and Ladder settings that protect hidden
+        gold cannot be set."""
+        for name, value in PUBLIC_GOLD_SETTINGS.items():
+            if getattr(self, name) != value:
+                raise SumbenchError(
+                    f"setting {name} cannot be {getattr(self, name)!r} on a public-gold "
+                    f"instance (it ranks on the whole test set, without a private part, "
+                    f"hosting apart or the Ladder: {name} is {value!r} there)")
+
+    @property
+    def gold_is_public(self) -> bool:
+        return self.gold_visibility == "public"
+
     def hosting(self) -> dict:
         """What decides which test items a board hosts and keeps private."""
         return {"private_fraction": self.private_fraction, "keep_linked": self.keep_linked,
@@ -105,7 +137,8 @@ class InstanceSettings:
         """What decides what a board hosts and publishes (part of every version key: a
         change is a new version, and `rescore` answers every entry under it)."""
         return {**self.hosting(), "ladder_step": self.ladder_step,
-                "min_public_items": self.min_public_items}
+                "min_public_items": self.min_public_items,
+                **({"gold_visibility": "public"} if self.gold_is_public else {})}
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

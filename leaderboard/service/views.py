@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 from sqlalchemy import select
 
-from leaderboard.service.boards import all_boards, read_board
+from leaderboard.service.boards import SELF_REPORTED, all_boards, read_board
 from leaderboard.service.db import Database, Material, Score
 from tasks.errors import SumbenchError
 
@@ -23,10 +23,12 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 class Links:
-    """URLs of the pages: live (`static=False`) or files of an exported site."""
+    """URLs of the pages: live (`static=False`) or files of an exported site; `visibility`:
+    the instance's gold visibility, which every page states (None: a page that claims
+    nothing about it)."""
 
-    def __init__(self, static: bool = False):
-        self.static = static
+    def __init__(self, static: bool = False, visibility: str | None = None):
+        self.static, self.visibility = static, visibility
 
     def home(self) -> str:
         return "index.html" if self.static else "/"
@@ -44,6 +46,10 @@ class Links:
     def chart(self, track: str, board: str) -> str:
         return f"chart-{track}-{board}.png" if self.static else \
             f"/chart/{track}.png?{urlencode({'variant': board})}"
+
+    def cost_chart(self, track: str, board: str) -> str:
+        return f"cost-chart-{track}-{board}.png" if self.static else \
+            f"/cost-chart/{track}.png?{urlencode({'variant': board})}"
 
     def board_json(self, track: str, board: str) -> str:
         return f"leaderboard-{track}-{board}.json" if self.static else \
@@ -124,8 +130,8 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
         raise SumbenchError("entries of different boards cannot be compared")
     for view in (a, b):
         if view.get("laddered"):
-            raise SumbenchError(f"entry {view['id']} is a laddered predictions file: it "
-                                f"publishes no intervals or paired tests")
+            raise SumbenchError(f"entry {view['id']} is laddered (a participant's entry on "
+                                f"hidden gold): it publishes no intervals or paired tests")
     dist_a = distributions_of(database, comparable_score(database, a))
     dist_b = distributions_of(database, comparable_score(database, b))
     if a["versions"].get("parts") != b["versions"].get("parts"):
@@ -151,8 +157,10 @@ def withheld_parts(database: Database, track: str, board: str) -> set[str]:
     from leaderboard.service.gold import gold_for
     from leaderboard.service.settings import load_settings
 
-    gold = gold_for(database, track)
-    return small_parts(gold.get(board, {}), load_settings(database).min_public_items)
+    settings = load_settings(database)
+    if settings.gold_is_public:  # nothing hidden: every interval is published
+        return set()
+    return small_parts(gold_for(database, track).get(board, {}), settings.min_public_items)
 
 
 def entry_ranks(database: Database, view: Mapping) -> dict | None:
@@ -161,11 +169,13 @@ def entry_ranks(database: Database, view: Mapping) -> dict | None:
     if stored is None:
         return None
     snapshot = stored[0]
-    for group in ("ranked", "partial"):
-        for entry in snapshot[group]:
+    for group in ("ranked", "partial", "not_ranked", "self_reported"):
+        for entry in snapshot.get(group, []):
             if entry["id"] == view["id"]:
                 return {"rank": entry.get("rank"), "band": entry.get("band"),
                         "of": len(snapshot["ranked"]), "part_ranks": entry.get("part_ranks", {}),
                         "ci95": entry.get("ci95", {}), "aggregate": entry.get("aggregate"),
-                        "aggregate_ci95": entry.get("aggregate_ci95")}
+                        "aggregate_ci95": entry.get("aggregate_ci95"),
+                        "not_ranked": entry.get("not_ranked") or (
+                            SELF_REPORTED if group == "self_reported" else None)}
     return None

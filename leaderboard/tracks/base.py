@@ -83,6 +83,8 @@ class Track(abc.ABC):
     submission_fields: ClassVar[tuple[str, ...]] = ()
     #: bump when scoring changes results (part of every score row's version)
     version: ClassVar[str] = "1"
+    #: the range every part's headline lies in (x100 scale)
+    headline_bounds: ClassVar[tuple[float, float]] = (0.0, 100.0)
 
     @abc.abstractmethod
     def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
@@ -142,6 +144,10 @@ class Track(abc.ABC):
     def headline_name(self, part: str) -> str:
         return "headline"
 
+    def headline_range(self, part: str) -> tuple[float, float]:
+        """The range the part's headline lies in: no published number leaves it."""
+        return self.headline_bounds
+
     def breakdown(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet, board: str,
                   materials: Mapping[str, Sequence] | None = None) -> dict | None:
         """Extra public detail of an entry (e.g. per-domain scores); None when there is none.
@@ -151,6 +157,34 @@ class Track(abc.ABC):
     def describe_part(self, part: str) -> str:
         return part
 
+    def gold_match(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
+                   board: str) -> dict | None:
+        """How many of the submitted records copy the gold answer exactly, per part (as
+        `gold_match_summary` reads them); None when the track cannot tell."""
+        return None
+
+
+#: a predictions file "matches the public gold" when at least MATCH_SHARE of its records are
+#: the gold answer (the same letters and digits, or values within 0.01 of the 0/1 labels) and
+#: it answers a text task, or at least MATCH_SHARE_LABELS of them when it answers label tasks
+#: only (where a very good classifier's hard decisions come close). A model's own outputs stay
+#: far below (probabilities are rarely the labels, generated text rarely the reference; the
+#: shared fixture's sample predictions: 20%); a copy keeps it with a few records changed,
+#: rounded or re-punctuated.
+MATCH_SHARE, MATCH_SHARE_LABELS = 0.85, 0.99
+
+
+def gold_match_summary(counts: Mapping[str, tuple[int, int, bool]]) -> dict:
+    """{"matches_public_gold", "share", "parts": {part: share}} from part -> (records that
+    are the gold answer, records, whether the part's answers are text)."""
+    total = sum(records for _, records, _ in counts.values())
+    copied = sum(same for same, _, _ in counts.values())
+    share = copied / total if total else None
+    needed = MATCH_SHARE if any(text for _, _, text in counts.values()) else MATCH_SHARE_LABELS
+    return {"matches_public_gold": share is not None and share >= needed,
+            "share": None if share is None else round(share, 4),
+            "parts": {part: round(same / records, 4)
+                      for part, (same, records, _) in counts.items() if records}}
 
 def check_id_types(collector: ErrorCollector, located: Located,
                    fields: Sequence[str]) -> bool:

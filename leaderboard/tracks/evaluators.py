@@ -58,6 +58,7 @@ class EvaluatorsTrack(PyramidSetTrack):
     submission_fields = ("dataset", "system", "id", "score")
     id_fields = ("system", "id")
     value_field = "score"
+    headline_bounds = (-100.0, 100.0)  # Kendall tau x100
 
     def manifest_items(self, payload: Mapping) -> list[dict]:
         return [{"system": system, "id": example_id} for system in sorted(payload["labels"])

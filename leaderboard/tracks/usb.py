@@ -27,6 +27,7 @@ from leaderboard.tracks.base import (
     Track,
     check_id_types,
     check_item,
+    gold_match_summary,
     report_missing,
     unplaced_count,
 )
@@ -319,6 +320,16 @@ class UsbTrack(Track):
                 task, self.joined_records(name, records, gold, board), report=False)
             parts[name] = PartScore(result, result["headline"], list(material))
         return parts
+
+    def gold_match(self, checked, gold, board: str) -> dict:
+        """Records whose prediction is the gold answer (task.reproduces_gold), per part."""
+        counts = {}
+        for name, records in sorted(checked.items()):
+            task = get_task(name)
+            joined = self.joined_records(name, records, gold, board)
+            counts[name] = (sum(task.reproduces_gold(record) for record in joined), len(joined),
+                            task.output_kind != "probabilities")
+        return gold_match_summary(counts)
 
     def statistic(self, part: str, gold, board: str):
         from leaderboard.ranking import headline_statistic

@@ -77,6 +77,17 @@ def _check_member(member: tarfile.TarInfo, archive: Path) -> None:
                         f"extract", path=str(archive))
 
 
+def release_info(folder: str | Path) -> dict | None:
+    """The `archive_info.json` of the official release when `folder` lies in a `sumbench data
+    fetch` extraction (it is written beside the `extracted/` folder), else None."""
+    path = Path(folder).resolve()
+    for parent in [path, *path.parents][:6]:
+        if parent.name == EXTRACTED_FOLDER:
+            info = _read_archive_info(parent.parent)
+            return info if info is not None and info.get("repo_id") == HUB_REPO_ID else None
+    return None
+
+
 def extract_archive_safely(archive: str | Path, target: str | Path) -> None:
     """Extract a .tar(.gz) into `target`, all or nothing; unsafe members are rejected first."""
     archive, target = Path(archive), Path(target)

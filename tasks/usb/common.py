@@ -24,6 +24,10 @@ def joined(lines: Sequence[str]) -> str:
     return " ".join(lines)
 
 
+def _alphanumeric(text: str) -> str:
+    return "".join(char for char in text.lower() if char.isalnum())
+
+
 def instructed(instruction: str, content: str) -> str:
     """`instruction` (ending with a space) joined to `content` with one more space."""
     return f"{instruction} {content}"
@@ -60,6 +64,20 @@ class UsbTask(Task):
 
     def target(self, instance: dict) -> str:
         raise NotImplementedError
+
+    def gold_prediction(self, record: dict) -> Any:
+        """The prediction that copies the record's gold answer (what a file built from the
+        public gold would hold)."""
+        raise NotImplementedError
+
+    def reproduces_gold(self, record: dict) -> bool:
+        """Whether the record's prediction is its gold answer: the same letters and digits
+        (case, spaces and punctuation aside), or values within 0.01 of the 0/1 gold ones."""
+        gold, prediction = self.gold_prediction(record), record.get("prediction")
+        if isinstance(gold, str):
+            return isinstance(prediction, str) and _alphanumeric(prediction) == _alphanumeric(gold)
+        return isinstance(prediction, list) and len(prediction) == len(gold) and all(
+            abs(float(value) - float(target)) <= 0.01 for value, target in zip(prediction, gold))
 
     def format(self, instance: dict, tokenizer: Any = None,
                max_input_tokens: int | None = None) -> list[ModelInput]:
@@ -158,6 +176,9 @@ class TextTask(UsbTask):
 
     def target(self, instance: dict) -> str:
         return self.reference(instance)
+
+    def gold_prediction(self, record: dict) -> str:
+        return record["output_string"]
 
     def reference_fields(self, instance: dict) -> dict:
         return {"output_string": self.reference(instance)}
@@ -271,6 +292,9 @@ class LineLabelTask(UsbTask):
     def record_line_labels(self, record: dict) -> list[int]:
         """0/1 per input line of a prediction record (the scoring reference)."""
         return self.line_labels(record)
+
+    def gold_prediction(self, record: dict) -> list[float]:
+        return [float(label) for label in self.record_line_labels(record)]
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[list[float], list[int], bool]]:
         """Per record: probabilities truncated/padded to the lines, labels, mismatch flag."""

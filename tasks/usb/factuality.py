@@ -34,6 +34,10 @@ class FactualityClassification(UsbTask):
     def target(self, instance: dict) -> str:
         return "No" if instance["label"] else "Yes"
 
+    def gold_prediction(self, record: dict) -> list[float]:
+        """[p_yes] of the gold label (label 1 = unsupported: p_yes 0)."""
+        return [1.0 - float(record["label"])]
+
     fewshot_cue = "LABEL:"
 
     def fewshot_content(self, instance: dict) -> str:

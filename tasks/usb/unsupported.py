@@ -36,6 +36,9 @@ class UnsupportedSpanPrediction(UsbTask):
     def target(self, instance: dict) -> str:
         return instance["annotated_summary"]
 
+    def gold_prediction(self, record: dict) -> str:
+        return record["annotated_summary"]
+
     def validate_fields(self, record: dict) -> None:
         for field in ("prediction", "summary", "annotated_summary"):
             require_str(record, field)

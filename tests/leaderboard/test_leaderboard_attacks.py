@@ -16,6 +16,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -148,6 +149,131 @@ def test_the_probing_attacker_pins_labels_when_answers_are_exact():
         value = window_auc(*scores, truth[None], public[None], 20)[0]
         attacker.observe(scores, Answer(float(value), True, 1.0))
     assert attacker.pinned() == {j: int(truth[j]) for j in range(WINDOW) if public[j]}
+
+
+# ---- a model trained to emit probes -------------------------------------------------------
+
+MODEL_ROUNDS = 3  # each is a model the server evaluates (about 8 s)
+
+
+@pytest.fixture(scope="module")
+def lab(demo, tmp_path_factory):
+    """The demo instance served with a model root the attackers write crafted models to."""
+    from leaderboard.service.app import create_app
+    from leaderboard.service.evaluation import EvaluateOptions
+
+    models = tmp_path_factory.mktemp("models")
+    return {**demo, "models": models, "client": TestClient(create_app(demo["db"], str(models))),
+            "options": EvaluateOptions(str(models), "cpu"),
+            "tokens": {user: create_token(demo["database"], user)
+                       for user in ("mallory", "trudy")}}
+
+
+def _fac_sources(records: list[dict]) -> dict[tuple, str]:
+    from tasks import get_task
+
+    task = get_task(FAC)
+    return {_key(record): task.source(instance)
+            for record, instance in zip(records, task.instances(records))}
+
+
+def _realized(folder, records: list[dict]) -> dict[tuple, float]:
+    """p(Yes) of every FAC input, predicted here exactly as the server will."""
+    import tempfile
+    from pathlib import Path
+
+    from tasks import get_task
+    from trainers.predict import PredictSpec, load_model, run_task
+
+    task = get_task(FAC)
+    model, tokenizer, _ = load_model(str(folder), safetensors_only=True)
+    run = run_task(task, task.instances(records), model, tokenizer, PredictSpec(device="cpu"),
+                   Path(tempfile.mkdtemp()), resume=False)
+    return {_key(record): run_record["prediction"][0]
+            for record, run_record in zip(records, run.records)}
+
+
+def _crafted_round(lab, user, records, pairs, window, scores, name) -> tuple:
+    """Craft a model answering the window's claims with these scores (and 0.5 elsewhere),
+    let the server evaluate it; (the scores it really gave, the server's FAC answer)."""
+    from attacks import claim_piece, crafted_fac_model
+
+    sources = _fac_sources(records)
+    values = {}
+    for j, index in enumerate(window):
+        for record, score in zip(pairs[index], (scores[0][j], scores[1][j])):
+            p_yes = min(max(1.0 - float(score), 1e-4), 1 - 1e-4)
+            values[claim_piece(sources[_key(record)])] = float(np.log(p_yes / (1 - p_yes))) / 19
+    folder = lab["models"] / user / name
+    crafted_fac_model(folder, values)
+    realized = _realized(folder, records)
+    window_keys = {_key(record) for index in window for record in pairs[index]}
+    assert all(p == 0.5 for key, p in realized.items() if key not in window_keys)
+    actual = tuple(np.array([1.0 - realized[_key(pairs[index][side])] for index in window])
+                   for side in (0, 1))
+    answer = lab["client"].post("/api/v1/submissions", data={
+        "model": f"probe model {name}", "evaluate": f"{user}/{name}"},
+        headers={"Authorization": f"Bearer {lab['tokens'][user]}"})
+    assert answer.status_code == 202, answer.text
+    Worker(lab["database"], evaluate=lab["options"]).drain()
+    view = _get(lab, f"/api/v1/submissions/{answer.json()['id']}").json()
+    assert view["status"] == "scored", view["errors"]
+    return actual, view
+
+
+def _probe_with_models(lab, user: str, exact: bool) -> dict[tuple, int]:
+    inputs = _get(lab, "/api/v1/inputs/usb", variant="all").json()["parts"][FAC]
+    pieces = Counter(claim_piece_of(source) for source in _fac_sources(inputs).values())
+    pairs = sorted((pair for pair in _pairs(inputs) if all(
+        pieces[claim_piece_of(source)] == 1 for source in _fac_sources(list(pair)).values())),
+        key=lambda pair: _key(pair[0]))
+    board = _get(lab, "/api/v1/leaderboard/usb", variant="all").json()
+    attacker = ProbingAttacker(WINDOW, board["public_items"][FAC] // 2, seed=len(user),
+                               exact=exact)
+    window = [int(i) for i in np.random.default_rng(1).choice(len(pairs), WINDOW,
+                                                               replace=False)]
+    step = 100.0
+    for round_ in range(MODEL_ROUNDS):
+        scores, view = _crafted_round(lab, user, inputs, pairs, window,
+                                      attacker.next_scores(step), f"probe-{round_}")
+        if exact:
+            assert not view["laddered"] and "public_scores" in view
+            answer = Answer(view["headlines"][FAC], True, 1.0)
+        else:
+            assert view["laddered"] and "public_scores" not in view and "breakdown" not in view
+            ladder = view["ladder"][FAC]
+            answer = Answer(ladder["value"], ladder["improved"], ladder["step"])
+            step = answer.step
+        attacker.observe(scores, answer)
+    pinned = {}
+    for j, label in attacker.pinned().items():
+        a, b = pairs[window[j]]
+        pinned[_key(a)], pinned[_key(b)] = label, 1 - label
+    return pinned
+
+
+def claim_piece_of(source: str) -> str:
+    from attacks import claim_piece
+
+    return claim_piece(source)
+
+
+def test_a_model_emitting_probes_learns_no_more_than_a_laddered_file(lab, monkeypatch):
+    """A participant's model crafted to answer chosen FAC probabilities on the public inputs,
+    evaluated by the server: exact answers (an evaluated entry published unladdered, the
+    guard removed) pin labels within a few models; laddered, as every participant's entry is,
+    the same models pin at most a tenth of the board's FAC labels."""
+    from leaderboard.service import scoring_jobs
+
+    truth = _truth(lab)
+    with monkeypatch.context() as unguarded:
+        unguarded.setattr(scoring_jobs, "is_laddered", lambda submission, owner, settings:
+                          submission.kind == "submission" and not owner.is_admin)
+        exact = _probe_with_models(lab, "trudy", exact=True)
+    assert len(exact) >= 4 and all(truth[key] == label for key, label in exact.items())
+    laddered = _probe_with_models(lab, "mallory", exact=False)
+    assert all(truth[key] == label for key, label in laddered.items())
+    assert len(laddered) <= 0.1 * len(truth) and len(laddered) < len(exact)
 
 
 # ---- linked inputs and hashes ----------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The leaderboard in a real browser (Playwright driving Debian's chromium): the track page
-sorts by a column, an entry opens, a hostile model name shows as text and runs nothing."""
+sorts by a column, an entry opens, a hostile model name shows as text and runs nothing; on a
+board whose test gold is public, a copy of the gold is listed apart, flagged, never ranked."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from leaderboard.service.submissions import accept
 from leaderboard.service.validate import Upload
 from leaderboard.service.worker import Worker
 
-from lb_helpers import make_database, minimal_lines
+from lb_helpers import gold_copy, make_database, minimal_lines
 from servers import LeaderboardServer
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -40,17 +42,23 @@ def server(tmp_path_factory, data_dir, usb_fixture_dir):
         yield running
 
 
+def _open(playwright, dialogs: list):
+    """Chromium (closed by the caller) and a page whose dialogs are recorded and dismissed."""
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run"])
+    page = browser.new_page()
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    return browser, page
+
+
 def test_sort_open_entry_and_escaped_hostile_name(server, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     dialogs = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser, page = _open(playwright, dialogs)
         try:
-            page = browser.new_page()
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
             page.goto(server.url + "/track/usb?variant=all")
             rows = page.locator("#ranked tbody tr")
             assert rows.count() == 2
@@ -71,3 +79,48 @@ def test_sort_open_entry_and_escaped_hostile_name(server, tmp_path):
             browser.close()
     assert dialogs == []
     assert (tmp_path / "entry.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.fixture(scope="module")
+def public_server(tmp_path_factory, data_dir):
+    root = tmp_path_factory.mktemp("public-browser")
+    shutil.copytree(data_dir / "all", root / "gold" / "all")
+    db = str(root / "lb.sqlite")
+    make_database(root / "lb.sqlite", usb_data=root / "gold", n_resamples=30,
+                  gold_visibility="public")
+    database = Database(db)
+    user = authenticate(database, create_token(database, "mallory"))
+    copied = "\n".join(json.dumps(record) for record in gold_copy(
+        data_dir, ("factuality_classification", "fixing_factuality")))
+    accept(database, load_settings(database), user, track_name="usb", board="all",
+           model=HOSTILE, card={}, uploads=[Upload("copy.jsonl", copied.encode() + b"\n")])
+    Worker(database).drain()
+    with LeaderboardServer(db, "--no-worker") as running:
+        yield running
+
+
+def test_a_public_gold_board_lists_a_gold_copy_apart_and_says_so(public_server, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    dialogs = []
+    with sync_api.sync_playwright() as playwright:
+        browser, page = _open(playwright, dialogs)
+        try:
+            page.goto(public_server.url + "/track/usb?variant=all")
+            assert page.locator("header .visibility").inner_text() == "test gold: public"
+            assert "Public test gold." in page.locator(".hosting").inner_text()
+            ranked = page.locator("#ranked tbody tr td:nth-child(3)").all_inner_texts()
+            assert ranked == ["non-neural baselines"]  # the copy is never ranked
+            copied = page.locator("#self-reported tbody tr")
+            assert copied.count() == 1
+            assert copied.locator("td").nth(0).inner_text() == HOSTILE
+            assert "copies the public gold" in copied.locator("td").nth(2).inner_text()
+            assert "anyone may hold its test labels" in page.locator("footer").inner_text()
+            copied.locator("a").click()
+            page.wait_for_selector("#model-name")
+            assert "Listed, not ranked: self-reported predictions" in page.content()
+            assert "% of these records are the public gold answer" in page.content()
+            page.screenshot(path=str(tmp_path / "public.png"), full_page=True)
+        finally:
+            browser.close()
+    assert dialogs == []
+    assert (tmp_path / "public.png").read_bytes().startswith(b"\x89PNG")

@@ -33,11 +33,12 @@ def _run(capsys, *args):
 
 def test_init_is_idempotent_and_token_prints_last(instance, capsys):
     args = ("leaderboard", "init", "--db", instance["db"], "--gold", instance["gold"],
-            "--pyramid", instance["pyramid"], "--set", "n_resamples=30", "--keep-linked",
-            "--private-fraction", "0", "--set", "ladder_step=0")  # an open instance
+            "--gold-visibility", "private", "--pyramid", instance["pyramid"], "--set",
+            "n_resamples=30", "--keep-linked", "--private-fraction", "0", "--set",
+            "ladder_step=0")  # an open instance
     code, out, _ = _run(capsys, *args)
     report = json.loads(out)
-    assert code == 0 and report["revision"] == "0004"
+    assert code == 0 and report["revision"] == "0005"
     assert report["settings"]["keep_linked"] and report["settings"]["private_fraction"] == 0
     assert {(link["revealer"], link["victim"]) for link in report["linked_parts"]} >= {
         ("fixing_factuality", "factuality_classification"),
@@ -262,7 +263,8 @@ def test_rows_the_server_computes_are_not_held_to_the_submitters_limits(capsys, 
     server's own baseline rows."""
     shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
     code, out, err = _run(capsys, "leaderboard", "init", "--db", str(tmp_path / "lb.sqlite"),
-                          "--gold", str(tmp_path / "gold"), "--set", "n_resamples=20",
+                          "--gold", str(tmp_path / "gold"), "--gold-visibility", "private",
+                          "--set", "n_resamples=20",
                           "--set", "max_line_bytes=64", "--set", "max_upload_bytes=1024")
     assert code == 0, err
     assert json.loads(out)["computed_rows"]["baseline"] > 0

@@ -364,3 +364,59 @@ def test_submissions_of_the_suite_left_no_outside_weights_scored(lab):
             Submission.kind == "evaluation", Submission.status == "scored")).all()
     assert sorted(json.loads(row.evaluation)["source"] for row in scored) == [
         "team/changing", "team/changing", "team/original"]
+
+
+def test_a_tokenizer_config_naming_an_outside_vocabulary_is_refused(lab, tmp_path,
+                                                                   monkeypatch):
+    """transformers opens a tokenizer_config.json `vocab` given as a string: an outside file
+    would become the model's vocabulary (and flow into its outputs)."""
+    from trainers.predict import load_model
+
+    secret = lab["outside"] / "vocabulary.txt"
+    secret.write_text("[PAD]\n[UNK]\nTOP-SECRET-LINE\nhunter2\n")
+    source = distinct_copy(lab["models"], "vocab-thief")
+    folder = lab["models"] / source
+    for path in folder.iterdir():
+        if path.name.startswith(("tokenizer", "special_tokens", "spiece")):
+            path.unlink()
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "BertTokenizer", "vocab": str(secret)}))
+    with monkeypatch.context() as unguarded:  # the copy's references left unchecked
+        unguarded.setattr(model_fetch, "check_references", lambda *args: [])
+        fetched = model_fetch.fetch_model(source, None, str(lab["models"]), LIMITS,
+                                          tmp_path / "unguarded")
+        _, tokenizer, _ = load_model(str(fetched.folder), safetensors_only=True)
+        assert "hunter2" in tokenizer.decode([2, 3])
+    view = _evaluate(lab, source)
+    assert _reason(view) == "the model cannot be fetched: tokenizer_config.json: vocab names " \
+                            "a file outside the model's own folder (references out of the " \
+                            "model are never followed)"
+
+
+@pytest.mark.parametrize("index", [
+    {"weight_map": {"a": ["x"]}}, {"weight_map": {"a": {"b": 1}}}, "[" * 100_000])
+def test_a_malformed_index_is_a_4xx_not_a_500(lab, index):
+    source = distinct_copy(lab["models"], f"index-{len(str(index)) % 97}")
+    text = index if isinstance(index, str) else json.dumps(index)
+    (lab["models"] / source / "model.safetensors.index.json").write_text(text)
+    answer = _submit(lab, source)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"][0]["message"].startswith("model.safetensors.index.json")
+
+
+def test_an_evaluation_run_again_must_find_the_files_it_evaluated(lab, tmp_path):
+    source = distinct_copy(lab["models"], "rerun")
+    options = evaluation.EvaluateOptions(str(lab["models"]), "cpu")
+    settings = evaluation.load_settings(lab["database"])
+    first = evaluation.fetch_checked({"source": source, "revision": None, "kind": "folder"},
+                                     options, settings, tmp_path / "first")
+    again = {"source": source, "revision": None, "kind": "folder", "digest": first.digest}
+    assert evaluation.fetch_checked(again, options, settings, tmp_path / "same").digest == \
+        first.digest
+    _move_weight(lab["models"] / source, "encoder.block.0.layer.0.SelfAttention.q.weight", 1.0)
+    with pytest.raises(evaluation.EvaluationFailed, match="files changed since"):
+        evaluation.fetch_checked(again, options, settings, tmp_path / "changed")
+    with pytest.raises(evaluation.EvaluationFailed, match="was a hub model when it was "
+                                                          "submitted and names a folder"):
+        evaluation.fetch_checked({**again, "kind": "hub"}, options, settings,
+                                 tmp_path / "kind")

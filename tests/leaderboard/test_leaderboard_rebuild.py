@@ -166,7 +166,7 @@ def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):
         command.downgrade(config, "0002")
     database.dispose()
     assert current_revision(database) == "0002"
-    assert migrate(database) == "0004" and schema_differences(database) == []
+    assert migrate(database) == "0005" and schema_differences(database) == []
     with database.session() as session:
         assert session.scalars(select(Board.ticket)).all() == [None]  # stored before tickets
     assert read_board(database, "usb", "all") == before

@@ -123,7 +123,7 @@ def test_board_ranks_complete_entries_and_lists_partial_ones_apart(service, scor
     assert [row["model"] for row in board["published"]][0] == "Flan-T5-Large"
     assert "never ranked as if they scored 0" in board["rules"]["aggregate"]
     csv_text = _get(service, "/api/v1/leaderboard/usb.csv", params={"variant": "all"}).text
-    assert csv_text.splitlines()[0].startswith("id,model,source,rank,band,aggregate")
+    assert csv_text.splitlines()[0].startswith("id,model,source,list,rank,band,aggregate")
     assert len(csv_text.splitlines()) == 1 + len(board["entries"])
 
 
@@ -719,9 +719,9 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
     database = Database(str(tmp_path / "fresh.sqlite"))
     with pytest.raises(SumbenchError, match="revision none"):
         check_schema(database)
-    assert migrate(database) == head_revision() == "0004"
+    assert migrate(database) == head_revision() == "0005"
     assert schema_differences(database) == []
-    assert migrate(database) == "0004"  # a second run changes nothing
+    assert migrate(database) == "0005"  # a second run changes nothing
     from sqlalchemy import text
     with database.session() as session:
         assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
