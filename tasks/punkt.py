@@ -42,6 +42,12 @@ def english_tokenizer():
     return PunktSentenceTokenizer(english_parameters())
 
 
+def english_sentences(text: str) -> list[str]:
+    """`nltk.sent_tokenize(text)` on the shipped English parameters (whatever model NLTK's
+    data folders hold)."""
+    return english_tokenizer().tokenize(text)
+
+
 def _with_shipped_english(loader):
     """NLTK's tokenizer loader, answering English with the shipped model when NLTK has no
     English model of its own (other languages, and NLTK's errors for them, unchanged)."""

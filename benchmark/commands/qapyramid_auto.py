@@ -93,7 +93,8 @@ def register_subcommands(commands) -> None:
     auto.add_argument("--max-new-tokens", type=positive_int, default=128,
                       help="sumbench: per generation (128; qasem generates up to the "
                            "parser's max_length 256)")
-    auto.add_argument("--qa-batch-size", type=positive_int, default=8, help="generation batch (8)")
+    auto.add_argument("--qa-batch-size", type=positive_int, help="generation batch (qasem: 32, "
+                      "as the official run; sumbench: 8)")
     _add_common_options(auto)
     auto.set_defaults(handler=run_auto, out_inputs={
         **COMMON_INPUTS, "qa_model": "--qa-model folder", "predicates": "--predicates file",
@@ -332,4 +333,9 @@ def run_auto(args) -> int:
                                                "max_new_tokens", "qa_batch_size")),
               "alpha": alpha, "predicate_source": source,
               "presence_backend": describe_presence(backend)}
+    if args.qa_generator == "qasem":
+        from leaderboard.evaluators.qasem import BATCH_SIZE, role_labels
+
+        config.update(qasem_role_labels=role_labels(), qasem_dtype="float32",
+                      qa_batch_size=args.qa_batch_size or BATCH_SIZE)
     return _finish(args, report, details, config)

@@ -1,11 +1,12 @@
 """`sumbench stus`: Lite³Pyramid's semantic triplet units (STUs) of reference summaries, or
 Lite²·⁵Pyramid's mix of SCUs and STUs.
 
-    sumbench stus --references FILE (--frames FILE | --srl-model DIR --predicate-model DIR)
-                  [--coref FILE] --out STUs.txt
+    sumbench stus --references FILE (--frames FILE | --srl-model DIR
+                  [--predicate-model DIR | --spacy-pipeline NAME]) [--coref FILE] --out STUs.txt
     sumbench stus --references FILE --frames FILE [--coref FILE] --scus SCUs.txt
-                  --percentage P (--easiness FILE | --regressor MODEL --trees FILE)
-                  --out STUs_SCUs_percentageP.txt
+                  --percentage P (--easiness FILE | --regressor MODEL --trees FILE |
+                  --regressor M1 --folds F1 --regressor M2 --folds F2 ... --ids FILE
+                  --trees FILE) --out STUs_SCUs_percentageP.txt
 
 References: one summary per line (as Pyramid folders' references.txt). The rules are the
 official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models are inputs:
@@ -14,8 +15,10 @@ official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models
 `--coref` coreference outputs ({"text", "document": [words], "clusters": [[[start, end],
 ...]]}), keyed by the reference text without <t> marks. Instead of recorded frames,
 `--srl-model` runs an SRL token classifier in AllenNLP SRL BERT's convention (e.g. the
-official structured-prediction-srl-bert archive converted by `sumbench srl-convert`) on the
-verbs a `--predicate-model` marks (leaderboard.evaluators.srl_frames). sumbench ships no SRL
+official structured-prediction-srl-bert archive converted by `sumbench srl-convert`) on
+spaCy's words (`sumbench[stus]`) and the verbs a spaCy pipeline with a tagger tags VERB or
+AUX (`--spacy-pipeline`; en_core_web_sm when installed, as the official predictor) or else
+those a `--predicate-model` marks (leaderboard.evaluators.srl_frames). sumbench ships no SRL
 or coreference model.
 
 With `--scus`, the output is the official Lite²·⁵ mix (`mix_scus_stus`,
@@ -24,7 +27,9 @@ above the top P% threshold take their STUs, the others their SCUs. Easiness per 
 `--easiness` (one line per reference, TAB-separated scores, one per sentence of its
 extraction) or the official XGBoost regressor (`--regressor`, e.g. Lite2-3Pyramid's
 regressors/TAC08/all_xgb.json; needs `sumbench[lite25]`) on recorded constituency trees
-(`--trees`: {"sentence", "tokens", "trees"} per line, AllenNLP's parser's output).
+(`--trees`: {"sentence", "tokens", "trees"} per line, AllenNLP's parser's output). REALSumm's
+reproduction scores each document by its cross-validation fold's regressor and pools the
+threshold (`mix_scus_stus_by_folds`): `--folds` per fold with its `--regressor`, and `--ids`.
 
 The output has one line per reference, its units TAB-separated (the `--units file` format
 of `sumbench pyramid`).
@@ -46,7 +51,11 @@ def register(subparsers) -> None:
     parser.add_argument("--srl-model", metavar="DIR", help="instead of --frames: an SRL "
                         "token classifier (AllenNLP SRL BERT's convention; folder or hub id)")
     parser.add_argument("--predicate-model", metavar="DIR", help="with --srl-model: the "
-                        "predicate detector marking the verbs (token classifier)")
+                        "predicate detector marking the verbs (token classifier), when no "
+                        "spaCy pipeline with a tagger is installed")
+    parser.add_argument("--spacy-pipeline", metavar="NAME", help="with --srl-model: the spaCy "
+                        "pipeline (package or folder) whose VERB and AUX words are the verbs, "
+                        "as the official predictor's (default: en_core_web_sm when installed)")
     parser.add_argument("--device", default="cpu", help="for --srl-model (cpu)")
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")
@@ -57,7 +66,16 @@ def register(subparsers) -> None:
                      help="share of sentences (1..100) whose easiness sets the threshold")
     mix.add_argument("--easiness", metavar="FILE", help="easiness per sentence, one line per "
                      "reference, TAB-separated")
-    mix.add_argument("--regressor", metavar="MODEL", help="XGBoost easiness regressor (JSON)")
+    mix.add_argument("--regressor", metavar="MODEL", action="append",
+                     help="XGBoost easiness regressor (JSON); with --folds, one per fold, in "
+                          "the folds' order")
+    mix.add_argument("--folds", metavar="FILE", action="append",
+                     help="document ids of one cross-validation fold, one per line (repeat per "
+                          "fold, e.g. REALSumm's by_examples/fold1.id ...): each document's "
+                          "sentences are scored by its fold's --regressor and the threshold is "
+                          "pooled, as REALSumm's reproduction does (needs --ids)")
+    mix.add_argument("--ids", metavar="FILE", help="with --folds: the references' document "
+                     "ids, one line per reference (REALSumm's ids.txt)")
     mix.add_argument("--trees", metavar="FILE", help="constituency trees, one JSON object per "
                      "sentence (for --regressor)")
     parser.add_argument("--out", required=True, metavar="FILE", help="units file to write")
@@ -65,7 +83,7 @@ def register(subparsers) -> None:
         "references": "--references file", "frames": "--frames file",
         "coref": "--coref file", "srl_model": "--srl-model folder",
         "predicate_model": "--predicate-model folder", "scus": "--scus file",
-        "easiness": "--easiness file", "regressor": "--regressor file", "trees": "--trees file"})
+        "easiness": "--easiness file", "trees": "--trees file", "ids": "--ids file"})
     register_convert(subparsers)
 
 
@@ -78,23 +96,22 @@ def frame_source(args):
                             "--srl-model DIR --predicate-model DIR (sumbench ships no SRL "
                             "model), not both")
     if args.frames:
-        if args.predicate_model:
-            raise SumbenchError("--predicate-model goes with --srl-model")
+        if args.predicate_model or args.spacy_pipeline:
+            raise SumbenchError("--predicate-model and --spacy-pipeline go with --srl-model")
         from leaderboard.evaluators.stu_extraction import RecordedFrames
 
         return RecordedFrames(args.frames)
-    if not args.predicate_model:
-        raise SumbenchError("--srl-model needs --predicate-model DIR (the verbs to label)")
     from leaderboard.evaluators.srl_frames import ModelFrames
 
-    return ModelFrames(args.srl_model, args.predicate_model, device=args.device)
+    return ModelFrames(args.srl_model, args.predicate_model, device=args.device,
+                       spacy_pipeline=args.spacy_pipeline)
 
 
 def check_mix_options(args) -> None:
     """One-line errors for a mix asked for without what it needs, or mix options alone."""
     from tasks.errors import SumbenchError
 
-    mix_options = ("percentage", "easiness", "regressor", "trees")
+    mix_options = ("percentage", "easiness", "regressor", "trees", "folds", "ids")
     if not args.scus:
         given = [name for name in mix_options if getattr(args, name) is not None]
         if given:
@@ -107,6 +124,13 @@ def check_mix_options(args) -> None:
                             "--regressor MODEL --trees FILE")
     if (args.regressor is None) != (args.trees is None):
         raise SumbenchError("--regressor and --trees go together")
+    if (args.folds is None) != (args.ids is None):
+        raise SumbenchError("--folds and --ids go together")
+    if args.folds is None and args.regressor and len(args.regressor) > 1:
+        raise SumbenchError("several --regressor models need --folds (one per fold)")
+    if args.folds and args.easiness:
+        raise SumbenchError("--folds are for --regressor models (an --easiness file holds "
+                            "the scores already)")
 
 
 def mixed(args, references) -> tuple[list[list[str]], str]:
@@ -117,9 +141,16 @@ def mixed(args, references) -> tuple[list[list[str]], str]:
     scus = read_units_file(args.scus, len(references), "references", what="SCUs file")
     if args.easiness:
         easiness = lite25.read_easiness(args.easiness, references)
+    elif args.folds:
+        from tasks.io import read_item_lines
+
+        ids = [line.strip() for line in read_item_lines(args.ids, len(references),
+                                                       what="ids file", lines_for="references")]
+        easiness = lite25.fold_easiness(args.regressor, args.folds, ids,
+                                        lite25.RecordedTrees(args.trees), references)
     else:
-        easiness = lite25.regressor_easiness(args.regressor, lite25.RecordedTrees(args.trees),
-                                             references)
+        easiness = lite25.regressor_easiness(args.regressor[0],
+                                             lite25.RecordedTrees(args.trees), references)
     units, counts = lite25.mix_units(references, scus, easiness, args.percentage)
     return units, (f"{counts['sentences']} sentences: {counts['stus']} with STUs, "
                    f"{counts['scus']} with SCUs, {counts['dropped']} without SCUs left out "

@@ -1,13 +1,17 @@
 """Lite²·⁵Pyramid's mix of SCUs and STUs, by the rules of the official `mix_scus_stus`
-(ZhangShiyue/Lite2-3Pyramid, metric/extract_stus.py lines 228-353; the same rules in
-reproduce/utils.py `mix_scus_stus_by_folds`). Official line numbers in brackets.
+(ZhangShiyue/Lite2-3Pyramid, metric/extract_stus.py lines 228-353), official line numbers in
+brackets; and REALSumm's reproduction, reproduce/utils.py `mix_scus_stus_by_folds`, whose
+rules differ in one place: each document's sentences are scored by the regressor of its
+cross-validation fold (`fold{k}_xgb.json` for the ids of `fold{k+1}.id`), and the threshold
+is pooled over all of them (`fold_easiness`).
 
 A reference's sentences are those of its STU extraction (coreference replaced first, NLTK
 sentences, one frame each: `stu_extraction.reference_sentences`); a sentence's words are its
 frame's words, lower-cased [274].
 
 - SCUs: each SCU goes to the sentence sharing the most distinct words with it (the SCU
-  lower-cased, commas and full stops made spaces, `nltk.word_tokenize`d [278]); a tie goes to
+  lower-cased, commas and full stops made spaces, `nltk.word_tokenize`d as NLTK 3.8.1 did
+  [278]; tasks.treebank); a tie goes to
   the earlier sentence, an SCU sharing no word to the first [281].
 - STUs of a sentence: the coreference STUs aligned to it by the same rule, on the text of the
   lower-cased unit between its first and second "is" (`split("is")[1]`, so inside words too
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from leaderboard.evaluators.stu_extraction import ReferenceSentences, _records, sentence_units
 from tasks.errors import DataError, SumbenchError
+from tasks.treebank import word_tokenize
 
 # the constituency labels counted by the official features, in their order (extract_stus.py
 # `non_terminal_tokens`): a regressor trained on those features reads them in this order
@@ -49,26 +54,22 @@ def best_sentence(words: Sequence[str], sentence_words: Sequence[set[str]]) -> i
 
 def align_scus(scus: Sequence[str], sentence_words: Sequence[set[str]]) -> dict[int, list[str]]:
     """{sentence index: its SCUs}, only sentences with at least one."""
-    import nltk
-
     aligned: dict[int, list[str]] = {}
     for scu in scus:
-        words = nltk.word_tokenize(scu.lower().replace(",", " ").replace(".", " "))
+        words = word_tokenize(scu.lower().replace(",", " ").replace(".", " "))
         aligned.setdefault(best_sentence(words, sentence_words), []).append(scu)
     return aligned
 
 
 def align_stus(reference: ReferenceSentences) -> list[list[str]]:
     """Per sentence: the coreference STUs aligned to it, then its frame STUs."""
-    import nltk
-
     sentence_words = reference.sentence_words
     aligned: list[list[str]] = [[] for _ in reference.frames]
     for unit in reference.coref_units:
         pieces = unit.lower().split("is")
         if len(pieces) < 2:
             raise SumbenchError(f"the coreference STU {unit!r} has no 'is'")
-        aligned[best_sentence(nltk.word_tokenize(pieces[1]), sentence_words)].append(unit)
+        aligned[best_sentence(word_tokenize(pieces[1]), sentence_words)].append(unit)
     for index, frame in enumerate(reference.frames):
         aligned[index] += sentence_units(frame)
     return aligned
@@ -211,3 +212,44 @@ def regressor_easiness(model: str | Path, trees: RecordedTrees,
         out.append(scores[start:start + len(reference.frames)])
         start += len(reference.frames)
     return out
+
+
+def fold_easiness(models: Sequence[str | Path], folds: Sequence[str | Path],
+                  ids: Sequence[str], trees: RecordedTrees,
+                  references: Sequence[ReferenceSentences]) -> list[list[float]]:
+    """Per reference its sentences' easiness by the regressor of its fold, as REALSumm's
+    reproduction scores them (`mix_scus_stus_by_folds`): the k-th fold file lists the
+    document ids the k-th model scores; every reference's id must be in exactly one."""
+    if len(models) != len(folds):
+        raise SumbenchError(f"{len(folds)} --folds files for {len(models)} --regressor models: "
+                            f"give one regressor per fold, in the same order")
+    fold_of = read_folds(folds)
+    unknown = [doc_id for doc_id in ids if doc_id not in fold_of]
+    if unknown:
+        raise SumbenchError(f"document {unknown[0]!r} is in no --folds file "
+                            f"({len(unknown)} of {len(ids)} are not)")
+    scores: list[list[float]] = [[] for _ in references]
+    for fold, model in enumerate(models):
+        members = [index for index, doc_id in enumerate(ids) if fold_of[doc_id] == fold]
+        fold_scores = regressor_easiness(model, trees, [references[i] for i in members])
+        for index, values in zip(members, fold_scores):
+            scores[index] = values
+    return scores
+
+
+def read_folds(folds: Sequence[str | Path]) -> dict[str, int]:
+    """document id -> its fold (the index of the file that lists it); a DataError for an id
+    two files list."""
+    from tasks.io import read_text
+
+    fold_of: dict[str, int] = {}
+    for fold, path in enumerate(folds):
+        for number, line in enumerate(read_text(path).splitlines(), start=1):
+            doc_id = line.strip()
+            if not doc_id:
+                continue
+            if doc_id in fold_of:
+                raise DataError(f"document {doc_id!r} is in fold {fold_of[doc_id] + 1} too",
+                                path=str(path), line=number)
+            fold_of[doc_id] = fold
+    return fold_of

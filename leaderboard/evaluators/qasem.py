@@ -16,9 +16,14 @@
   occurrence closest to the predicate, else dropped.
 - QAs: each frame printed as qasem_parser prints it and read back by QAPyramid's
   `parse_qasem` (answer = text before the first "(", question = inside the brackets after
-  the role's ":"), so an answer holding "(" is cut there, as officially. The role printed
-  is "R" unless `qanom` is installed (then qanom's `get_role`): it only matters in that cut.
-  A frame without arguments gives no QAs (`parse_qasem` raises ValueError on it).
+  the role's ":"), so an answer holding "(" or ":" is cut there, as officially. The role
+  printed is qanom's `get_role` (its name, e.g. "R1"), as the official parser imports it, with
+  `sumbench[qasem]`; without qanom every role prints "R", and `role_labels` says so in the
+  output's provenance. A frame without arguments gives no QAs (`parse_qasem` raises
+  ValueError on it).
+- Run-time settings, as the official run: the model in fp32 (`as_official_dtype`), batches of
+  32 prompts, decoding with the tokenizer's own space clean-up
+  (`clean_up_tokenization_spaces` of its config).
 """
 from __future__ import annotations
 
@@ -149,12 +154,28 @@ def frame_qas(frame: str) -> list[tuple[str, str]]:
     return pairs
 
 
+#: the role printed for every argument without qanom
+FALLBACK_ROLE = "R"
+
+
+def role_labels() -> str:
+    """Where the printed roles come from, for the output's provenance."""
+    try:
+        from importlib.metadata import version
+
+        from qanom.question_info import get_role  # noqa: F401
+    except ImportError:
+        return (f"'{FALLBACK_ROLE}' for every role: qanom is not installed "
+                f"(pip install 'sumbench[qasem]' for the official get_role)")
+    return f"qanom {version('qanom')} get_role"
+
+
 def default_role() -> Callable[[str], str | None]:
-    """qanom's `get_role` (its role's name) when qanom is installed, else "R"."""
+    """qanom's `get_role` (its role's name) when qanom is installed, else FALLBACK_ROLE."""
     try:
         from qanom.question_info import get_role
     except ImportError:
-        return lambda question: "R"
+        return lambda question: FALLBACK_ROLE
 
     def role(question: str) -> str | None:
         found = get_role(question)
@@ -197,6 +218,14 @@ class RecordedPredicates:
         return self.parses[sentence]
 
 
+def as_official_dtype(model):
+    """The parser in fp32, as the official run loaded it (transformers 4 loaded fp32 by
+    default; transformers 5 keeps a checkpoint's own dtype)."""
+    import torch
+
+    return model.to(torch.float32)
+
+
 def qasem_qa_generator(model, tokenizer, parses: Callable[[str], SentenceParse], *,
                        batch_size: int = BATCH_SIZE, num_beams: int = NUM_BEAMS,
                        max_length: int = MAX_LENGTH,
@@ -217,13 +246,23 @@ def qasem_qa_generator(model, tokenizer, parses: Callable[[str], SentenceParse],
     return generate
 
 
+def decoded(tokenizer, output) -> list[str]:
+    """The generated texts as the official parser decodes them: special tokens kept, spaces
+    cleaned up when the tokenizer's own config says so (`clean_up_tokenization_spaces`)."""
+    from trainers.generation import clean_up_spaces
+
+    texts = tokenizer.batch_decode(output, skip_special_tokens=False,
+                                   clean_up_tokenization_spaces=False)
+    if getattr(tokenizer, "clean_up_tokenization_spaces", False):
+        return [clean_up_spaces(text) for text in texts]
+    return texts
+
+
 def _parse_frames(model, tokenizer, parsed, batch_size, num_beams, max_length, role
                   ) -> dict[str, list[str]]:
     """{sentence: its printed frames with arguments}, the model run in batches."""
     import torch
     from tqdm import tqdm
-
-    from trainers.generation import clean_up_spaces
 
     jobs = [(sentence, parse, predicate) for sentence, parse in parsed
             for predicate in parse.predicates]
@@ -236,10 +275,8 @@ def _parse_frames(model, tokenizer, parsed, batch_size, num_beams, max_length, r
         with torch.inference_mode():
             output = model.generate(**encoded, num_beams=num_beams, max_length=max_length,
                                     do_sample=False)
-        texts = tokenizer.batch_decode(output, skip_special_tokens=False,
-                                       clean_up_tokenization_spaces=False)
-        for (sentence, parse, predicate), text in zip(batch, texts):
-            arguments = frame_arguments(clean_up_spaces(text), parse.tokens, predicate.index,
+        for (sentence, parse, predicate), text in zip(batch, decoded(tokenizer, output)):
+            arguments = frame_arguments(text, parse.tokens, predicate.index,
                                         tokenizer.pad_token, tokenizer.eos_token, role)
             if arguments:
                 frames[sentence].append(f"{predicate}:  {' | '.join(arguments)}")

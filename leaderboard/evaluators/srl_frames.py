@@ -2,10 +2,13 @@
 convention of AllenNLP's SRL BERT (`structured-prediction-srl-bert`, allennlp-models
 srl_bert.py and the SRL dataset reader), with transformers only.
 
-- Words: NLTK's `word_tokenize` of the sentence (AllenNLP's predictor used spaCy's tokens,
-  which split hyphenated words: "43-year-old" is one word here, five there).
-- Verbs: a predicate detector (trainers.predicate_detector: a token-classification model)
-  marks them; AllenNLP's predictor took the words spaCy tags VERB.
+- Words: spaCy's rule-based English tokenizer, as AllenNLP's predictor split them
+  (`spacy.blank("en")` needs no model: "43-year-old" is five words, as in the released
+  REALSumm STUs' "43 - year"); a spaCy pipeline's own tokenizer when one tags the verbs.
+- Verbs: the words a spaCy pipeline with a tagger (en_core_web_sm, as the official predictor
+  loaded; `spacy_pipeline`) tags VERB or AUX, when one is installed; otherwise those a
+  predicate detector marks (trainers.predicate_detector: a token-classification model, whose
+  target is spaCy's VERB and AUX words).
 - Tags, per verb: each word cut into word pieces by the tokenizer's WordPiece model alone
   (lower-cased for an uncased model), `[CLS]` pieces `[SEP]`; the verb's pieces have token
   type 1 (the verb indicator), all others 0; the model's softmax probabilities go through a
@@ -54,17 +57,102 @@ def viterbi(potentials: Sequence[Sequence[float]], transitions, start) -> list[i
     return path[::-1]
 
 
+#: the spaCy pipeline AllenNLP's SRL predictor loaded (its tagger marks the verbs)
+SPACY_PIPELINE = "en_core_web_sm"
+#: what spaCy tags the words the official predictor labels frames for
+PREDICATE_POS = ("VERB", "AUX")
+#: pipeline components that set a token's part of speech
+TAGGING_PIPES = ("tagger", "morphologizer", "attribute_ruler")
+
+
+def _spacy():
+    try:
+        import spacy
+    except ImportError:
+        raise SumbenchError("SRL frames need spaCy's tokenizer: pip install 'sumbench[stus]'") \
+            from None
+    return spacy
+
+
+def spacy_words(sentence: str) -> list[str]:
+    """The sentence's words by spaCy's rule-based English tokenizer (no model needed)."""
+    return [token.text for token in _blank_english()(sentence)]
+
+
+_BLANK = []
+
+
+def _blank_english():
+    if not _BLANK:
+        _BLANK.append(_spacy().blank("en"))
+    return _BLANK[0]
+
+
+def tagging_pipeline(name: str):
+    """The spaCy pipeline `name` (a package or a folder) when it is installed and tags parts
+    of speech; None otherwise."""
+    spacy = _spacy()
+    try:
+        pipeline = spacy.load(name)
+    except (OSError, ImportError, ValueError):
+        return None
+    return pipeline if any(pipeline.has_pipe(pipe) for pipe in TAGGING_PIPES) else None
+
+
+class SpacyPredicates:
+    """Words and verb positions from a spaCy pipeline with a tagger (VERB and AUX)."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __call__(self, sentence: str) -> tuple[list[str], list[int]]:
+        document = self.pipeline(sentence)
+        return [token.text for token in document], [
+            index for index, token in enumerate(document) if token.pos_ in PREDICATE_POS]
+
+
+class DetectorPredicates:
+    """spaCy's rule-based words and the positions a predicate detector marks."""
+
+    def __init__(self, model: str, device: str):
+        from trainers.predicate_detector import PredicateDetector
+
+        self.detector = PredicateDetector(model, device=device)
+
+    def __call__(self, sentence: str) -> tuple[list[str], list[int]]:
+        words = spacy_words(sentence)
+        return words, self.detector.positions(words)
+
+
+def predicate_source(predicate_model: str | None, spacy_pipeline: str | None, device: str):
+    """A spaCy pipeline that tags verbs (`spacy_pipeline`, else en_core_web_sm when
+    installed) or else the predicate detector; a SumbenchError when there is neither."""
+    pipeline = tagging_pipeline(spacy_pipeline or SPACY_PIPELINE)
+    if pipeline is not None and (spacy_pipeline or not predicate_model):
+        return SpacyPredicates(pipeline)
+    if spacy_pipeline:
+        raise SumbenchError(f"spaCy pipeline {spacy_pipeline!r} is not installed or tags no "
+                            f"parts of speech")
+    if not predicate_model:
+        raise SumbenchError(f"no spaCy pipeline with a tagger is installed ({SPACY_PIPELINE}): "
+                            f"give a predicate detector (--predicate-model DIR) or a pipeline "
+                            f"(--spacy-pipeline NAME)")
+    return DetectorPredicates(predicate_model, device)
+
+
 class ModelFrames:
     """`frames(sentence) -> {"sentence", "words", "verbs": [{"verb", "tags"}]}` from an SRL
-    token classifier (SRL BERT's convention) and a predicate detector."""
+    token classifier (SRL BERT's convention) on the verbs a spaCy pipeline tags or a
+    predicate detector marks (`predicate_source`)."""
 
-    def __init__(self, srl_model: str, predicate_model: str, device: str = "cpu"):
+    def __init__(self, srl_model: str, predicate_model: str | None = None, device: str = "cpu",
+                 spacy_pipeline: str | None = None):
         import transformers
 
         from trainers.model_loading import check_model_source, load_errors, load_failure
-        from trainers.predicate_detector import PredicateDetector
         from trainers.profiles import resolve_model_path
 
+        self.predicates = predicate_source(predicate_model, spacy_pipeline, device)
         check_model_source(srl_model, "SRL model")
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -78,7 +166,6 @@ class ModelFrames:
             raise SumbenchError(f"{srl_model}: the SRL model's labels must be BIO tags "
                                 f"(O, B-X, I-X), got {self.labels[:6]}")
         self.constraints = bio_constraints(self.labels)
-        self.detector = PredicateDetector(predicate_model, device=device)
         self.device = device
         normalizer = self.tokenizer.backend_tokenizer.normalizer
         self.lowercase = normalizer is not None and normalizer.normalize_str("A") == "a"
@@ -113,11 +200,8 @@ class ModelFrames:
         return [self.labels[path[k]] for k in starts]
 
     def __call__(self, sentence: str) -> dict[str, Any]:
-        from tasks.text import treebank_words
-
-        words = treebank_words(sentence)
-        verbs = [{"verb": words[index], "tags": self.tags(words, index)}
-                 for index in self.detector.positions(words)]
+        words, positions = self.predicates(sentence)
+        verbs = [{"verb": words[index], "tags": self.tags(words, index)} for index in positions]
         return {"sentence": sentence, "words": words, "verbs": verbs}
 
 

@@ -20,7 +20,6 @@ Official rules (docs/usb-format.md §3-§4):
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from tasks.metrics.char_diff import character_diff
@@ -32,16 +31,12 @@ ENTITY = "UNSUP"
 OPEN_MARK, CLOSE_MARK = "[]", "[/]"
 
 
-@functools.lru_cache(maxsize=1)
-def _word_tokenizer():
-    from nltk.tokenize import TreebankWordTokenizer  # no punkt data needed
-
-    return TreebankWordTokenizer()
-
-
 def word_spans(summary: str) -> list[tuple[int, int]]:
-    """(start, end) character offsets of the summary's Treebank words."""
-    return list(_word_tokenizer().span_tokenize(summary))
+    """(start, end) character offsets of the summary's Treebank words, as the official
+    evaluation's `TreebankWordTokenizer().span_tokenize` gave them with NLTK 3.8.1."""
+    from tasks.treebank import treebank_spans
+
+    return treebank_spans(summary)
 
 
 def marked_regions(summary: str, tagged: str) -> list[tuple[int, int]]:

@@ -164,6 +164,10 @@ def test_sumbench_stus_writes_the_lite25_mix(tmp_path, capsys):
     (["--scus", "SCUS", "--percentage", "50"], None, "--scus needs one easiness source"),
     (["--scus", "SCUS", "--percentage", "50", "--regressor", "m.json"], None,
      "--regressor and --trees go together"),
+    (["--scus", "SCUS", "--percentage", "50", "--regressor", "m.json", "--trees", "t",
+      "--folds", "f1"], None, "--folds and --ids go together"),
+    (["--scus", "SCUS", "--percentage", "50", "--regressor", "m.json", "--regressor", "n.json",
+      "--trees", "t"], None, "several --regressor models need --folds"),
     (["--scus", "SCUS", "--percentage", "50", "--easiness", "EASY"], "0.9\t0.8\n0.5\n",
      "easiness.txt:1: 2 scores for the reference's 3 sentences"),
     (["--scus", "SCUS", "--percentage", "50", "--easiness", "EASY"], "0.9\t0.8\tx\n0.5\n",
@@ -179,3 +183,48 @@ def test_bad_mix_inputs_are_one_line_errors(tmp_path, capsys, extra, easiness, m
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "mixed.txt").exists()
+
+
+def test_folds_score_each_document_with_its_folds_regressor_and_pool_the_threshold(
+        tmp_path, references, capsys):
+    """REALSumm's reproduction (`mix_scus_stus_by_folds`): fold k's documents (the ids of
+    its file) are scored by regressor k, and one threshold is taken over every sentence of
+    every fold: worked here by those rules, with the folds listing the references out of
+    order so a wrong mapping shows."""
+    np = pytest.importorskip("numpy")
+    xgboost = pytest.importorskip("xgboost", reason="sumbench[lite25] is not installed")
+    from leaderboard.evaluators.lite25 import fold_easiness
+
+    trees = _trees(tmp_path, references)
+    rows = [sentence_features(*trees(text)) for r in references for text in r.texts]
+    models = []
+    for fold, labels in enumerate(([0.9, 0.1, 0.5, 0.3], [0.2, 0.7, 0.4, 0.8])):
+        booster = xgboost.train({"max_depth": 2, "seed": 0}, xgboost.DMatrix(
+            np.array(rows), label=np.array(labels)), num_boost_round=3)
+        booster.save_model(str(tmp_path / f"fold{fold}_xgb.json"))
+        models.append(booster)
+    (tmp_path / "fold1.id").write_text("doc-b\n")   # fold 0: the second reference
+    (tmp_path / "fold2.id").write_text("doc-a\n")   # fold 1: the first
+    (tmp_path / "ids.txt").write_text("doc-a\ndoc-b\n")
+    official = [models[1].predict(xgboost.DMatrix(np.array(rows[:3]))).tolist(),
+                models[0].predict(xgboost.DMatrix(np.array(rows[3:]))).tolist()]
+    folds = [tmp_path / "fold1.id", tmp_path / "fold2.id"]
+    found = fold_easiness([tmp_path / "fold0_xgb.json", tmp_path / "fold1_xgb.json"], folds,
+                          ["doc-a", "doc-b"], trees, references)
+    assert found == official
+    pooled = sorted([s for scores in official for s in scores], reverse=True)
+    threshold = pooled[:int(len(pooled) * 50 / 100)][-1]    # the official expression
+    expected_units, counts = mix_units(references, SCUS, official, 50)
+    assert counts["threshold"] == threshold
+    trees_file = str(tmp_path / "trees.jsonl")
+    assert main(_stus_args(tmp_path, "--scus", str(tmp_path / "SCUs.txt"), "--percentage",
+                           "50", "--regressor", str(tmp_path / "fold0_xgb.json"), "--folds",
+                           str(folds[0]), "--regressor", str(tmp_path / "fold1_xgb.json"),
+                           "--folds", str(folds[1]), "--ids", str(tmp_path / "ids.txt"),
+                           "--trees", trees_file)) == 0, capsys.readouterr().err
+    assert (tmp_path / "mixed.txt").read_text().split("\n") == [
+        "\t".join(row) for row in expected_units]
+    (tmp_path / "fold2.id").write_text("doc-a\ndoc-b\n")
+    with pytest.raises(Exception, match="fold2.id:2.*'doc-b' is in fold 1 too"):
+        fold_easiness([tmp_path / "fold0_xgb.json", tmp_path / "fold1_xgb.json"], folds,
+                      ["doc-a", "doc-b"], trees, references)

@@ -18,6 +18,7 @@ from leaderboard.evaluators.qasem import (
     frame_qas,
     locate_answer,
     prompt,
+    role_labels,
 )
 from tasks.errors import DataError
 
@@ -171,6 +172,9 @@ def test_qapyramid_auto_runs_the_qasem_parser(tmp_path, qasem_parrot, capsys):
     # sentence 1 has two predicates, sentence 2 one, in that order
     assert written["qas"] == {"e1": [["Who jumped?", "The fox"]] * 3}
     assert written["config"]["qa_generator"] == "qasem"
+    assert (written["config"]["qa_batch_size"], written["config"]["qasem_dtype"]) == \
+        (32, "float32")  # the official run's settings, by default
+    assert written["config"]["qasem_role_labels"] == role_labels()
     assert written["predicates"] == f"qasem predicates: {tmp_path / 'parses.jsonl'}"
     assert written["systems"] == {"s": 1.0}
 
@@ -197,3 +201,41 @@ def test_a_sentence_without_recorded_predicates_is_named(tmp_path, qasem_parrot,
                  _jsonl(tmp_path / "parses.jsonl", PARSES), "--presence", "lexical"]) == 2
     assert "has no tokens and predicates for the sentence 'A new sentence.'" in \
         capsys.readouterr().err
+
+
+def test_the_official_run_time_settings_are_the_defaults(qasem_parrot):
+    """fp32 whatever the checkpoint's dtype, batches of 32, the tokenizer's own clean-up."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from leaderboard.evaluators.qasem import BATCH_SIZE, as_official_dtype, decoded
+
+    assert BATCH_SIZE == 32
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(qasem_parrot)).to(torch.bfloat16)
+    assert as_official_dtype(model).dtype == torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(str(qasem_parrot))
+    ids = [tokenizer("The fox jumped ?", add_special_tokens=False)["input_ids"]]
+    tokenizer.clean_up_tokenization_spaces = True
+    assert [text.strip() for text in decoded(tokenizer, ids)] == ["The fox jumped?"]
+    tokenizer.clean_up_tokenization_spaces = False
+    assert [text.strip() for text in decoded(tokenizer, ids)] == ["The fox jumped ?"]
+
+
+def test_role_labels_come_from_qanom_and_the_fallback_is_stated(monkeypatch):
+    import builtins
+
+    from leaderboard.evaluators import qasem
+
+    pytest.importorskip("qanom", reason="sumbench[qasem] is not installed")
+    assert qasem.role_labels().startswith("qanom ")
+    assert qasem.default_role()("what did someone found _ _ _ ?") == "R1"
+    real_import = builtins.__import__
+
+    def without_qanom(name, *args, **kwargs):
+        if name.startswith("qanom"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_qanom)
+    assert qasem.role_labels().startswith("'R' for every role: qanom is not installed")
+    assert qasem.default_role()("what did someone found _ _ _ ?") == "R"

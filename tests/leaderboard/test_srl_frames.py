@@ -12,6 +12,7 @@ import pytest
 
 from benchmark.cli import main
 from leaderboard.evaluators.srl_frames import ModelFrames, bio_constraints, viterbi
+from tasks.errors import SumbenchError
 
 LABELS = ("O", "B-ARG0", "I-ARG0", "B-V", "I-V")
 NEG = float("-inf")
@@ -145,7 +146,9 @@ def test_sumbench_stus_with_models(models, tmp_path, capsys):
     assert out.read_text() == "The fox jumped ."   # no frame gives a unit: the words
     for extra, message in (
             ([], "semantic-role frames are needed: --frames FILE (recorded) or --srl-model"),
-            (["--srl-model", str(root / "srl")], "--srl-model needs --predicate-model DIR")):
+            (["--srl-model", str(root / "srl")], "no spaCy pipeline with a tagger is installed "
+                                                  "(en_core_web_sm): give a predicate detector "
+                                                  "(--predicate-model DIR) or a pipeline")):
         assert main(["stus", "--references", str(references), *extra, "--out",
                      str(tmp_path / "x.txt")]) == 2
         assert message in capsys.readouterr().err
@@ -154,4 +157,59 @@ def test_sumbench_stus_with_models(models, tmp_path, capsys):
     assert main(["stus", "--references", str(references), "--frames", str(frames_file),
                  "--predicate-model", str(root / "detector"), "--out",
                  str(tmp_path / "x.txt")]) == 2
-    assert "--predicate-model goes with --srl-model" in capsys.readouterr().err
+    assert "--predicate-model and --spacy-pipeline go with --srl-model" in \
+        capsys.readouterr().err
+
+
+def _verb_tagging_pipeline(folder):
+    """A spaCy pipeline that tags parts of speech (an attribute ruler: 'jumped' VERB, 'has'
+    AUX), saved where `spacy.load` reads it: a tagger, as en_core_web_sm holds one."""
+    import spacy
+
+    pipeline = spacy.blank("en")
+    ruler = pipeline.add_pipe("attribute_ruler")
+    ruler.add([[{"LOWER": "jumped"}]], {"POS": "VERB"})
+    ruler.add([[{"LOWER": "has"}]], {"POS": "AUX"})
+    pipeline.to_disk(folder)
+    return str(folder)
+
+
+def test_a_spacy_pipeline_with_a_tagger_gives_the_verbs_verb_and_aux(models, tmp_path):
+    """As the official predictor: spaCy's words, and its VERB and AUX words as the verbs; the
+    detector is not needed (and not asked) then."""
+    pipeline = _verb_tagging_pipeline(tmp_path / "pipeline")
+    frames = ModelFrames(str(models["root"] / "srl"), spacy_pipeline=pipeline)
+    found = frames("The 43-year-old fox has jumped.")
+    assert found["words"] == ["The", "43", "-", "year", "-", "old", "fox", "has", "jumped", "."]
+    assert [verb["verb"] for verb in found["verbs"]] == ["has", "jumped"]
+    with pytest.raises(SumbenchError, match="'missing-pipeline' is not installed"):
+        ModelFrames(str(models["root"] / "srl"), spacy_pipeline="missing-pipeline")
+
+
+def test_spacys_words_are_the_released_realsumm_stus_words(pyramid_data_dir):
+    """The released REALSumm STUs were made on the official SRL predictor's words, spaCy's:
+    every STU whose words all occur in some tokenization of its reference is checked; spaCy's
+    rule-based tokenizer holds all of each one's words, NLTK's word_tokenize not ("43 -
+    year", "n’t")."""
+    import re
+
+    from leaderboard.evaluators.srl_frames import spacy_words
+    from tasks.treebank import word_tokenize
+
+    root = pyramid_data_dir / "realsumm"
+    references = (root / "references.txt").read_text(encoding="utf-8").splitlines()
+    stus = (root / "STUs.txt").read_text(encoding="utf-8").splitlines()
+    checked = spacy_agree = nltk_agree = 0
+    for reference, line in zip(references, stus):
+        text = " ".join(re.sub(r"</?t>", " ", reference).split())
+        spacy_set, nltk_set = set(spacy_words(text)), set(word_tokenize(text))
+        for unit in line.split("\t"):
+            words = unit.split()
+            if not all(word in spacy_set or word in nltk_set for word in words):
+                continue  # a word neither tokenization has: nothing to tell them apart
+            checked += 1
+            spacy_agree += all(word in spacy_set for word in words)
+            nltk_agree += all(word in nltk_set for word in words)
+    print(f"REALSumm STUs checked: {checked}; spaCy's words agree on {spacy_agree}, "
+          f"NLTK's on {nltk_agree}")
+    assert checked >= 900 and spacy_agree == checked and nltk_agree < checked
