@@ -55,6 +55,8 @@ WHAT = {
     "generate_speed@flan-t5-base": ("ABS generation at Flan-T5-base's shape (random weights, "
                                     "4 beams), batched vs one `generate` per example (the "
                                     "official way); texts identical", "> 1"),
+    "view_speed": ("`sumbench view` of two USB-test-sized runs (about 17,600 records each): "
+                   "build, then open and filter in Chromium", "open < 3 s, filter < 0.2 s"),
     "leaderboard_load": ("server-side scoring of a USB-test-sized submission vs `sumbench "
                          "score`; page latency; listing after scoring", "<= 1.5"),
 }
@@ -110,6 +112,10 @@ def details(line: dict) -> str:
     if "peak_rss_ratio" in line:
         parts.append(f"peak RSS ratio {line['peak_rss_ratio']}, "
                      f"{line['records_per_s']} records/s")
+    if line.get("benchmark") == "view_speed":
+        parts.append(f"{line['items']} items, {line['page_mib']} MiB page: built in "
+                     f"{line['build_s']} s, opened in {line['open_s']} s, filtered in "
+                     f"{line['filter_s']} s")
     if "ceiling_ratio" in line:
         parts.append(f"encoder alone {line['encoder_seconds']:.3f} s: at most "
                      f"{line['ceiling_ratio']:.2f}x here")

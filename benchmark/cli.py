@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "benchmark.commands.leaderboard",
     "benchmark.commands.experiment",
     "benchmark.commands.lm_eval",
+    "benchmark.commands.view",
 )
 
 

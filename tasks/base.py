@@ -40,6 +40,11 @@ class FewShotParts:
     extra: dict = field(default_factory=dict)
 
 
+#: how pages name a headline metric
+METRIC_LABELS = {"auc": "AUC", "f1": "F1", "exactmatch": "exact match",
+                 "rouge_gmean": "ROUGE geo-mean", "accuracy": "accuracy", "rougel": "ROUGE-L"}
+
+
 class Task(abc.ABC):
     """A benchmark task: data, formats, parser and metrics, but never a model.
 
@@ -49,6 +54,8 @@ class Task(abc.ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    #: a short name for people ("Factuality"); `display_name` adds the headline metric
+    title: ClassVar[str] = ""
     version: ClassVar[str] = "1"
     #: the benchmark the task belongs to ("usb", "qapyramid"); `all` in commands means a suite
     suite: ClassVar[str] = ""
@@ -142,6 +149,11 @@ class Task(abc.ABC):
         """The paper's headline number (x100) computed from `score`'s output."""
 
     # ---- description ------------------------------------------------------------------
+    def display_name(self) -> str:
+        """"Factuality (AUC)": the title and the headline's metric, as pages show a task."""
+        metric = METRIC_LABELS.get(self.main_metric, self.main_metric)
+        return f"{self.title or self.name} ({metric})"
+
     def describe(self) -> dict:
         return {"name": self.name, "suite": self.suite, "description": self.description,
                 "version": self.version,

@@ -47,3 +47,14 @@ SRL_FRAMES = {
                       "verbs": [{"tags": ["B-ARG1", "B-V", "B-ARGM-MNR", "O"]}]},
     "Sales rose.": {"words": ["Sales", "rose", "."], "verbs": [{"tags": ["B-ARG1", "B-V", "O"]}]},
 }
+
+
+def screenshot_path(tmp_path: Path, name: str) -> Path:
+    """Where a browser test saves its screenshot `name`: under $SUMBENCH_SCREENSHOTS when set
+    (the docs' images: `SUMBENCH_SCREENSHOTS=docs/img pytest -k browser_or_viewer`), else in
+    the test's own folder."""
+    import os
+
+    folder = Path(os.environ.get("SUMBENCH_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name

@@ -8,8 +8,10 @@ and /admin/users (every user's submission history with the probing flag; audited
 """
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, HTTPException
-from fastapi.responses import Response
+import json
+
+from fastapi import APIRouter, Header, HTTPException, Query
+from fastapi.responses import JSONResponse, Response
 
 from leaderboard.service.api_models import (
     ERRORS,
@@ -25,6 +27,7 @@ from leaderboard.service.api_models import (
 from leaderboard.service.auth import TOKEN_REQUIRED, audit, authenticate, bearer_token
 from leaderboard.service.boards import stored_output
 from leaderboard.service.db import Database
+from leaderboard.service.documents import SOURCES, TRAINING, filtered_document
 from leaderboard.service.settings import load_settings
 from tasks.errors import SumbenchError
 
@@ -52,6 +55,29 @@ def stored(database: Database, track: str, variant: str, name: str) -> str:
     return text
 
 
+def board_filters(q: str | None, source: str | None, training: str | None,
+                  device: str | None) -> dict:
+    """The filters a board request asks for ({} when none); 422 for a value not known."""
+    filters: dict = {}
+    if q:
+        filters["q"] = q
+    if source is not None:
+        chosen = [name for name in source.split(",") if name and name != "none"]
+        unknown = [name for name in chosen if name not in SOURCES]
+        if unknown:
+            raise HTTPException(422, f"unknown source {unknown[0]!r} (sources: "
+                                     f"{', '.join(SOURCES)})")
+        filters["source"] = chosen
+    if training:
+        if training not in TRAINING:
+            raise HTTPException(422, f"unknown training filter {training!r} (one of "
+                                     f"{', '.join(TRAINING)})")
+        filters["training"] = training
+    if device:
+        filters["device"] = device
+    return filters
+
+
 def board_routes(router: APIRouter, database: Database) -> None:
     from leaderboard.service.gold import board_inputs, tracks_and_boards
     from leaderboard.service.submissions import manifest
@@ -68,9 +94,21 @@ def board_routes(router: APIRouter, database: Database) -> None:
                 response_class=Response, responses={
         200: {"model": BoardDocument, "description": "the board as last rebuilt"},
         404: ERRORS[404]})
-    def leaderboard(track: str, variant: str = "all"):
-        return Response(stored(database, track, variant, "document"),
-                        media_type="application/json")
+    def leaderboard(track: str, variant: str = "all",
+                    q: str | None = Query(None, max_length=200,
+                                          description="text in the model or user name"),
+                    source: str | None = Query(None, description="comma-separated: evaluated, "
+                                                                 "computed, predictions"),
+                    training: str | None = Query(None, description="declared, test-seen or "
+                                                                   "undeclared"),
+                    device: str | None = Query(None, max_length=200,
+                                               description="the device an entry was "
+                                                           "evaluated on")):
+        text = stored(database, track, variant, "document")
+        filters = board_filters(q, source, training, device)
+        if not filters:
+            return Response(text, media_type="application/json")
+        return JSONResponse(filtered_document(json.loads(text), filters))
 
     @router.get("/manifest/{track}",
                 summary="The items a submission answers, and how they are checked",

@@ -9,11 +9,12 @@ POST .../{id}/hide and .../{id}/unhide, DELETE /api/v1/submissions/{id} (owner o
 /api/v1/leaderboard/{track}?variant= and /api/v1/leaderboard/{track}.csv; GET
 /api/v1/manifest/{track}?variant= (item keys, and how this instance validates); POST
 /api/v1/admin/rescore and GET /api/v1/admin/audit (admin). Pages: /, /track/{name},
-/submission/{id}, /compare?a=&b=, /chart/{track}.png. Every response carries a
-Content-Security-Policy without inline scripts. A submission without a valid token is
-answered 401 before its form is read (`middleware.TokenFirst`); a form with a field the
-route does not take, or one given twice or empty, is refused (`form_problems`), and so is a
-query parameter an API route does not take (`known_query_parameters`).
+/submission/{id}, /chart/{track}.png, and those of leaderboard.service.result_routes
+(/compare?a=&b=, /track/{name}/task/{task}, /items/{id} where the gold is public). Every
+response carries a Content-Security-Policy without inline scripts. A submission without a
+valid token is answered 401 before its form is read (`middleware.TokenFirst`); a form with a
+field the route does not take, or one given twice or empty, is refused (`form_problems`), and
+so is a query parameter an API route does not take (`known_query_parameters`).
 """
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ from leaderboard.service.submissions import (
     set_hidden,
 )
 from leaderboard.service.validate import Upload
-from leaderboard.service.views import STATIC, Links, compare_view, entry_ranks, home_view, render
+from leaderboard.service.views import STATIC, Links, entry_ranks, home_view, render
 from leaderboard.tracks import SubmissionErrors
 from tasks.errors import DataError, SumbenchError, did_you_mean, json_type
 from tasks.io import DuplicateKey, strict_loads
@@ -371,6 +372,8 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
 
 def page_router(database: Database):
     """The HTML pages (not part of the API's schema)."""
+    from leaderboard.service.result_routes import result_routes
+
     router = APIRouter(include_in_schema=False)
 
     def links() -> Links:  # every page states the instance's gold visibility
@@ -409,14 +412,5 @@ def page_router(database: Database):
         return render("users.html", links(),
                       users=admin_user_histories(database, authorization))
 
-    @router.get("/compare", response_class=HTMLResponse)
-    def compare_page(a: int, b: int):
-        try:
-            view = compare_view(database, public_view(database, a), public_view(database, b))
-        except NotFound as error:
-            raise HTTPException(404, str(error)) from None
-        except SumbenchError as error:
-            raise HTTPException(409, str(error)) from None
-        return render("compare.html", links(), **view)
-
+    result_routes(router, database, links)
     return router

@@ -206,6 +206,8 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "board": board, "boards": track.boards(gold), "parts": parts,
             "part_kind": track.part_kind,
             "headline_names": {part: track.headline_name(part) for part in parts},
+            "part_titles": {part: track.part_title(part) for part in parts},
+            "part_help": {part: track.part_help(part) for part in parts},
             "version_key": key, "versions": versions,
             "rules": {"aggregate": aggregate_rule(parts, track.part_kind),
                       "bands": band_rule(settings.n_resamples, settings.alpha, settings.seed)},
@@ -222,6 +224,8 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "ranked": ranked, "partial": partial, "not_ranked": not_ranked,
             "self_reported": self_reported, "published": published,
             "cost_points": len(cost_points({"ranked": ranked})),
+            "devices": sorted({e["cost"]["device"] for e in ranked + partial + not_ranked
+                               if (e.get("cost") or {}).get("device")}),
             "computed": utcnow().isoformat(timespec="seconds") + "Z"}
 
 

@@ -79,3 +79,44 @@ def board_csv(snapshot: Mapping[str, Any]) -> str:
 def _csv_text(text: str) -> str:
     """Neutralise spreadsheet formulas in user text (a leading = + - @ is quoted away)."""
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+#: the board filters the page and the API share: source values, training values
+SOURCES = ("evaluated", "computed", "predictions")
+TRAINING = ("declared", "test-seen", "undeclared")
+
+
+def entry_source(entry: Mapping[str, Any]) -> str:
+    kind = entry.get("kind")
+    return "evaluated" if kind == "evaluation" else "predictions" if kind == "submission" \
+        else "computed"
+
+
+def entry_training(entry: Mapping[str, Any]) -> str:
+    card = entry.get("card") or {}
+    if card.get("usb_test_seen") is True:
+        return "test-seen"
+    return "declared" if card.get("training_data") and card.get("usb_test_seen") is False \
+        else "undeclared"
+
+
+def entry_matches(entry: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
+    """Whether an entry of a board document passes the filters (as the board page's own:
+    q in the model or user, one of the sources, the training declaration, the device)."""
+    query = (filters.get("q") or "").strip().lower()
+    if query and query not in f"{entry.get('model', '')} {entry.get('user', '')}".lower():
+        return False
+    if filters.get("source") is not None and entry_source(entry) not in filters["source"]:
+        return False
+    if filters.get("training") and entry_training(entry) != filters["training"]:
+        return False
+    device = (entry.get("cost") or {}).get("device") or ""
+    return not filters.get("device") or device == filters["device"]
+
+
+def filtered_document(document: dict, filters: Mapping[str, Any]) -> dict:
+    """The board document with only the entries that pass the filters (ranks kept)."""
+    lists = ("entries", "not_ranked", "self_reported")
+    return {**document, **{key: [entry for entry in document.get(key, [])
+                                 if entry_matches(entry, filters)] for key in lists},
+            "filters": {key: value for key, value in filters.items() if value is not None}}

@@ -21,6 +21,7 @@ from tasks.errors import SumbenchError
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
     from leaderboard.service.entry_view import public_view
+    from leaderboard.service.part_page import part_view
     from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import NotFound
     from leaderboard.service.views import (
@@ -33,7 +34,7 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
     )
 
     links = Links(static=True, visibility=load_settings(database).gold_visibility)
-    counts = {"boards": 0, "entries": 0, "compare": 0}
+    counts = {"boards": 0, "tasks": 0, "entries": 0, "compare": 0}
     with atomic_directory(out_dir) as staging:
         shutil.copytree(STATIC, staging / "static")
         (staging / "index.html").write_text(render("index.html", links,
@@ -43,6 +44,11 @@ def export_site(database: Database, out_dir: str | Path) -> dict:
             counts["boards"] += 1
             (staging / links.track(track, board)).write_text(
                 render("track.html", links, board=snapshot), encoding="utf-8")
+            for part in snapshot["parts"]:
+                (staging / links.part(track, board, part)).write_text(
+                    render("part.html", links, **part_view(database, snapshot, part),
+                           item_view=None), encoding="utf-8")
+                counts["tasks"] += 1
             (staging / links.board_json(track, board)).write_text(
                 json.dumps(board_document(snapshot), indent=1), encoding="utf-8")
             (staging / links.board_csv(track, board)).write_text(board_csv(snapshot),

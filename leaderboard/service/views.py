@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import numpy as np
 from sqlalchemy import select
 
 from leaderboard.service.boards import SELF_REPORTED, all_boards, read_board
 from leaderboard.service.db import Database, Material, Score
+from leaderboard.service.documents import entry_source, entry_training
 from tasks.errors import SumbenchError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -43,6 +44,20 @@ class Links:
     def compare(self, a: int, b: int) -> str:
         return f"compare-{a}-{b}.html" if self.static else f"/compare?{urlencode({'a': a, 'b': b})}"
 
+    def part(self, track: str, board: str, part: str) -> str:
+        return f"task-{track}-{board}-{part}.html" if self.static else \
+            f"/track/{track}/task/{quote(part)}?{urlencode({'variant': board})}"
+
+    @property
+    def offers_items(self) -> bool:
+        """Whether pages link to item pages: live, where the test gold is public."""
+        return not self.static and self.visibility == "public"
+
+    def items(self, entry_id: int, part: str, versus: int | None = None) -> str:
+        """An entry's item page (live only: where the test gold is public)."""
+        query = {"task": part, **({"b": versus} if versus is not None else {})}
+        return f"/items/{entry_id}?{urlencode(query)}"
+
     def chart(self, track: str, board: str) -> str:
         return f"chart-{track}-{board}.png" if self.static else \
             f"/chart/{track}.png?{urlencode({'variant': board})}"
@@ -69,6 +84,8 @@ def environment():
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
                       autoescape=select_autoescape(["html"], default=True))
     env.filters["num"] = format_number
+    env.filters["entry_source"] = entry_source  # the board page filters as the API does
+    env.filters["entry_training"] = entry_training
     return env
 
 

@@ -157,6 +157,14 @@ class Track(abc.ABC):
     def describe_part(self, part: str) -> str:
         return part
 
+    def part_title(self, part: str) -> str:
+        """How pages head the part's column ("Factuality (AUC)")."""
+        return part
+
+    def part_help(self, part: str) -> str:
+        """The part's headline metric and what it measures (a column's tooltip)."""
+        return f"{part}: {self.headline_name(part)} x100"
+
     def gold_match(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
                    board: str) -> dict | None:
         """How many of the submitted records copy the gold answer exactly, per part (as

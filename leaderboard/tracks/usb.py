@@ -145,8 +145,8 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
 class UsbTrack(Track):
     name = "usb"
     title = "USB: eight summarization tasks"
-    description = ("The eight USB tasks scored on hidden test gold with the official metrics "
-                   "(the code of `sumbench score`).")
+    description = ("The eight USB tasks scored on the server's test gold with the official "
+                   "metrics (the code of `sumbench score`).")
     part_kind = "task"
     submission_fields = ("task", "id", "summ_idx", "prediction")
 
@@ -338,6 +338,13 @@ class UsbTrack(Track):
 
     def headline_name(self, part: str) -> str:
         return get_task(part).main_metric
+
+    def part_title(self, part: str) -> str:
+        return get_task(part).display_name()
+
+    def part_help(self, part: str) -> str:
+        task = get_task(part)
+        return f"{part}: {task.main_metric} x100. {task.description}"
 
     def breakdown(self, checked, gold, board: str,
                   materials: Mapping[str, Sequence] | None = None) -> dict | None:

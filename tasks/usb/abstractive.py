@@ -9,6 +9,7 @@ from tasks.usb.common import TextTask, instructed, joined
 class AbstractiveSummarization(TextTask):
     name = "abstractive_summarization"
     description = "Summarize a whole article (ROUGE geometric mean of R1/R2/RL)."
+    title = "Abstractive"
     record_fields = ("id", "input_lines", "output_lines")
 
     def source(self, instance: dict) -> str:

@@ -9,6 +9,7 @@ from tasks.usb.common import TextTask, instructed, joined
 class MultisentenceCompression(TextTask):
     name = "multisentence_compression"
     description = "Compress a summary sentence's evidence into one line (ROUGE geometric mean)."
+    title = "Compression"
     record_fields = ("id", "summ_idx", "input_lines", "output_lines")
 
     def source(self, instance: dict) -> str:

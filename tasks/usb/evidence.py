@@ -13,6 +13,7 @@ from tasks.validation import is_int, require, require_probabilities, require_str
 class EvidenceExtraction(LineLabelTask):
     name = "evidence_extraction"
     description = "Find the article sentences that support a summary sentence (F1)."
+    title = "Evidence extraction"
     #: instances (and prediction records) are per (article, summary sentence)
     record_fields = ("task", "id", "summ_idx", "input_lines", "labels", "claim")
     main_metric = "f1"

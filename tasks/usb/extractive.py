@@ -10,6 +10,7 @@ from tasks.validation import require_binary_labels, require_probabilities
 class ExtractiveSummarization(LineLabelTask):
     name = "extractive_summarization"
     description = "Predict which article sentences are important, per sentence (AUC)."
+    title = "Extractive"
     record_fields = ("id", "input_lines", "labels")
     main_metric = "auc"
 

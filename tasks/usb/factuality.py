@@ -18,6 +18,7 @@ UNPARSEABLE = [0.5]
 class FactualityClassification(UsbTask):
     name = "factuality_classification"
     description = "Classify whether the evidence supports a summary sentence (AUC)."
+    title = "Factuality"
     record_fields = ("id", "summ_idx", "input_lines", "summary_sent", "label")
     output_kind = "probabilities"
     metric_names = CLASSIFICATION_METRICS

@@ -9,6 +9,7 @@ from tasks.usb.common import TextTask, instructed, joined
 class FixingFactuality(TextTask):
     name = "fixing_factuality"
     description = "Rewrite a summary sentence to be factually correct (exact match)."
+    title = "Fixing factuality"
     record_fields = ("id", "summ_idx", "input_lines", "initial_summary", "fixed_summary")
     main_metric = "exactmatch"
 

@@ -9,6 +9,7 @@ from tasks.usb.common import TextTask, instructed, joined
 class TopicBasedSummarization(TextTask):
     name = "topicbased_summarization"
     description = "Summarize an article for one section's topic (ROUGE geometric mean)."
+    title = "Topic-based"
     record_fields = ("summ_idx", "id", "input_lines", "topic_name", "output_lines")
 
     def fewshot_content(self, instance: dict) -> str:

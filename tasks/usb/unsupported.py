@@ -12,6 +12,7 @@ from tasks.validation import require_str
 class UnsupportedSpanPrediction(UsbTask):
     name = "unsupported_span_prediction"
     description = "Mark the unsupported spans of a summary sentence with [] [/] (span F1)."
+    title = "Unsupported spans"
     record_fields = ("summ_idx", "id", "input_lines", "summary", "annotated_summary")
     output_kind = "spans"
     metric_names = SPAN_METRICS

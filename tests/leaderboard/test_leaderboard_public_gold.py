@@ -242,3 +242,104 @@ def test_charts_show_any_model_name_as_text(monkeypatch):
                       title=hostile).startswith(b"\x89PNG")
     assert task_bar_chart([{"label": hostile, "values": {"a": 1.0}}], ["a"],
                           title=hostile).startswith(b"\x89PNG")
+
+
+def _page_data(html: str) -> dict:
+    """The viewer data a served item page holds."""
+    start = html.index('<script id="data" type="application/json">') + len(
+        '<script id="data" type="application/json">')
+    return json.loads(html[start:html.index("</script>", start)])
+
+
+def test_item_pages_show_entries_item_by_item_as_sumbench_scores_them(lab, usb_fixture_dir,
+                                                                      data_dir):
+    from tasks.item_view import scored_run
+    from tasks.scoring import read_prediction_files
+
+    files = [("files", (f"{name}.jsonl",
+                        (usb_fixture_dir / "predictions" / f"{name}.jsonl").read_bytes()))
+             for name in TASKS]
+    sent = _post(lab, model="sample predictions for items", files=files)
+    assert sent.status_code == 202, sent.text
+    board = _board(lab)
+    entry = sent.json()["id"]
+    baseline = next(e["id"] for e in board["entries"] if e["kind"] == "baseline")
+    public = lab["client"].get(f"/api/v1/submissions/{entry}").json()["public_scores"]
+    fix = "fixing_factuality"
+    answer = lab["client"].get(f"/items/{entry}", params={"task": fix, "b": baseline})
+    assert answer.status_code == 200, answer.text
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert '<script src="/view-assets/view.js">' in answer.text  # no inline code
+    assert lab["client"].get("/view-assets/view.js").status_code == 200
+    data = _page_data(answer.text)
+    assert [run["name"] for run in data["runs"]] == [
+        f"#{entry} sample predictions for items", f"#{baseline} non-neural baselines"]
+    assert data["runs"][0]["scores"][fix]["headline"] == public[fix]["headline"]
+    values = [item["values"][0]["exactmatch"] for item in data["items"]]
+    assert len(values) == public[fix]["n_records"]
+    records, _, expected = scored_run(read_prediction_files(
+        [usb_fixture_dir / "predictions" / f"{fix}.jsonl"]))[fix]  # as `sumbench view` has it
+    assert {(item["id"], item["summ_idx"]): item["values"][0] for item in data["items"]} == {
+        (str(record["id"]), record.get("summ_idx")): value
+        for record, value in zip(records, expected)}
+    assert sum(values) / len(values) == pytest.approx(public[fix]["exactmatch"], abs=1e-12)
+    fixed = {json.loads(line)["fixed_summary"] for line in (
+        data_dir / "all" / fix / "test.jsonl").read_text().splitlines()}
+    assert fixed <= set(data["texts"])  # the public gold, item by item
+    lab["client"].post(f"/api/v1/submissions/{entry}/hide",
+                       headers={"Authorization": f"Bearer {lab['tokens']['ada']}"})
+    for params in ({"task": fix}, {"task": "abstractive_summarization"}):
+        assert lab["client"].get(f"/items/{entry}", params=params).status_code == 404
+    assert lab["client"].get(f"/items/{baseline}",
+                             params={"task": "no_such_task"}).status_code == 404
+
+
+@pytest.fixture(scope="module")
+def mixed_board(lab, usb_fixture_dir):
+    """The board with an entry of every source: a model evaluated here with declared training
+    data, a predictions file (both by bob) and the baselines."""
+    name = distinct_copy(lab["models"], "filters")
+    evaluated = _post(lab, user="bob", model="filters: evaluated", evaluate=name,
+                      card=json.dumps(DECLARED))
+    path = usb_fixture_dir / "predictions" / "factuality_classification.jsonl"
+    predictions = _post(lab, user="bob", model="filters: predictions",
+                        files=[("files", ("fac.jsonl", path.read_bytes()))])
+    assert (evaluated.status_code, predictions.status_code) == (202, 202)
+    return _board(lab)
+
+
+def _listed(document: dict) -> list[int]:
+    return [entry["id"] for key in ("entries", "not_ranked", "self_reported")
+            for entry in document[key]]
+
+
+@pytest.mark.parametrize("params, keep", [
+    ({"source": "computed"}, lambda e: e["kind"] in ("baseline", "reference", "builtin")),
+    ({"source": "evaluated,predictions"}, lambda e: e["kind"] in ("evaluation", "submission")),
+    ({"source": "none"}, lambda e: False),
+    ({"q": "BASELINE"}, lambda e: "baseline" in e["model"].lower()),
+    ({"q": "ada"}, lambda e: e["user"] == "ada"),
+    ({"training": "declared"}, lambda e: bool((e.get("card") or {}).get("training_data"))
+     and (e.get("card") or {}).get("usb_test_seen") is False),
+    ({"device": "cpu"}, lambda e: ((e.get("cost") or {}).get("device") or "") == "cpu"),
+])
+def test_the_board_api_takes_the_page_s_filters(lab, mixed_board, params, keep):
+    everything = _board(lab)
+    assert {entry["kind"] for key in ("entries", "not_ranked", "self_reported")
+            for entry in everything[key]} >= {"evaluation", "submission", "baseline"}
+    everything_by_id = {entry["id"]: entry for key in ("entries", "not_ranked", "self_reported")
+                        for entry in everything[key]}
+    answer = lab["client"].get("/api/v1/leaderboard/usb", params={"variant": "all", **params})
+    assert answer.status_code == 200, answer.text
+    assert _listed(answer.json()) == [i for i in _listed(everything) if keep(everything_by_id[i])]
+    assert [e.get("rank") for e in answer.json()["entries"]] == [
+        e.get("rank") for e in everything["entries"] if keep(e)]  # filtering never re-ranks
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"source": "evaluated,rumours"}, "unknown source 'rumours'"),
+    ({"training": "some"}, "unknown training filter 'some'"),
+])
+def test_unknown_filter_values_are_refused(lab, params, message):
+    answer = lab["client"].get("/api/v1/leaderboard/usb", params={"variant": "all", **params})
+    assert answer.status_code == 422 and message in answer.text

@@ -127,6 +127,26 @@ def test_board_ranks_complete_entries_and_lists_partial_ones_apart(service, scor
     assert len(csv_text.splitlines()) == 1 + len(board["entries"])
 
 
+def test_a_task_page_ranks_the_task_with_each_entry_s_metric_dict(service, scored):
+    board = _get(service, "/api/v1/leaderboard/usb", params={"variant": "all"}).json()
+    fix = "fixing_factuality"
+    expected = sorted((e for e in board["entries"] if e["scores"].get(fix) is not None),
+                      key=lambda e: -e["scores"][fix])
+    page = _get(service, f"/track/usb/task/{fix}", params={"variant": "all"})
+    assert page.status_code == 200
+    ranked = page.text.split('id="part-ranked"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r'<tr data-id="(\d+)">', ranked) == [str(e["id"]) for e in expected]
+    assert "<h1>Fixing factuality (exact match)</h1>" in page.text
+    metrics = _get(service, f"/api/v1/submissions/{scored[1]}").json()["public_scores"][fix]
+    assert f"{metrics['rouge1']:.4f}" in ranked and "&lt;script&gt;" in ranked
+    assert "withheld (" in page.text  # the fixture's domains are too small to publish
+    assert "item by item" not in page.text  # hidden gold: no item pages
+    for url in (f"/track/usb/task/{fix}?variant=nope", "/track/usb/task/nope?variant=all"):
+        assert _get(service, url).status_code == 404
+    refused = _get(service, f"/items/{scored[0]}", params={"task": fix})
+    assert refused.status_code == 404 and "only where the test gold is public" in refused.text
+
+
 def test_pages_escape_names_and_send_a_content_security_policy(service, scored):
     for url in ("/", "/track/usb?variant=all", f"/submission/{scored[0]}",
                 f"/compare?a={scored[0]}&b=1", "/track/summaries?variant=tinyset"):
@@ -390,10 +410,11 @@ def test_unknown_query_parameters_of_the_api_are_refused_not_passed_over(service
     assert response.status_code == 422
     assert response.json() == {"status": "rejected", "errors": [
         {"file": None, "line": None, "field": "varaint",
-         "message": "not a query parameter of this endpoint (it takes variant); did you mean "
-                    "'variant'?"},
+         "message": "not a query parameter of this endpoint (it takes device, q, source, "
+                    "training, variant); did you mean 'variant'?"},
         {"file": None, "line": None, "field": "x",
-         "message": "not a query parameter of this endpoint (it takes variant)"}]}
+         "message": "not a query parameter of this endpoint (it takes device, q, source, "
+                    "training, variant)"}]}
     assert _get(service, "/api/v1/leaderboard/usb.csv?variant=all").status_code == 200
     assert _get(service, "/api/v1/admin/audit?limt=5", headers=_auth(service, "admin")
                 ).json()["errors"][0]["message"].endswith("(it takes limit); did you mean "
@@ -675,10 +696,17 @@ def test_full_session_and_export_never_hold_gold(service, scored, data_dir, tmp_
                 "/api/v1/leaderboard/usb", "/api/v1/leaderboard/usb.csv",
                 "/api/v1/manifest/usb", f"/submission/{scored[0]}",
                 f"/api/v1/submissions/{scored[0]}", f"/api/v1/submissions/{scored[1]}",
-                f"/compare?a={scored[0]}&b=1", "/api/v1/openapi.json"):
+                f"/compare?a={scored[0]}&b=1", "/api/v1/openapi.json",
+                "/track/usb/task/fixing_factuality?variant=all",
+                "/track/usb/task/factuality_classification?variant=all",
+                "/track/summaries/task/tinyset?variant=tinyset"):
         assert _get(service, url).status_code == 200, url
+    for entry in scored:  # item pages: never where the gold is hidden
+        for task in ("fixing_factuality", "factuality_classification"):
+            assert _get(service, f"/items/{entry}?task={task}&b=1").status_code == 404
     counts = export_site(service["database"], tmp_path / "site")
     assert counts["boards"] == 3 and counts["entries"] >= 3 and counts["compare"] >= 1
+    assert counts["tasks"] == 8 + 1 + 1
     exported = [path.read_bytes() for path in (tmp_path / "site").rglob("*") if path.is_file()]
     assert (tmp_path / "site" / "track-usb-all.html").is_file()
     assert (tmp_path / "site" / "chart-usb-all.png").read_bytes().startswith(b"\x89PNG")
