@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmark.commands.options import add_option, given_or_default
+
 BASELINE_FILE = "baseline.json"
 SCORES_FILE = "scores.json"
 
@@ -25,30 +27,26 @@ def register(subparsers) -> None:
                     "overlap (EVEXT), a constant (FAC), copying the input (FIX) and no spans "
                     "(UNSUP) on a split; k and the prior come from the train split. Writes "
                     "OUT/predictions/<task>.jsonl, OUT/scores.json and OUT/baseline.json.")
-    parser.add_argument("--data", "--data-dir", dest="data", metavar="DIR",
-                        help="folder of <variant>/<task>/<split>.jsonl task datasets")
-    parser.add_argument("--tasks", required=True, metavar="T1,T2|all",
-                        help="comma-separated USB task names or aliases, or 'all'")
-    parser.add_argument("--variant", default="all", help="a USB domain or 'all' (default)")
-    parser.add_argument("--split", default="test", help="split to predict (default test)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    add_option(parser, "data")
+    add_option(parser, "tasks", required=True)
+    add_option(parser, "variant")
+    add_option(parser, "split")
+    add_option(parser, "out_dir", required=True)
     parser.set_defaults(handler=run)
 
 
-def baseline_task_names(tasks: str) -> list[str]:
-    """USB task names from a comma list or 'all' (the baselines cover the USB tasks only)."""
-    from tasks import get_task, task_names
+def baseline_task_names(tasks: list[str]) -> list[str]:
+    """Canonical USB task names of a task list (the baselines cover the USB tasks only)."""
+    from tasks import parse_task_list
     from tasks.errors import SumbenchError
     from trainers.baselines import BASELINES
 
-    if tasks.strip() == "all":
-        return list(task_names("usb"))
-    names = [get_task(part.strip()).name for part in tasks.split(",") if part.strip()]
+    names = list(parse_task_list(tasks))
     outside = [name for name in names if name not in BASELINES]
-    if outside or not names:
-        raise SumbenchError(f"no baseline for {', '.join(outside) or 'an empty task list'} "
-                            f"(baselines exist for: {', '.join(BASELINES)})")
-    return list(dict.fromkeys(names))
+    if outside:
+        raise SumbenchError(f"no baseline for {', '.join(outside)} (baselines exist for: "
+                            f"{', '.join(BASELINES)})")
+    return names
 
 
 def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
@@ -120,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         from tasks.errors import SumbenchError
         raise SumbenchError(f"{out} exists and is not an empty folder; choose another (--out)")
-    written = write_baselines(args.data, names, out, variant=args.variant, split=args.split)
+    written = write_baselines(args.data, names, out, variant=given_or_default(args, "variant"),
+                              split=given_or_default(args, "split"))
     for warning in untrained_warnings(written["settings"]):
         print(warning, file=sys.stderr)
     print(format_table(results_table(written["scores"], names)))

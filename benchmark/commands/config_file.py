@@ -44,17 +44,23 @@ def read_config(path: str) -> dict:
 
 
 def options_of(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Option destination -> its action (not an old spelling's)."""
+    from benchmark.commands.options import RenamedOption
+
     return {action.dest: action for action in parser._actions
-            if action.option_strings and action.dest not in NOT_CONFIGURED}
+            if action.option_strings and action.dest not in NOT_CONFIGURED
+            and not isinstance(action, RenamedOption)}
 
 
 def given_on_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
-    """The option destinations the command line names."""
+    """The option destinations the command line names (in any spelling)."""
     given = set()
-    for dest, action in options_of(parser).items():
+    for action in parser._actions:
+        if action.dest in NOT_CONFIGURED:
+            continue
         if any(item == flag or item.startswith(flag + "=") for flag in action.option_strings
                for item in argv):
-            given.add(dest)
+            given.add(action.dest)
     return given
 
 
@@ -78,8 +84,10 @@ def apply_config(parser: argparse.ArgumentParser, args: argparse.Namespace,
 def checked_value(action: argparse.Action, value: Any, path: str, key: str) -> Any:
     """A config value as the option would have parsed it."""
     try:
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-            if not isinstance(value, bool):
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction,
+                               argparse.BooleanOptionalAction)):
+            optional = isinstance(action, argparse.BooleanOptionalAction) and value is None
+            if not isinstance(value, bool) and not optional:
                 raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
             return value
         if isinstance(action, argparse._AppendAction):
@@ -90,15 +98,25 @@ def checked_value(action: argparse.Action, value: Any, path: str, key: str) -> A
             else:
                 raise argparse.ArgumentTypeError(f"expected a mapping or a list, got {value!r}")
             return [action.type(text) if action.type else text for text in texts]
-        if value is None or action.type is None:
+        if action.nargs in ("+", "*") and value is not None:  # a list, or one string
+            converted = [action.type(json_text(item)) if action.type else json_text(item)
+                         for item in (value if isinstance(value, list) else [value])]
+        elif value is None or action.type is None:
             converted = value if value is None or isinstance(value, str) else str(value)
         else:
             converted = action.type(value if isinstance(value, str) else json_text(value))
     except (argparse.ArgumentTypeError, TypeError, ValueError) as error:
         raise DataError(str(error), path=path, field=key) from None
-    if action.choices is not None and converted is not None and converted not in action.choices:
-        raise DataError(f"expected one of {', '.join(map(str, action.choices))}, got "
-                        f"{converted!r}", path=path, field=key)
+    return _in_choices(action, converted, path, key)
+
+
+def _in_choices(action: argparse.Action, converted: Any, path: str, key: str) -> Any:
+    """`converted` (or each of its items) when the option's choices hold it."""
+    items = converted if isinstance(converted, list) else [converted]
+    for item in items:
+        if action.choices is not None and item is not None and item not in action.choices:
+            raise DataError(f"expected one of {', '.join(map(str, action.choices))}, got "
+                            f"{item!r}", path=path, field=key)
     return converted
 
 

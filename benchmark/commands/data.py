@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import non_negative_int
+from benchmark.commands.options import (
+    CORRUPTIONS,
+    HEURISTIC_EVIDENCE,
+    HEURISTIC_TASKS,
+    RenamedOption,
+    add_option,
+    given_or_default,
+)
 
 
 def register(subparsers) -> None:
@@ -26,11 +33,9 @@ def _build_parser(commands) -> None:
                     "once (nothing on error) and also gets build_info.json (record counts, "
                     "sha256 of every file, provenance). An existing non-empty OUT is only "
                     "replaced when it is an earlier build.")
-    build.add_argument("--raw", required=True, metavar="DIR",
-                       help="folder holding annotations/ and splits/")
-    build.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    build.add_argument("--variant", "--variants", dest="variants", action="extend", nargs="+",
-                       metavar="V", help="variants to build (default: every RAW/splits folder)")
+    add_option(build, "raw", required=True)
+    add_option(build, "out_dir", required=True)
+    add_option(build, "variants")
     build.add_argument("--strict", action="store_true",
                        help="make duplicate documents in a split and documents shared by two "
                             "splits (train/test leaks) an error instead of a warning")
@@ -46,9 +51,11 @@ def _fetch_parser(commands) -> None:
                     "cached as first downloaded until --refresh, which downloads again, "
                     "compares the sha256 with the recorded one and extracts again only when "
                     "the archive changed. Pin a commit with --revision for fixed data.")
-    fetch.add_argument("--cache", metavar="DIR",
+    fetch.add_argument("--cache-dir", metavar="DIR",
                        help="cache folder (default: $SUMBENCH_CACHE/usb or ~/.cache/sumbench/usb)")
-    fetch.add_argument("--revision", help="hub revision (branch, tag or commit; default main)")
+    fetch.add_argument("--cache", dest="cache_dir", action=RenamedOption, new="--cache-dir",
+                       help=argparse.SUPPRESS)
+    add_option(fetch, "revision")
     fetch.add_argument("--refresh", "--force", dest="refresh", action="store_true",
                        help="download again even if cached; extract again if the sha256 "
                             "changed (says so on stderr)")
@@ -63,19 +70,18 @@ def _heuristic_parser(commands) -> None:
                     "pairs only: evidence by ROUGE-L, name/number overlap or an alignment "
                     "model; FactCC-style corruptions or model infilling. Same record shapes as "
                     "`data build`; OUT/build_info.json holds counts, the agreement of the "
-                    "heuristic evidence with the human one, corruption types and provenance.")
-    heuristic.add_argument("--raw", required=True, metavar="DIR")
-    heuristic.add_argument("--out", required=True, metavar="DIR")
-    heuristic.add_argument("--tasks", default="evidence_extraction,factuality_classification,"
-                                              "fixing_factuality")
-    heuristic.add_argument("--evidence", default="rougeL",
-                           choices=("rougeL", "entity", "superpal"))
-    heuristic.add_argument("--corruption", default="factcc", choices=("factcc", "infill"))
-    heuristic.add_argument("--superpal-model", help="alignment classifier (hub id or folder)")
-    heuristic.add_argument("--infill-model", help="seq2seq infilling model (hub id or folder)")
+                    "heuristic evidence with the human one, corruption types and provenance. "
+                    "Defaults: --tasks of those three, --evidence rougeL, --corruption factcc.")
+    add_option(heuristic, "raw", required=True)
+    add_option(heuristic, "out_dir", required=True)
+    add_option(heuristic, "tasks")
+    add_option(heuristic, "evidence")
+    add_option(heuristic, "corruption")
+    add_option(heuristic, "superpal_model")
+    add_option(heuristic, "infill_model")
     heuristic.add_argument("--splits", default="train,validation",
                            help="splits to write (default train,validation)")
-    heuristic.add_argument("--seed", type=non_negative_int, default=0)
+    add_option(heuristic, "seed")
     heuristic.set_defaults(handler=run_heuristic)
 
 
@@ -102,10 +108,20 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_fetch(args: argparse.Namespace) -> int:
     from tasks.usb.archive import fetch_archive
-    result = fetch_archive(cache_dir=args.cache, revision=args.revision, refresh=args.refresh)
+    result = fetch_archive(cache_dir=args.cache_dir, revision=args.revision,
+                           refresh=args.refresh)
     print(f"sumbench data fetch: {result.message()}", file=sys.stderr)
     print(result.data_dir)
     return 0
+
+
+def one_of(value: str, choices: tuple[str, ...], option: str) -> str:
+    """`value` when it is one of `choices` (this command takes one method, not a list)."""
+    from tasks.errors import SumbenchError
+
+    if value not in choices:
+        raise SumbenchError(f"{option} takes one of {', '.join(choices)}; got {value!r}")
+    return value
 
 
 def run_heuristic(args: argparse.Namespace) -> int:
@@ -123,10 +139,11 @@ def run_heuristic(args: argparse.Namespace) -> int:
         raise SumbenchError(f"--splits takes {', '.join(SPLITS)}; got {args.splits!r}")
     if not Path(args.raw).is_dir():
         raise SumbenchError(f"{args.raw}: no such raw folder (--raw)")
-    spec = HeuristicSpec(args.evidence, args.corruption, args.seed,
-                         parse_task_list([args.tasks]), splits)
-    functions = model_heuristics(args.evidence, args.corruption, args.superpal_model,
-                                 args.infill_model)
+    evidence = one_of(args.evidence or "rougeL", HEURISTIC_EVIDENCE, "--evidence")
+    corruption = one_of(args.corruption or "factcc", CORRUPTIONS, "--corruption")
+    spec = HeuristicSpec(evidence, corruption, given_or_default(args, "seed"),
+                         parse_task_list(args.tasks or list(HEURISTIC_TASKS)), splits)
+    functions = model_heuristics(evidence, corruption, args.superpal_model, args.infill_model)
     report = build_heuristic_datasets(args.raw, args.out, spec, **functions)
     print(json.dumps({key: report[key] for key in (
         "records", "evidence_agreement_with_human", "corruption_types",

@@ -18,13 +18,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int
+from benchmark.commands import positive_int
+from benchmark.commands.options import add_option, given_or_default
 
 DEMO_FILE = "demo.json"
 DEMO_FORMAT = "sumbench-demo/2"
 DEFAULT_OUT = "sumbench-demo"
 DEFAULT_DOCS = 200
 DEFAULT_STEPS = 700
+DEFAULT_BATCH = 16
 #: the demo's fine-tuning settings on top of the `tiny` profile (full fine-tuning of every
 #: weight: a random model learns little through LoRA; fast on 2 CPU cores)
 DEMO_OVERRIDES = {"learning_rate": 3e-3, "max_input_tokens": 320, "max_output_tokens": 64,
@@ -53,18 +55,16 @@ def register(subparsers) -> None:
                     "the T5 on all eight tasks together, and print per task the baseline, "
                     "untrained and fine-tuned headline scores; writes DIR/results.json "
                     "(with demo_comparison) and DIR/demo.png. Needs no network; about a "
-                    "minute and a half on two CPU cores.")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                        help=f"output folder (default ./{DEFAULT_OUT})")
+                    "minute and a half on two CPU cores. Defaults: --out ./" + DEFAULT_OUT +
+                    f", --max-steps {DEFAULT_STEPS}, --seed 0 (corpus, model and training), "
+                    f"--batch-size {DEFAULT_BATCH}.")
+    add_option(parser, "out_dir")
     parser.add_argument("--docs", type=positive_int, default=DEFAULT_DOCS,
                         help=f"synthetic documents (default {DEFAULT_DOCS}: 60%% train, 20%% "
                              "validation, 20%% test)")
-    parser.add_argument("--max-steps", type=positive_int, default=DEFAULT_STEPS,
-                        help=f"fine-tuning steps (default {DEFAULT_STEPS})")
-    parser.add_argument("--seed", type=non_negative_int, default=0,
-                        help="corpus, model and training seed")
-    parser.add_argument("--batch-size", type=positive_int, default=16,
-                        help="prediction batch size (never changes results)")
+    add_option(parser, "max_steps")
+    add_option(parser, "seed")
+    add_option(parser, "batch_size")
     parser.add_argument("--threads", type=positive_int, default=2,
                         help="torch CPU threads (default 2)")
     parser.set_defaults(handler=run)
@@ -265,13 +265,15 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     torch.set_num_threads(args.threads)
-    results = run_demo(args.out, docs=args.docs, max_steps=args.max_steps, seed=args.seed,
-                       batch_size=args.batch_size, log=demo_log)
+    out = args.out or DEFAULT_OUT
+    results = run_demo(out, docs=args.docs, max_steps=args.max_steps or DEFAULT_STEPS,
+                       seed=given_or_default(args, "seed"),
+                       batch_size=args.batch_size or DEFAULT_BATCH, log=demo_log)
     from benchmark.results import RESULTS_FILE, format_decoding
 
     print(format_comparison(results["demo_comparison"]))
     print(format_decoding(results["decoding"]), file=sys.stderr)
-    print(f"results: {Path(args.out) / RESULTS_FILE}", file=sys.stderr)
-    print(f"chart: {Path(args.out) / 'demo.png'}", file=sys.stderr)
+    print(f"results: {Path(out) / RESULTS_FILE}", file=sys.stderr)
+    print(f"chart: {Path(out) / 'demo.png'}", file=sys.stderr)
     print(f"demo finished in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return 0

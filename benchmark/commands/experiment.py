@@ -12,16 +12,18 @@ Every experiment writes OUT/experiment.json, OUT/plan.jsonl (complete `sumbench`
 with their dependencies), one folder per job, the result JSON with provenance, figures and
 summary.md. --executor slurm submits the jobs as Slurm arrays (job ids in OUT/slurm.json);
 --plan runs nothing. --resume reuses every finished training and cell. The exit code is 0
-only when every job that can run finished.
+only when every job that can run finished. Without --tasks an experiment covers every USB
+task (labels: evidence extraction, factuality classification and fixing factuality).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-from benchmark.commands import key_value, non_negative_int, positive_int, resample_count
-from benchmark.results import EARLY_STOPPING
+from benchmark.commands import positive_int
+from benchmark.commands.options import HEURISTIC_TASKS, add_option, given_or_default
 
 
 def register(subparsers) -> None:
@@ -45,18 +47,15 @@ def register(subparsers) -> None:
     fractions.add_argument("--fractions", default="0.05,0.1,0.2,1.0", help="in (0, 1]")
     fractions.add_argument("--seeds", default=None, help="subset/training seeds, e.g. 0,1,2 "
                                                          "(default: --seed)")
-    fractions.add_argument("--variant", default="all", help="data variant (default all)")
+    add_option(fractions, "variant")
     fractions.set_defaults(handler=run_fractions)
     labels = commands.add_parser("labels", help="heuristic vs human training labels")
-    _common(labels, default_tasks="evidence_extraction,factuality_classification,"
-                                  "fixing_factuality")
+    _common(labels)
     labels.add_argument("--human-fractions", default="1.0,0.2,0.1,0.05")
-    labels.add_argument("--evidence", default="rougeL,entity",
-                        help="heuristic evidence methods (rougeL, entity, superpal)")
-    labels.add_argument("--corruption", default="factcc", help="corruption methods "
-                                                               "(factcc, infill)")
-    labels.add_argument("--superpal-model", help="alignment model for --evidence superpal")
-    labels.add_argument("--infill-model", help="seq2seq model for --corruption infill")
+    add_option(labels, "evidence")
+    add_option(labels, "corruption")
+    add_option(labels, "superpal_model")
+    add_option(labels, "infill_model")
     labels.set_defaults(handler=run_labels)
     job = commands.add_parser("job", help="run one job of a plan (for cluster array tasks)")
     job.add_argument("out", metavar="OUT")
@@ -78,58 +77,46 @@ def register(subparsers) -> None:
 
 def _slurm_options(parser) -> None:
     group = parser.add_argument_group("Slurm (--executor slurm, submit)")
-    group.add_argument("--slurm-partition", metavar="P")
-    group.add_argument("--slurm-gres", metavar="G", help="e.g. gpu:1")
-    group.add_argument("--slurm-time", metavar="T", help="time limit per job, e.g. 04:00:00")
-    group.add_argument("--slurm-mem", metavar="M", help="memory per job, e.g. 32G")
-    group.add_argument("--slurm-extra", metavar="ARGS", default="",
-                       help="more sbatch options, e.g. '--account=nlp --qos=high'")
-    group.add_argument("--wait", action="store_true",
-                       help="wait for the jobs, then collect (exit code as the local executor)")
+    for kind in ("slurm_partition", "slurm_gres", "slurm_time", "slurm_mem", "slurm_extra",
+                 "wait"):
+        add_option(group, kind)
 
 
-def _common(parser, default_tasks: str = "all") -> None:
+def _common(parser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--raw", metavar="DIR", help="raw USB folder (annotations/, splits/)")
-    source.add_argument("--data", metavar="DIR", help="task-datasets folder")
-    parser.add_argument("--model", required=True, help="hub id or local folder to fine-tune")
-    parser.add_argument("--profile", default="flan-t5-large")
-    parser.add_argument("--lora", action="store_true")
-    parser.add_argument("--tasks", default=default_tasks, help=f"default {default_tasks}")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--max-steps", type=positive_int)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], type=key_value,
-                        metavar="FIELD=VALUE", help="fine-tuning spec field (train and run)")
-    parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric")
-    parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
-                        help="bootstrap resamples for 95%% intervals of every cell")
-    parser.add_argument("--batch-size", type=positive_int, default=8,
-                        help="prediction batch size (never changes results)")
-    parser.add_argument("--max-new-tokens", type=positive_int,
-                        help="prediction output budget (default: the profile's)")
-    parser.add_argument("--device", default="auto",
-                        help="where jobs train and predict: auto (default: the GPU when torch "
-                             "sees one), cpu, cuda or cuda:N")
-    parser.add_argument("--out", required=True, metavar="OUT")
-    parser.add_argument("--plan", action="store_true",
-                        help="write OUT/plan.jsonl and the data, run nothing")
-    parser.add_argument("--executor", choices=("local", "slurm"), default="local",
-                        help="run the jobs here, one after the other (local), or submit them "
-                             "as Slurm arrays (slurm)")
-    parser.add_argument("--resume", action="store_true", help="continue the experiment in OUT")
-    parser.add_argument("--submit", metavar="URL", help="submit every cell to a leaderboard")
-    parser.add_argument("--token", help="leaderboard token (or SUMBENCH_LEADERBOARD_TOKEN)")
+    add_option(source, "raw")
+    add_option(source, "data")
+    add_option(parser, "model", required=True)
+    add_option(parser, "profile")
+    add_option(parser, "lora")
+    add_option(parser, "tasks")
+    add_option(parser, "seed")
+    add_option(parser, "max_steps")
+    add_option(parser, "set_spec")
+    add_option(parser, "early_stopping")
+    add_option(parser, "bootstrap")
+    add_option(parser, "batch_size")
+    add_option(parser, "max_new_tokens")
+    add_option(parser, "device")
+    add_option(parser, "out_dir", required=True)
+    for kind in ("plan", "executor", "resume", "submit", "token"):
+        add_option(parser, kind)
     _slurm_options(parser)
 
 
-def _settings(args):
-    from benchmark.commands.run import local_or_id, task_list
+def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
+    """The experiment's ModelSettings: every field from the option of its name, left at
+    its default when not given; the tasks canonical (`default_tasks` when not given)."""
+    from benchmark.commands.run import local_or_id
     from benchmark.experiments.common import ModelSettings
+    from tasks import parse_task_list
 
-    return ModelSettings(local_or_id(args.model), task_list(args.tasks), args.profile,
-                         args.lora, args.seed, args.max_steps, tuple(args.overrides),
-                         args.early_stopping, args.bootstrap, args.batch_size,
-                         args.max_new_tokens, args.device)
+    values = {name: getattr(args, name, None)
+              for name in (spec_field.name for spec_field in dataclasses.fields(ModelSettings))}
+    values.update(model=local_or_id(args.model),
+                  tasks=parse_task_list(args.tasks or list(default_tasks)),
+                  lora=bool(args.lora), overrides=tuple(args.overrides))
+    return ModelSettings(**{name: value for name, value in values.items() if value is not None})
 
 
 def _source(args):
@@ -274,19 +261,21 @@ def run_transfer(args) -> int:
 def run_fractions(args) -> int:
     from benchmark.experiments.fractions import FractionsSpec
 
-    seeds = number_list(args.seeds, int, "--seeds") if args.seeds else [args.seed]
+    seeds = number_list(args.seeds, int, "--seeds") if args.seeds else \
+        [given_or_default(args, "seed")]
     spec = FractionsSpec(_source(args), _settings(args),
                          tuple(number_list(args.fractions, float, "--fractions")),
-                         tuple(seeds), args.variant)
+                         tuple(seeds), given_or_default(args, "variant"))
     return _execute("fractions", spec, args)
 
 
 def run_labels(args) -> int:
     from benchmark.experiments.labels import LabelsSpec
 
-    spec = LabelsSpec(_source(args), _settings(args),
+    spec = LabelsSpec(_source(args), _settings(args, HEURISTIC_TASKS),
                       tuple(number_list(args.human_fractions, float, "--human-fractions")),
-                      name_list(args.evidence), name_list(args.corruption),
+                      name_list(args.evidence or "rougeL,entity"),
+                      name_list(args.corruption or "factcc"),
                       args.superpal_model, args.infill_model)
     return _execute("labels", spec, args)
 

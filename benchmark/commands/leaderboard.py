@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from benchmark.commands import key_value, positive_int, probability
+from benchmark.commands import positive_int, probability
 from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
 from benchmark.commands.leaderboard_serve import (
     _database,
@@ -30,6 +30,7 @@ from benchmark.commands.leaderboard_serve import (
     run_serve,
     run_worker,
 )
+from benchmark.commands.options import RenamedOption, add_option
 from tasks.errors import SumbenchError
 
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
@@ -76,13 +77,8 @@ def _init_args(parser) -> None:
     parser.add_argument("--gold", metavar="DIR",
                         help="task-datasets folder (`sumbench data build`): the test split "
                              "of every variant becomes hidden gold of the usb track")
-    parser.add_argument("--pyramid", action="append", default=[], metavar="DIR",
-                        help="REALSumm/PyrXSum-layout folder for the summaries and "
-                             "evaluators tracks (repeatable)")
-    parser.add_argument("--set", dest="settings", action="append", default=[], type=key_value,
-                        metavar="KEY=VALUE", help="an instance setting (n_resamples, seed, "
-                        "alpha, quota_per_day, max_upload_bytes, max_records, max_files, "
-                        "max_line_bytes, lease_seconds, ...)")
+    add_option(parser, "pyramids")
+    add_option(parser, "set_setting")
     parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
                         help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
                              "(replaces the offline defaults; e.g. "
@@ -146,22 +142,27 @@ def _submit_args(parser) -> None:
                         help="instead of files: a model for the server to evaluate (a folder "
                              "under its model root, or a hub model id; a PEFT adapter folder "
                              "is loaded on the base model it names)")
-    parser.add_argument("--revision", help="with --evaluate: the hub revision")
-    parser.add_argument("--profile", help="with --evaluate: the fine-tuning profile the "
-                                          "model was trained with (recorded)")
-    parser.add_argument("--server", metavar="URL", help="leaderboard URL")
-    parser.add_argument("--token", help="API token (or env SUMBENCH_LEADERBOARD_TOKEN)")
-    parser.add_argument("--model", help="model name shown on the board")
-    parser.add_argument("--track", default="usb", help="usb (default), summaries, evaluators")
-    parser.add_argument("--variant", default="all", help="board: a USB variant or a set name")
+    add_option(parser, "revision")
+    add_option(parser, "profile")
+    add_option(parser, "server")
+    add_option(parser, "token")
+    parser.add_argument("--name", help="the entry's name on the board")
+    parser.add_argument("--model", dest="name", action=RenamedOption, new="--name",
+                        help=argparse.SUPPRESS)
+    add_option(parser, "track")
+    add_option(parser, "variant")
     parser.add_argument("--check", action="store_true",
                         help="validate here with the server's validator and submit nothing "
                              "(with --server, also that every test item is present)")
-    parser.add_argument("--wait", action="store_true", help="wait until scored")
-    for field in ("base-model", "method", "training-domains", "data-fraction", "seed", "link",
+    add_option(parser, "wait")
+    for field in ("base-model", "method", "training-domains", "data-fraction", "link",
                   "licence", "notes"):
         parser.add_argument(f"--{field}", dest=f"card_{field.replace('-', '_')}",
                             help="model card (self-reported)")
+    parser.add_argument("--training-seed", dest="card_seed", help="model card: the seed it "
+                                                                  "was trained with")
+    parser.add_argument("--seed", dest="card_seed", action=RenamedOption,
+                        new="--training-seed", help=argparse.SUPPRESS)
     parser.add_argument("--training-data", dest="card_training_data", metavar="TEXT",
                         help="model card: the data the model was trained on (where the test "
                              "gold is public, a model evaluated here ranks only with this "
@@ -173,15 +174,13 @@ def _submit_args(parser) -> None:
 
 def _status_args(parser) -> None:
     parser.add_argument("id", type=positive_int, help="the submission's number")
-    parser.add_argument("--server", required=True, metavar="URL",
-                        help="the leaderboard's address, e.g. http://127.0.0.1:8000")
-    parser.add_argument("--token", help="an API token: its owner also sees a hidden "
-                                        "submission (or SUMBENCH_LEADERBOARD_TOKEN)")
+    add_option(parser, "server", required=True)
+    add_option(parser, "token")
 
 
 def _export_args(parser) -> None:
     _db(parser)
-    parser.add_argument("--out", required=True, metavar="DIR")
+    add_option(parser, "out_dir", required=True)
 
 
 def _rescore_args(parser) -> None:
@@ -196,13 +195,10 @@ def _reveal_args(parser) -> None:
 
 
 def _inputs_args(parser) -> None:
-    parser.add_argument("--server", required=True, metavar="URL",
-                        help="the leaderboard's address, e.g. http://127.0.0.1:8000")
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="writes DIR/<variant>/<task>/test.jsonl")
-    parser.add_argument("--track", default="usb")
-    parser.add_argument("--variant", action="append", metavar="V",
-                        help="a board (repeatable; default: every board of the track)")
+    add_option(parser, "server", required=True)
+    add_option(parser, "out_dir", required=True)
+    add_option(parser, "track")
+    add_option(parser, "variants")
 
 
 # ---- handlers ------------------------------------------------------------------------------
@@ -223,7 +219,7 @@ def run_init(args) -> int:
         gold, visibility = str(demo_gold(args.db, args.demo_docs)), "private"
     if args.demo:
         settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
-    report = initialise(args.db, gold=gold, pyramids=args.pyramid,
+    report = initialise(args.db, gold=gold, pyramids=args.pyramids or [],
                         settings=settings, evaluators=args.evaluator,
                         computed_rows=not args.no_computed_rows, score=not args.no_score,
                         gold_visibility=visibility, require_visibility=True)
@@ -318,8 +314,7 @@ def run_export(args) -> int:
 
 
 def _openapi_args(parser) -> None:
-    parser.add_argument("--markdown", action="store_true",
-                        help="the API reference page (docs/api.md) instead of the JSON")
+    add_option(parser, "markdown")
 
 
 def run_openapi(args) -> int:

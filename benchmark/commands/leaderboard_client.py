@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from benchmark.commands.options import given_or_default
 from tasks.errors import SumbenchError
 
 
@@ -33,19 +34,19 @@ def submit(args) -> int:
         raise SumbenchError("--check validates files; a model to evaluate is checked by the "
                             "server when submitted")
     uploads = client.collect_uploads(args.paths) if args.paths else []
+    track, variant = given_or_default(args, "track"), given_or_default(args, "variant")
     if args.check:
-        manifest = client.fetch_manifest(args.server, args.track, args.variant) \
-            if args.server else None
-        print_json(client.check(uploads, args.track, args.variant, manifest))
+        manifest = client.fetch_manifest(args.server, track, variant) if args.server else None
+        print_json(client.check(uploads, track, variant, manifest))
         return 0
     token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
-    if not args.server or not token or not args.model:
+    if not args.server or not token or not args.name:
         raise SumbenchError("submitting needs --server, --token (or SUMBENCH_LEADERBOARD_TOKEN) "
-                            "and --model (use --check to validate only)")
+                            "and --name (use --check to validate only)")
     evaluate = {"evaluate": args.evaluate, "revision": args.revision,
                 "profile": args.profile} if args.evaluate else None
-    answer = client.submit(args.server, token, uploads, model=args.model, track=args.track,
-                           variant=args.variant, card=_card(args), evaluate=evaluate)
+    answer = client.submit(args.server, token, uploads, model=args.name, track=track,
+                           variant=variant, card=_card(args), evaluate=evaluate)
     if answer.get("duplicate"):
         print(f"note: {answer.get('message', 'already submitted')}", file=sys.stderr)
     for name in answer.get("ignored", []):
@@ -100,10 +101,11 @@ def inputs(args) -> int:
     from leaderboard import client
     from tasks.atomic import atomic_directory
 
-    variants = args.variant or client.boards(args.server, args.track)
+    track = given_or_default(args, "track")
+    variants = args.variants or client.boards(args.server, track)
     with atomic_directory(args.out) as staging:
         for variant in variants:
-            answer = client.fetch_inputs(args.server, args.track, variant)
+            answer = client.fetch_inputs(args.server, track, variant)
             for path in client.write_inputs(staging, answer):
                 count = len(answer["parts"][path.parent.name])
                 print(f"{variant}/{path.parent.name}/test.jsonl: {count} records",

@@ -7,16 +7,13 @@ import sys
 import threading
 from pathlib import Path
 
-from benchmark.commands import device_name, non_negative_float, positive_float, positive_int
+from benchmark.commands import non_negative_float, positive_float, positive_int
+from benchmark.commands.options import add_option, given_or_default
 from tasks.errors import SumbenchError
-
-DEFAULT_DB = "leaderboard.sqlite"
 
 
 def _db(parser) -> None:
-    parser.add_argument("--db", default=DEFAULT_DB, metavar="URL",
-                        help=f"SQLAlchemy URL or SQLite file (default {DEFAULT_DB}); "
-                             f"PostgreSQL: postgresql+psycopg://user@host/db")
+    add_option(parser, "db")
 
 
 def _database(db: str, check: bool = True):
@@ -44,12 +41,8 @@ JOB_KINDS = ("evaluate", "score", "analyse")
 
 
 def _evaluate_args(parser) -> None:
-    parser.add_argument("--model-root", metavar="DIR",
-                        help="the folder submitted models may be named in (`submit "
-                             "--evaluate NAME`: a lab's shared storage); nothing outside it")
-    parser.add_argument("--device", type=device_name, default="auto",
-                        help="where evaluate jobs run the models: auto (default), cpu, cuda, "
-                             "cuda:N, mps or xpu")
+    add_option(parser, "model_root")
+    add_option(parser, "device")
 
 
 def _serve_args(parser) -> None:
@@ -58,10 +51,7 @@ def _serve_args(parser) -> None:
     parser.add_argument("--port", type=positive_int, default=8000)
     parser.add_argument("--no-worker", action="store_true",
                         help="no worker (run `leaderboard worker` apart)")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
-                        help="workers started with the server: 1 (default) runs in the "
-                             "server's process, more run as processes of their own, so "
-                             "scores and analyses of several submissions go in parallel")
+    add_option(parser, "workers")
     parser.add_argument("--no-evaluate", action="store_true",
                         help="the server's workers evaluate no submitted model (GPU "
                              "machines run `leaderboard worker --kinds evaluate`)")
@@ -98,7 +88,8 @@ def evaluate_options(args):
     root = args.model_root
     if root is not None and not Path(root).is_dir():
         raise SumbenchError(f"--model-root {root}: no such folder")
-    return EvaluateOptions(str(Path(root).resolve()) if root else None, args.device)
+    return EvaluateOptions(str(Path(root).resolve()) if root else None,
+                           given_or_default(args, "device"))
 
 
 def _log_jobs() -> None:
@@ -152,12 +143,13 @@ def run_serve(args) -> int:
     stop = threading.Event()
     thread, processes = None, []
     kinds = tuple(kind for kind in JOB_KINDS if kind != "evaluate" or not args.no_evaluate)
-    if not args.no_worker and args.workers == 1:
+    workers = args.workers or 1  # 1: in the server's process; more: processes of their own
+    if not args.no_worker and workers == 1:
         worker = Worker(database, kinds=kinds, evaluate=options)
         thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
         thread.start()
     elif not args.no_worker:
-        processes = [worker_process(args.db, kinds, options) for _ in range(args.workers)]
+        processes = [worker_process(args.db, kinds, options) for _ in range(workers)]
     print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} (Ctrl-C "
           f"stops)", file=sys.stderr, flush=True)
     try:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmark.commands import non_negative_int, positive_int
+from benchmark.commands.options import add_option, given_or_default
 
 
 def register(subparsers) -> None:
@@ -28,25 +28,20 @@ def register(subparsers) -> None:
     task_folder = export_targets.add_parser(
         "lm-eval", help="an lm-evaluation-harness task folder (group usb)",
         description="Write an lm-eval task folder: the few-shot prompts sumbench plans for "
-                    "--model, scored by sumbench's own parsers and metrics.")
-    task_folder.add_argument("--model", required=True,
-                             help="the model lm-eval will run (its tokenizer and config plan "
-                                  "the prompts)")
-    task_folder.add_argument("--revision", help="hub revision of --model")
-    task_folder.add_argument("--data", "--data-dir", dest="data", metavar="DIR",
-                             help="folder of <variant>/<task>/<split>.jsonl task datasets")
-    task_folder.add_argument("--tasks", default="all", metavar="T1,T2|all",
-                             help="USB task names or aliases, or 'all' (default)")
-    task_folder.add_argument("--variant", default="all")
-    task_folder.add_argument("--split", default="test")
-    task_folder.add_argument("--style", default="llama",
-                             help="prompt style (default llama, as hf-causal runs)")
-    task_folder.add_argument("--n-shots", type=non_negative_int,
-                             help="shots per item (default: the paper's)")
-    task_folder.add_argument("--seed", type=non_negative_int, default=0, help="shot seed (0)")
-    task_folder.add_argument("--max-prompt-tokens", type=positive_int)
-    task_folder.add_argument("--max-new-tokens", type=positive_int)
-    task_folder.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+                    "--model, scored by sumbench's own parsers and metrics. Without --tasks: "
+                    "every USB task; without --style: llama, as hf-causal runs.")
+    add_option(task_folder, "model", required=True)
+    add_option(task_folder, "revision")
+    add_option(task_folder, "data")
+    add_option(task_folder, "tasks")
+    add_option(task_folder, "variant")
+    add_option(task_folder, "split")
+    add_option(task_folder, "style")
+    add_option(task_folder, "n_shots")
+    add_option(task_folder, "seed")
+    add_option(task_folder, "max_prompt_tokens")
+    add_option(task_folder, "max_new_tokens")
+    add_option(task_folder, "out_dir", required=True)
     task_folder.set_defaults(handler=run_export)
 
     imported = subparsers.add_parser("import", help="predictions from other harnesses "
@@ -59,7 +54,7 @@ def register(subparsers) -> None:
                     "into sumbench prediction files.")
     samples.add_argument("samples", nargs="+", metavar="SAMPLES",
                          help="samples_<task>_*.jsonl files")
-    samples.add_argument("--out", required=True, metavar="DIR", help="folder to write")
+    add_option(samples, "out_dir", required=True)
     samples.set_defaults(handler=run_import)
 
 
@@ -67,9 +62,11 @@ def run_export(args) -> int:
     from tasks import parse_task_list
     from trainers.lm_eval_bridge import export_tasks
 
-    summary = export_tasks(args.out, parse_task_list([args.tasks]), data_dir=args.data,
-                           model=args.model, revision=args.revision, style=args.style,
-                           variant=args.variant, split=args.split, seed=args.seed,
+    summary = export_tasks(args.out, parse_task_list(args.tasks or ["all"]),
+                           data_dir=args.data, model=args.model, revision=args.revision,
+                           style=args.style or "llama", variant=given_or_default(args, "variant"),
+                           split=given_or_default(args, "split"),
+                           seed=given_or_default(args, "seed"),
                            n_shots=args.n_shots, max_prompt_tokens=args.max_prompt_tokens,
                            max_new_tokens=args.max_new_tokens)
     for why in summary["refused"].values():

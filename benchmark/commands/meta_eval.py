@@ -1,6 +1,6 @@
 """`sumbench meta-eval`: correlations between a metric and human scores on a Pyramid folder.
 
-    sumbench meta-eval --data DIR --metric rouge1_recall|rouge2_recall|rougeL_recall|FILE.json
+    sumbench meta-eval --pyramid DIR --metric rouge1_recall|rouge2_recall|rougeL_recall|FILE.json
                        [--human pyramid|FILE.json] [--groups FILE.json] [--systems S ...]
                        [--methods kendall pearson spearman] [--undefined-rule zero|lite-pyramid]
                        [--out FILE]
@@ -23,6 +23,7 @@ import math
 import sys
 from pathlib import Path
 
+from benchmark.commands.options import add_option
 from tasks.errors import SumbenchError
 from tasks.metrics.correlation import UNDEFINED_RULES
 
@@ -34,20 +35,21 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "meta-eval", help="system- and summary-level correlation of a metric with humans",
         description="Kendall tau-b / Pearson / Spearman between metric and human scores.")
-    parser.add_argument("--data", required=True, help="Pyramid data folder (REALSumm layout)")
+    add_option(parser, "pyramid", required=True, renamed_from=("--data",))
     parser.add_argument("--metric", required=True,
                         help="rouge1_recall, rouge2_recall, rougeL_recall or a JSON score file")
     parser.add_argument("--human", default="pyramid",
                         help="'pyramid' (SCU labels, default) or a JSON score file")
     parser.add_argument("--groups", help="JSON {group: [systems]} evaluated separately")
-    parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
+    add_option(parser, "systems")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
                         default=list(METHOD_CHOICES), help="correlation methods")
     parser.add_argument("--undefined-rule", choices=UNDEFINED_RULES, default="zero",
                         help="summary level, constant scores: count the example as 0 "
                              "(zero, default) or perturb as Lite²/³Pyramid (lite-pyramid)")
-    parser.add_argument("--out", help="also write scores, configuration and provenance")
-    parser.set_defaults(handler=run, out_inputs={"data": "--data folder", "metric": "--metric file",
+    add_option(parser, "out_file")
+    parser.set_defaults(handler=run, out_inputs={"pyramid": "--pyramid folder",
+                                                 "metric": "--metric file",
                                                  "human": "--human file",
                                                  "groups": "--groups file"})
 
@@ -101,7 +103,7 @@ def run(args) -> int:
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     pyramid = args.human == "pyramid"
-    dataset = load_pyramid_dataset(args.data, systems=args.systems, labels=pyramid,
+    dataset = load_pyramid_dataset(args.pyramid, systems=args.systems, labels=pyramid,
                                    require_labels=pyramid)
     groups = load_groups(args.groups, dataset.systems) if args.groups else None
     human = human_scores(args.human, dataset)
@@ -110,7 +112,7 @@ def run(args) -> int:
     print(json.dumps(_json_ready(result), indent=1))
     print(format_table(result), file=sys.stderr)
     if args.out:
-        config = {"data": args.data, "metric": args.metric, "human": args.human,
+        config = {"pyramid": args.pyramid, "metric": args.metric, "human": args.human,
                   "groups": args.groups, "systems": list(dataset.systems),
                   "methods": list(args.methods), "undefined_rule": args.undefined_rule}
         means = {side: {s: float(np.mean(v)) for s, v in scores.items()}

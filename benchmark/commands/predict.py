@@ -18,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from benchmark.commands import device_name, positive_int
+from benchmark.commands import positive_int
+from benchmark.commands.options import add_option, given_or_default
 
 SPEC_OPTIONS = ("batch_size", "max_input_tokens", "window_tokens", "max_new_tokens", "num_beams",
                 "label_num_beams", "label_rule", "device", "dtype")
@@ -29,30 +30,25 @@ def register(subparsers) -> None:
         "predict", help="run a model on task data and write prediction files",
         description="Predict with a seq2seq model (hub id, local folder or LoRA adapter folder) "
                     "and write OUT/predictions/<task>.jsonl in the official record shape.")
-    parser.add_argument("--model", required=True, help="hub id, model folder or adapter folder")
-    parser.add_argument("--revision", help="hub revision of --model")
-    parser.add_argument("--tasks", nargs="+", required=True, metavar="TASK",
-                        help="task names or aliases (FAC EXT ...; commas allowed), or 'all'")
-    parser.add_argument("--variant", default="all", help="data variant: a domain or 'all'")
-    parser.add_argument("--split", default="test", help="train, validation or test")
-    parser.add_argument("--data", "--data-dir", dest="data", metavar="DIR",
-                        help="folder of <variant>/<task>/<split>.jsonl task datasets")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    parser.add_argument("--spec", metavar="FILE", help="JSON file of PredictSpec fields")
-    parser.add_argument("--batch-size", type=positive_int)
-    parser.add_argument("--max-input-tokens", type=positive_int, help="truncation of inputs (8192)")
+    add_option(parser, "model", required=True)
+    add_option(parser, "revision")
+    add_option(parser, "tasks", required=True)
+    add_option(parser, "variant")
+    add_option(parser, "split")
+    add_option(parser, "data")
+    add_option(parser, "out_dir", required=True)
+    add_option(parser, "spec")
+    add_option(parser, "batch_size")
+    add_option(parser, "max_input_tokens")
     parser.add_argument("--window-tokens", type=positive_int,
                         help="token budget of one window of windowed tasks (1024; capped at "
                              "--max-input-tokens so no window is truncated)")
-    parser.add_argument("--max-new-tokens", type=positive_int, help="generation length (767)")
-    parser.add_argument("--num-beams", type=positive_int,
-                        help="beams for text and span tasks (default 4, as the release)")
+    add_option(parser, "max_new_tokens")
+    add_option(parser, "num_beams")
     parser.add_argument("--label-num-beams", type=positive_int,
                         help="beams for label tasks (default 1: greedy, as the release)")
-    parser.add_argument("--label-rule", choices=("official", "positional"),
-                        help="which steps are label positions (default official)")
-    parser.add_argument("--device", type=device_name,
-                        help="auto (default), cpu, cuda, cuda:N, mps or xpu")
+    add_option(parser, "label_rule")
+    add_option(parser, "device")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")
@@ -103,17 +99,18 @@ def run(args: argparse.Namespace) -> int:
     spec = build_spec(args)
     resolve_device(spec.device)  # a device torch cannot use here fails before anything loads
     names = list(parse_task_list(args.tasks))
+    variant, split = given_or_default(args, "variant"), given_or_default(args, "split")
     inputs = {}  # every input is read and checked before the model loads
     for name in names:
         task = get_task(name)
-        records = list(task.load(args.split, variant=args.variant, data_dir=args.data))
+        records = list(task.load(split, variant=variant, data_dir=args.data))
         inputs[name] = (task, task.instances(records)[:args.limit])
     model, tokenizer, info = load_model(args.model, revision=args.revision)
     out = Path(args.out)
     model_print = prepared_fingerprint(model, tokenizer, spec)  # hashed once for all tasks
     config = {"model": info, "model_fingerprint": model_print,
-              "spec": spec.to_dict(), "tasks": names, "variant": args.variant,
-              "split": args.split, "data": args.data, "limit": args.limit}
+              "spec": spec.to_dict(), "tasks": names, "variant": variant,
+              "split": split, "data": args.data, "limit": args.limit}
     record = folder_record(out, config, spec.result_fields())
     for name, (task, instances) in inputs.items():
         write_json(out / CONFIG_FILE, record)  # provenance before any prediction is written

@@ -1,6 +1,6 @@
 """`sumbench pyramid`: Pyramid scores of every system in a REALSumm/PyrXSum-style folder.
 
-    sumbench pyramid --data DIR --units scus|stus|sentences
+    sumbench pyramid --pyramid DIR --units scus|stus|sentences
                      --presence human|lexical|nli|seq2seq|causal-lm|chat
                      [--model PATH] [--threshold T] [--nli-mode MODE]
                      [--entailment-label NAME] [--batch-size N]
@@ -27,12 +27,11 @@ import json
 import sys
 
 from benchmark.commands import probability
+from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
-from leaderboard.evaluators.pyramid import backend_names
 
 MIX_BY_EXAMPLE = "mix-by-example"
 UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")
-PRESENCE_CHOICES = tuple(backend_names())
 SCORE_SPLITS = ("all", "train", "validation", "test")
 
 
@@ -40,8 +39,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "pyramid", help="Pyramid scores of every system of a Pyramid data folder",
         description="Pyramid score per system: mean over examples of the mean unit presence.")
-    parser.add_argument("--data", required=True, help="folder with ids.txt, references.txt, "
-                        "SCUs.txt/STUs.txt, summaries/ and labels/")
+    add_option(parser, "pyramid", required=True, renamed_from=("--data",))
     parser.add_argument("--units", required=True, choices=UNIT_CHOICES,
                         help="reference units: human SCUs, automatic STUs, sentences, "
                              "SCUs for some examples and STUs for the rest (mix-by-example; "
@@ -62,15 +60,16 @@ def register(subparsers) -> None:
     parser.add_argument("--fractional-weights", action="store_true",
                         help="--weights may hold numbers other than integers (Lite²Pyramid "
                              "reads integers only)")
-    add_presence_options(parser, list(PRESENCE_CHOICES))
-    parser.add_argument("--systems", nargs="+", help="only these systems (default: all)")
+    add_presence_options(parser)
+    add_option(parser, "systems")
     parser.add_argument("--score-split", choices=SCORE_SPLITS, default="all",
                         help="score only the examples of this id split (60/20/20; the lexical "
                              "threshold is calibrated on train); default: all examples")
-    parser.add_argument("--out", help="also write scores, per-example scores and provenance")
+    add_option(parser, "out_file")
     parser.set_defaults(handler=run, out_inputs={
-        "data": "--data folder", "scu_ids": "--scu-ids file", "units_file": "--units-file file",
-        "weights": "--weights file", "model": "--model folder", "cache": "--cache file"})
+        "pyramid": "--pyramid folder", "scu_ids": "--scu-ids file",
+        "units_file": "--units-file file", "weights": "--weights file",
+        "model": "--model folder", "cache": "--cache file"})
 
 
 def resolve_threshold(args, options: dict) -> dict | None:
@@ -80,7 +79,7 @@ def resolve_threshold(args, options: dict) -> dict | None:
 
     if args.presence != "lexical" or "threshold" in options:
         return None
-    calibration = lexical_calibration(args.data)
+    calibration = lexical_calibration(args.pyramid)
     options["threshold"] = calibration["threshold"]
     print(f"sumbench pyramid: lexical threshold {options['threshold']!r} (F1-optimal on the "
           f"human SCU labels of the {calibration['split']} split, "
@@ -109,12 +108,12 @@ def load_scored_dataset(args):
 
     human = args.presence == "human"
     kinds = {MIX_BY_EXAMPLE: ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
-    dataset = load_pyramid_dataset(args.data, systems=args.systems, unit_kinds=kinds,
+    dataset = load_pyramid_dataset(args.pyramid, systems=args.systems, unit_kinds=kinds,
                                    labels=human, require_labels=human)
     dataset, chosen = with_extra_units(dataset, args)
     scored = dataset_split(dataset, args.score_split)
     if not scored.ids:
-        raise SumbenchError(f"{args.data}: no examples in the {args.score_split} split")
+        raise SumbenchError(f"{args.pyramid}: no examples in the {args.score_split} split")
     return scored, chosen
 
 
@@ -168,7 +167,7 @@ def run(args) -> int:
         # one backend serves every system; this is its state at the end (its fast paths are
         # checked on the first system)
         backend = list(results.values())[-1].presence if results else {}
-        config = {"data": args.data, "units": args.units, "presence": args.presence,
+        config = {"pyramid": args.pyramid, "units": args.units, "presence": args.presence,
                   "presence_backend": backend,
                   "model": args.model, "options": options, "systems": list(results),
                   "score_split": args.score_split, "weights": args.weights,

@@ -57,9 +57,11 @@ def predicate_finder(args, examples: Sequence):
     from leaderboard.evaluators.autoqapyramid import gold_predicates
 
     if args.predicate_model:
+        from trainers.generation import resolve_device
         from trainers.predicate_detector import PredicateDetector
 
-        detector = PredicateDetector(args.predicate_model, device=args.device or "cpu")
+        detector = PredicateDetector(args.predicate_model,
+                                     device=resolve_device(args.device or "auto"))
         return lambda reference: detector(reference)
     by_example = ({ex.example_id: gold_predicates(ex) for ex in examples}
                   if args.predicates == "gold" else read_predicates(args.predicates, examples))
@@ -71,14 +73,17 @@ def predicate_finder(args, examples: Sequence):
 
 #: the batch of sumbench's own QA generation (QASem's: its official 32)
 SUMBENCH_QA_BATCH = 8
+#: tokens per generation of a sumbench qa_generation model (--max-new-tokens when not given;
+#: qasem generates up to its parser's max_length 256)
+SUMBENCH_QA_NEW_TOKENS = 128
 
 
 def qa_generator(args, examples: Sequence):
     from leaderboard.evaluators.autoqapyramid import seq2seq_qa_generator
     from leaderboard.evaluators.presence_models import load_pretrained
+    from trainers.generation import resolve_device
 
-    if args.max_new_tokens < 1 or (args.qa_batch_size or 1) < 1:
-        raise SumbenchError("--max-new-tokens and --qa-batch-size must be >= 1")
+    device = resolve_device(args.device or "auto")
     parses = None
     if args.qa_generator == "qasem":
         from leaderboard.evaluators.qasem import (
@@ -96,8 +101,8 @@ def qa_generator(args, examples: Sequence):
     except SumbenchError as error:
         raise SumbenchError(f"--qa-model: {error}") from None
     if parses is not None:
-        return qasem_qa_generator(as_official_dtype(model).to(args.device or "cpu"), tokenizer,
+        return qasem_qa_generator(as_official_dtype(model).to(device), tokenizer,
                                   parses, batch_size=args.qa_batch_size or BATCH_SIZE)
-    return seq2seq_qa_generator(model.to(args.device or "cpu"), tokenizer, predicates,
-                                max_new_tokens=args.max_new_tokens,
+    return seq2seq_qa_generator(model.to(device), tokenizer, predicates,
+                                max_new_tokens=args.max_new_tokens or SUMBENCH_QA_NEW_TOKENS,
                                 batch_size=args.qa_batch_size or SUMBENCH_QA_BATCH)

@@ -25,7 +25,7 @@ import json
 import math
 import sys
 
-from benchmark.commands import positive_float
+from benchmark.commands.options import add_option
 from tasks.errors import DataError
 from tasks.io import read_json
 
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     human = commands.add_parser("human", help="QAPyramid from crowd judgments (majority vote) "
                                 "and Krippendorff's alpha")
     human.add_argument("--judgments", required=True, help="QA_presence.json")
-    human.add_argument("--out", help="also write per-example scores and provenance (JSON)")
+    add_option(human, "out_file")
     human.add_argument("--ties", choices=("absent", "present"), default="absent",
                        help="a QA with as many 1 votes as 0 votes: not present (default) or "
                             "present (the release has no rule for ties)")
@@ -48,13 +48,12 @@ def register(subparsers) -> None:
     norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties")
     norm.add_argument("--scores", required=True, help="JSON {system: {example_id: score}}")
     norm.add_argument("--summaries", required=True, help="JSONL {system, example_id, summary}")
-    norm.add_argument("--references", required=True, help="JSONL {example_id, reference}")
+    add_option(norm, "references", required=True)
     choice = norm.add_mutually_exclusive_group()
-    choice.add_argument("--alpha", type=positive_float, default=6.0,
-                        help="length penalty alpha (6)")
+    add_option(choice, "alpha")
     choice.add_argument("--calibrate-alpha", action="store_true",
                         help="choose alpha in 1..10 (lowest |r| with effective length)")
-    norm.add_argument("--out", help="also write per-example values and provenance (JSON)")
+    add_option(norm, "out_file")
     norm.set_defaults(handler=run_normalize, out_inputs={
         "scores": "--scores file", "summaries": "--summaries file",
         "references": "--references file"})
@@ -164,7 +163,7 @@ def _calibrate(table):
 def run_normalize(args) -> int:
     import numpy as np
 
-    from leaderboard.evaluators.penalties import normalize, with_alpha
+    from leaderboard.evaluators.penalties import DEFAULT_ALPHA, normalize, with_alpha
     from tasks.io import write_json
     from tasks.provenance import provenance
 
@@ -172,9 +171,10 @@ def run_normalize(args) -> int:
     summaries, references = read_summaries(args.summaries), read_references(args.references)
     _check_coverage(scores, summaries, references, args)
     warn_uneven(scores, args.scores)
-    table = normalize(scores, summaries, references, alpha=args.alpha)
+    given = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    table = normalize(scores, summaries, references, alpha=given)
     calibration = _calibrate(table) if args.calibrate_alpha else None
-    alpha = float(calibration.alpha) if calibration else args.alpha
+    alpha = float(calibration.alpha) if calibration else given
     if calibration:
         table = with_alpha(table, alpha)
     systems = {system: {key: float(np.mean([row[key] for row in examples.values()]))

@@ -27,7 +27,8 @@ by default; model backends: probability >= T instead of their own label); --enta
 NAME (nli: the class of the model's id2label that means entailment, any case); --use
 label|probability (count present QAs, or sum probabilities); --unit-kind qa|statement;
 --systems (default: all with a summary); --normalize [--alpha A] (nQAPyramid, alpha 6);
---batch-size, --device, --cache (model backends), --base-url (chat); --out FILE.
+--batch-size, --device, --cache (model backends), --base-url (chat); --out FILE; `auto` with
+--qa-generator sumbench: --max-new-tokens per generation (128 by default).
 
 Prints {"systems": {system: QAPyramid}, "n_examples": {system: n}} (examples without QAs are
 skipped); with --normalize also "alpha" and "nQAPyramid". When the dataset has `QA_labels`,
@@ -48,7 +49,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark.commands import positive_float, positive_int
+from benchmark.commands import positive_int
+from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
@@ -84,15 +86,11 @@ def register_subcommands(commands) -> None:
                       help="qasem: the parser's tokens and predicates per sentence, one JSON "
                            "object per line {sentence, tokens, predicates: [{index, lemma, "
                            "pos}]}")
-    auto.add_argument("--predicate-model", metavar="NAME",
-                      help="sumbench: predicate detector, a token-classification model "
-                           "(folder or hub id) whose predicate class marks the predicates")
+    add_option(auto, "predicate_model")
     auto.add_argument("--predicates", help="sumbench, instead of a detector: 'gold' "
                       "(oracle: the predicate words of the gold QAs) or a JSON file "
                       "{example_id: [predicate, ...]}")
-    auto.add_argument("--max-new-tokens", type=positive_int, default=128,
-                      help="sumbench: per generation (128; qasem generates up to the "
-                           "parser's max_length 256)")
+    add_option(auto, "max_new_tokens")
     auto.add_argument("--qa-batch-size", type=positive_int, help="generation batch (qasem: 32, "
                       "as the official run; sumbench: 8)")
     _add_common_options(auto)
@@ -103,19 +101,12 @@ def register_subcommands(commands) -> None:
 
 
 def _add_common_options(parser) -> None:
-    parser.add_argument("--dataset", required=True, help="QAPyramid dataset file (JSON/JSONL)")
-    add_presence_options(parser, text_backend_names())
-    parser.add_argument("--use", choices=("label", "probability"), default="label")
-    parser.add_argument("--unit-kind", choices=("qa", "statement"), default="qa")
-    parser.add_argument("--systems", nargs="+", help="systems to score (default: all)")
-    parser.add_argument("--normalize", action="store_true", help="also nQAPyramid")
-    parser.add_argument("--alpha", type=positive_float,
-                        help="length penalty alpha (6; --normalize)")
-    parser.add_argument("--base-url", help="chat endpoint (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--prompt-style", choices=("task", "qapyramid-gpt4o"), default="task",
-                        help="chat: the presence task's prompt (default) or QAPyramid's "
-                             "released GPT-4o prompt and parser ([YES]/[NO])")
-    parser.add_argument("--out", help="also write per-example values, config, provenance")
+    add_option(parser, "dataset", required=True)
+    add_presence_options(parser)
+    for kind in ("use", "unit_kind", "systems", "normalize", "alpha", "base_url",
+                 "prompt_style"):
+        add_option(parser, kind)
+    add_option(parser, "out_file")
 
 
 # ---- presence ----------------------------------------------------------------------------
@@ -150,8 +141,6 @@ def presence_backend(args) -> PresenceBackend:
         options.update(base_url=args.base_url, prompt_style=args.prompt_style)
     elif args.prompt_style != "task":
         raise SumbenchError("--prompt-style applies to --presence chat only")
-    else:
-        options.setdefault("device", "cpu")
     backend = build_backend(args.presence, **options)
     return backend if args.threshold is None else ThresholdedBackend(backend, args.threshold)
 
@@ -290,9 +279,17 @@ def _finish(args, report: dict, details: dict, config: dict) -> int:
     return 0
 
 
+def check_text_presence(args) -> None:
+    """--presence of a backend that judges text (human labels exist for Pyramid sets only)."""
+    if args.presence not in text_backend_names():
+        raise SumbenchError(f"--presence {args.presence} needs a Pyramid set's SCU labels (the "
+                            f"pyramid command); here: {', '.join(text_backend_names())}")
+
+
 def run_semi_auto(args) -> int:
     from leaderboard.evaluators.autoqapyramid import SemiAutoQAPyramid
 
+    check_text_presence(args)
     alpha = _alpha(args)
     examples, systems = load_dataset(args)
     backend = presence_backend(args)
@@ -311,6 +308,7 @@ def run_auto(args) -> int:
     from benchmark.commands.qa_sources import predicate_source, qa_generator
     from leaderboard.evaluators.autoqapyramid import AutoQAPyramid
 
+    check_text_presence(args)
     alpha = _alpha(args)
     source = predicate_source(args)
     examples, systems = load_dataset(args)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_int, resample_count
+from benchmark.commands.options import add_option, given_or_default
 from tasks.io import file_sha256, json_text
 from tasks.provenance import PROVENANCE_KEY
 
@@ -22,29 +22,20 @@ from tasks.provenance import PROVENANCE_KEY
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "score", help="score prediction files (official USB metrics)",
-        description="Score JSON Lines prediction records in the official USB shape.")
+        description="Score JSON Lines prediction records in the official USB shape and print "
+                    "the scores (--out: also to a file, with provenance). With --data (and "
+                    "--variant, --split), records that are not gold items of that split or "
+                    "whose references differ are refused, and so are tasks with gold items "
+                    "left out. The number of --workers never changes the numbers.")
     parser.add_argument("paths", nargs="+", metavar="PRED.jsonl", help="prediction files")
-    parser.add_argument("--out", metavar="FILE", help="also write the scores (with provenance)")
-    parser.add_argument("--bootstrap", type=resample_count, default=0, metavar="N",
-                        help="percentile 95%% intervals from N resamples of records "
-                             "(default 0)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S",
-                        help="seed of the bootstrap resampling and of --rouge-aggregate "
-                             "bootstrap-mid (default 0)")
-    parser.add_argument("--rouge-aggregate", choices=("mean", "bootstrap-mid"), default="mean",
-                        help="ROUGE over examples: plain mean (default, deterministic) or the "
-                             "median of 1,000 bootstrap means that USB's evaluation script "
-                             "reports (mid.fmeasure; unseeded there, seeded with --seed here)")
-    parser.add_argument("--workers", type=positive_int, default=None, metavar="W",
-                        help="processes scoring large inputs (default: the CPUs this process "
-                             "may use, at most 8); never changes the numbers")
-    parser.add_argument("--data", metavar="DIR",
-                        help="task-datasets folder (sumbench data build): refuse records that "
-                             "are not gold items or whose references differ, and tasks with "
-                             "gold items left out")
-    parser.add_argument("--variant", metavar="V", help="variant of --data (default all)")
-    parser.add_argument("--split", choices=("train", "validation", "test"),
-                        help="split of --data (default test)")
+    add_option(parser, "out_file")
+    add_option(parser, "bootstrap")
+    add_option(parser, "seed")
+    add_option(parser, "rouge_aggregate")
+    add_option(parser, "workers")
+    add_option(parser, "data")
+    add_option(parser, "variant")
+    add_option(parser, "split")
     parser.set_defaults(handler=run, out_inputs={"paths": "prediction file",
                                                  "data": "--data folder"})
 
@@ -56,11 +47,12 @@ def run(args) -> int:
     from tasks.provenance import provenance
     from tasks.scoring import score_files
 
-    options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": args.seed}
+    seed = given_or_default(args, "seed")
+    options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": seed}
     if args.workers is None:
         args.workers = default_workers()
     gold = gold_check(args)
-    results = score_files(args.paths, bootstrap=args.bootstrap, seed=args.seed,
+    results = score_files(args.paths, bootstrap=args.bootstrap, seed=seed,
                           workers=args.workers, options=options, gold=gold)
     if PROVENANCE_KEY in results:
         raise SumbenchError(f"a task named {PROVENANCE_KEY!r} clashes with the provenance key")
@@ -73,8 +65,8 @@ def run(args) -> int:
                   "rouge_aggregate": args.rouge_aggregate,
                   "checked_against": gold.provenance() if gold is not None else None}
         written = dict(results)
-        written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": args.seed,
-                                                                   "rouge": args.seed})
+        written[PROVENANCE_KEY] = provenance(config=config, seeds={"bootstrap": seed,
+                                                                   "rouge": seed})
         with atomic_path(args.out) as tmp:  # a file name that is not UTF-8 stays an escape
             Path(tmp).write_text(json_text(written) + "\n", encoding="utf-8",
                                  errors="backslashreplace")

@@ -38,25 +38,24 @@ from __future__ import annotations
 
 import sys
 
+from benchmark.commands.options import add_option, given_or_default
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "stus", help="Lite³Pyramid STUs (or the Lite²·⁵ mix) of references, from recorded "
                      "semantic-role frames",
         description=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--references", required=True, metavar="FILE",
-                        help="one reference summary per line")
+    add_option(parser, "references", required=True)
     parser.add_argument("--frames", metavar="FILE",
                         help="semantic-role frames, one JSON object per sentence")
     parser.add_argument("--srl-model", metavar="DIR", help="instead of --frames: an SRL "
                         "token classifier (AllenNLP SRL BERT's convention; folder or hub id)")
-    parser.add_argument("--predicate-model", metavar="DIR", help="with --srl-model: the "
-                        "predicate detector marking the verbs (token classifier), when no "
-                        "spaCy pipeline with a tagger is installed")
+    add_option(parser, "predicate_model")
     parser.add_argument("--spacy-pipeline", metavar="NAME", help="with --srl-model: the spaCy "
                         "pipeline (package or folder) whose VERB and AUX words are the verbs, "
                         "as the official predictor's (default: en_core_web_sm when installed)")
-    parser.add_argument("--device", default="cpu", help="for --srl-model (cpu)")
+    add_option(parser, "device")
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")
     mix = parser.add_argument_group("Lite²·⁵ mix")
@@ -78,7 +77,7 @@ def register(subparsers) -> None:
                      "ids, one line per reference (REALSumm's ids.txt)")
     mix.add_argument("--trees", metavar="FILE", help="constituency trees, one JSON object per "
                      "sentence (for --regressor)")
-    parser.add_argument("--out", required=True, metavar="FILE", help="units file to write")
+    add_option(parser, "out_file", required=True)
     parser.set_defaults(handler=run, out_inputs={
         "references": "--references file", "frames": "--frames file",
         "coref": "--coref file", "srl_model": "--srl-model folder",
@@ -102,8 +101,10 @@ def frame_source(args):
 
         return RecordedFrames(args.frames)
     from leaderboard.evaluators.srl_frames import ModelFrames
+    from trainers.generation import resolve_device
 
-    return ModelFrames(args.srl_model, args.predicate_model, device=args.device,
+    return ModelFrames(args.srl_model, args.predicate_model,
+                       device=resolve_device(given_or_default(args, "device")),
                        spacy_pipeline=args.spacy_pipeline)
 
 
@@ -190,7 +191,7 @@ def register_convert(subparsers) -> None:
                     "--bert (e.g. a local bert-base-uncased).")
     parser.add_argument("--archive", required=True, help="the AllenNLP archive or its folder")
     parser.add_argument("--bert", required=True, help="the BERT model folder it was built on")
-    parser.add_argument("--out", required=True, help="model folder to write")
+    add_option(parser, "out_dir", required=True)
     parser.set_defaults(handler=run_convert, out_inputs={"archive": "--archive file",
                                                          "bert": "--bert folder"})
 

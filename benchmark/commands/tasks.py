@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 
+from benchmark.commands.options import add_option
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("tasks", help="list the registered tasks")
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    shape.add_argument("--markdown", action="store_true",
-                       help="print a Markdown table (the docs' task page)")
+    add_option(shape, "markdown")
     parser.set_defaults(handler=run)
 
 

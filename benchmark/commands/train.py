@@ -8,14 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import (
-    fraction,
-    key_value,
-    non_negative_int,
-    positive_int,
-    training_device_name,
-)
-from benchmark.results import EARLY_STOPPING
+from benchmark.commands import fraction
+from benchmark.commands.options import add_option, given_or_default, training_device
 
 
 def register(subparsers) -> None:
@@ -30,42 +24,31 @@ def register(subparsers) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", nargs="+", required=True, metavar="TASK",
-                        help="task names or aliases (FAC EXT ...), or 'all'")
-    parser.add_argument("--data", "--data-dir", dest="data", metavar="DIR",
-                        help="folder of <variant>/<task>/<split>.jsonl task datasets")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
-    parser.add_argument("--profile", default="flan-t5-large",
-                        help="hyperparameter profile (flan-t5-large, flan-t5-xl, tiny)")
-    parser.add_argument("--spec", metavar="FILE", help="JSON file of spec fields to apply")
-    parser.add_argument("--model", help="hub id or local folder (overrides the profile)")
-    parser.add_argument("--revision", help="hub revision of --model")
-    parser.add_argument("--variant", help="data variant: a domain or 'all'")
-    parser.add_argument("--lora", action=argparse.BooleanOptionalAction, default=None,
-                        help="train a LoRA adapter instead of all weights")
+    add_option(parser, "tasks", required=True)
+    add_option(parser, "data")
+    add_option(parser, "out_dir", required=True)
+    add_option(parser, "profile")
+    add_option(parser, "spec")
+    add_option(parser, "model")
+    add_option(parser, "revision")
+    add_option(parser, "variant")
+    add_option(parser, "lora")
     parser.add_argument("--train-fraction", type=fraction, help="fraction of training documents")
     parser.add_argument("--mixing", choices=("proportional", "temperature"))
-    parser.add_argument("--seed", type=non_negative_int)
-    parser.add_argument("--max-steps", type=positive_int)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], type=key_value,
-                        metavar="FIELD=VALUE", help="any spec field, e.g. --set lora_r=8")
-    parser.add_argument("--early-stopping", choices=EARLY_STOPPING, default="metric",
-                        help="validation signal for early stopping and best-model selection: "
-                             "the tasks' headline metric (default), minus the loss, or none")
-    parser.add_argument("--device", default="auto", type=training_device_name,
-                        help="auto (default: this process's GPU when torch sees GPUs), cpu, "
-                             "cuda or, for one process, cuda:N")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the last checkpoint in --out")
-    parser.add_argument("--print-spec", action="store_true",
-                        help="print the resolved spec as JSON and exit")
+    add_option(parser, "seed")
+    add_option(parser, "max_steps")
+    add_option(parser, "set_spec")
+    add_option(parser, "early_stopping")
+    add_option(parser, "device")
+    add_option(parser, "resume")
+    add_option(parser, "print_spec")
 
 
 def build_spec(args: argparse.Namespace):
     """The FinetuneSpec the options describe."""
     from trainers.profiles import get_profile
 
-    spec = get_profile(args.profile)
+    spec = get_profile(given_or_default(args, "profile"))
     if args.spec:
         spec = apply_spec_file(spec, args.spec)
     options = {"model": args.model, "revision": args.revision, "variant": args.variant,
@@ -107,7 +90,8 @@ def read_spec_file(path: str) -> dict:
 def run_train(args: argparse.Namespace) -> int:
     from tasks import parse_task_list
 
-    parse_task_list(args.tasks)  # a bad list fails before anything loads
+    parse_task_list(args.tasks)  # a bad list or device fails before anything loads
+    device = training_device(args)
     spec = build_spec(args)
     if args.print_spec:
         print(spec.to_json())
@@ -117,7 +101,8 @@ def run_train(args: argparse.Namespace) -> int:
 
     evaluate_fn = early_stopping_fn(args.early_stopping, spec, args.tasks, args.data)
     final = finetune(spec, args.tasks, data_dir=args.data, out_dir=args.out,
-                     evaluate_fn=evaluate_fn, resume=args.resume, device=args.device)
+                     evaluate_fn=evaluate_fn, resume=args.resume,
+                     device=device)
     if _is_main_process():
         print(final)
     return 0

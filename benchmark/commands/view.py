@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from benchmark.commands.options import add_option
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -15,7 +17,7 @@ def register(subparsers) -> None:
                     "value or by the gap between the runs.")
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="a run folder (of `sumbench run` or `predict`); two to compare")
-    parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
+    add_option(parser, "out_file", required=True)
     parser.set_defaults(handler=run, out_inputs={"runs": "run folder"})
 
 

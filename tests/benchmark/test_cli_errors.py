@@ -62,10 +62,11 @@ CLI_CASES = [
      "argument --device: must be auto, cpu, cuda, cuda:N, mps or xpu, got 'cuda:x'", 2),
     ("run-training-device", ["run", "--tasks", "FAC", "--out", "{out}", "--model", "{model}",
                              "--device", "mps"],
-     "training device must be auto, cpu, cuda or (one process) cuda:N; got 'mps'", 2),
+     "--device: training device must be auto, cpu, cuda or (one process) cuda:N; got 'mps'",
+     2),
     ("train-device", ["train", "--tasks", "FAC", "--out", "{out}", "--device", "mps"],
-     "argument --device: training device must be auto, cpu, cuda or (one process) cuda:N; "
-     "got 'mps'", 2),
+     "--device: training device must be auto, cpu, cuda or (one process) cuda:N; got 'mps'",
+     2),
     # --- non-finite or out-of-range numbers
     ("learning-rate-inf", ["run", "--tasks", "FAC", "--out", "{out}", "--learning-rate", "inf"],
      "argument --learning-rate: expected a finite number, got 'inf'", 2),
@@ -75,7 +76,7 @@ CLI_CASES = [
     ("alpha-nan", ["qapyramid", "normalize", "--scores", "s", "--summaries", "s",
                    "--references", "r", "--alpha", "nan"],
      "argument --alpha: expected a finite number, got 'nan'", 2),
-    ("scu-share-range", ["pyramid", "--data", "d", "--units", "mix-by-example", "--presence",
+    ("scu-share-range", ["pyramid", "--pyramid", "d", "--units", "mix-by-example", "--presence",
                          "human", "--scu-share", "1.5"],
      "argument --scu-share: must be in [0, 1]", 2),
     ("train-fraction-range", ["train", "--tasks", "FAC", "--out", "{out}", "--train-fraction",
@@ -131,7 +132,7 @@ CLI_CASES = [
     ("score-json-too-deep", ["score", "{deep}"], "{deep}:2: JSON nested too deeply", 2),
     ("score-key-given-twice", ["score", "{dup_key}"], "{dup_key}:2, field 'prediction': given "
      "twice in one JSON object (which one is meant is ambiguous)", 2),
-    ("meta-eval-key-given-twice", ["meta-eval", "--data", "{pyrxsum}", "--metric",
+    ("meta-eval-key-given-twice", ["meta-eval", "--pyramid", "{pyrxsum}", "--metric",
                                    "{dup_metric}"],
      "{dup_metric}, field 'bart': given twice in one JSON object", 2),
     ("missing-model", ["predict", "--model", "{tmp}/no-model", "--tasks", "FAC", "--data",
@@ -139,10 +140,10 @@ CLI_CASES = [
     ("truncated-safetensors", ["predict", "--model", "{truncated_model}", "--tasks", "FAC",
                                "--data", "{data}", "--out", "{out}"],
      "a weights file is damaged or incomplete (Error while deserializing header", 2),
-    ("non-sqlite-cache", ["pyramid", "--data", "{pyrxsum}", "--units", "scus", "--presence",
+    ("non-sqlite-cache", ["pyramid", "--pyramid", "{pyrxsum}", "--units", "scus", "--presence",
                           "chat", "--model", "m", "--cache", "{a_file}"],
      "cache {a_file} is not a sumbench cache (SQLite: file is not a database)", 2),
-    ("cache-is-a-folder", ["pyramid", "--data", "{pyrxsum}", "--units", "scus", "--presence",
+    ("cache-is-a-folder", ["pyramid", "--pyramid", "{pyrxsum}", "--units", "scus", "--presence",
                            "chat", "--model", "m", "--cache", "{tmp}"],
      "cache {tmp} is a folder; give a file path", 2),
     # --- data
@@ -157,7 +158,7 @@ CLI_CASES = [
     ("semi-auto-missing-output", ["qapyramid", "semi-auto", "--dataset", "{qa_missing}",
                                   "--presence", "lexical"],
      "example 'e2' has no output of system(s) 'B'", 2),
-    ("meta-eval-one-system", ["meta-eval", "--data", "{pyrxsum}", "--metric", "rouge1_recall",
+    ("meta-eval-one-system", ["meta-eval", "--pyramid", "{pyrxsum}", "--metric", "rouge1_recall",
                               "--systems", "{one_system}"],
      "all systems: 1 system(s) ({one_system}); correlations across systems need at least 2",
      2),
@@ -195,12 +196,12 @@ def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, 
     for path in files.values():
         path.write_text("{}\n")
     cases = [
-        (["pyramid", "--data", data, "--units", "scus", "--presence", "lexical", "--out",
-          data / "SCUs.txt"], f"--out {data / 'SCUs.txt'} is a file inside the --data folder "
+        (["pyramid", "--pyramid", data, "--units", "scus", "--presence", "lexical", "--out",
+          data / "SCUs.txt"], f"--out {data / 'SCUs.txt'} is a file inside the --pyramid folder "
                               f"{data}: writing there would replace an input"),
-        (["pyramid", "--data", data, "--units", "scus", "--presence", "lexical", "--out",
+        (["pyramid", "--pyramid", data, "--units", "scus", "--presence", "lexical", "--out",
           tmp_path], f"--out {tmp_path}: is a folder; give the output file's name"),
-        (["meta-eval", "--data", data, "--metric", files["metric.json"], "--out",
+        (["meta-eval", "--pyramid", data, "--metric", files["metric.json"], "--out",
           files["metric.json"]], f"is the --metric file {files['metric.json']}: writing there "
                                  f"would replace it"),
         (["qapyramid", "human", "--judgments", files["judgments.json"], "--out",
@@ -236,7 +237,7 @@ def test_no_out_file_replaces_an_input_and_a_folder_is_refused_first(workspace, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyramid").mkdir()  # --human's default is a name, not this folder
     (tmp_path / "pyramid" / "notes.txt").write_text("mine")
-    code, _, err = sumbench(capsys, "meta-eval", "--data", data, "--metric", "rouge1_recall",
+    code, _, err = sumbench(capsys, "meta-eval", "--pyramid", data, "--metric", "rouge1_recall",
                             "--out", "pyramid/notes.txt")
     assert code == 2 and "--out" not in err  # refused as no Pyramid folder, not for --out
 
@@ -294,7 +295,7 @@ def test_serve_reports_a_server_that_did_not_start_in_one_line(capsys, monkeypat
 
 def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path, capsys):
     code, _, err = sumbench(capsys, "data", "build", "--raw", workspace["dup_raw"], "--out",
-                            tmp_path / "out", "--variant", "companies")
+                            tmp_path / "out", "--variants", "companies")
     assert code == 0
     assert "warning: " in err and "1 duplicate document(s) in companies/train" in err
     assert "1 document(s) in both train and test: companies/doc7_2.json" in err

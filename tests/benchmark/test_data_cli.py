@@ -26,7 +26,7 @@ def test_build_writes_the_official_files_and_prints_counts(usb_fixture_dir, tmp_
 def test_build_selected_variants_only(usb_fixture_dir, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["data", "build", "--raw", str(usb_fixture_dir / "raw"), "--out", str(out),
-            "--variant", "companies", "--variant", "biographies"]
+            "--variants", "companies", "biographies"]
     assert main(argv) == 0
     assert sorted(p.name for p in out.iterdir()) == ["biographies", "build_info.json",
                                                      "companies"]
@@ -69,7 +69,7 @@ def test_fetch_offline_exits_2_with_instructions(tmp_path, capsys):
     constants = pytest.importorskip("huggingface_hub.constants")
     if not constants.HF_HUB_OFFLINE:
         pytest.skip("HF_HUB_OFFLINE is not set; this test must not touch the network")
-    assert main(["data", "fetch", "--cache", str(tmp_path / "cache")]) == 2
+    assert main(["data", "fetch", "--cache-dir", str(tmp_path / "cache")]) == 2
     error = capsys.readouterr().err
     assert "sumbench data: error: USB task data is not available" in error
     assert "--data DIR" in error and not (tmp_path / "cache" / "main").exists()
@@ -94,7 +94,7 @@ def test_fetch_refresh_says_when_the_archive_changed(usb_fixture_dir, tmp_path, 
     sha = [hashlib.sha256(path.read_bytes()).hexdigest() for path in archives]
     served = [archives[0]]
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda **_: str(served[0]))
-    argv = ["data", "fetch", "--cache", str(tmp_path / "cache")]
+    argv = ["data", "fetch", "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert out.strip() == str(tmp_path / "cache" / "main" / "extracted")

@@ -19,7 +19,7 @@ def holed_data(corpus) -> Path:
     """The corpus's task datasets, with no topic-based test item in companies."""
     data = corpus["root"] / "holed-data"
     assert main(["data", "build", "--raw", str(corpus["raw"]), "--out", str(data),
-                 "--variant", "biographies", "companies"]) == 0
+                 "--variants", "biographies", "companies"]) == 0
     (data / "companies" / TOPIC / "test.jsonl").write_text("")
     return data
 

@@ -203,9 +203,8 @@ def test_labels_experiment_rows_and_heuristic_reports(corpus, tmp_path):
     (["transfer", "--domains", "landmarks"], "has no train split"),
     (["transfer", "--full-domain", "schools", "--domains", "biographies"],
      "--full-domain schools is not one of --domains"),
-    (["fractions", "--device", "bogus"], "--device: training device must be auto, cpu, cuda "
-     "or (one process) cuda:N; got 'bogus'"),
-    (["fractions", "--device", "cuda:\u0661"], "got 'cuda:\u0661'"),  # a non-ASCII digit
+    (["fractions", "--device", "mps"], "--device: training device must be auto, cpu, cuda "
+     "or (one process) cuda:N; got 'mps'"),
     (["fractions", "--fractions", "0,0.5"], "fractions must be in (0, 1]"),
     (["fractions", "--fractions", "1.5"], "fractions must be in (0, 1]"),
     (["fractions", "--fractions", "a"], "comma-separated numbers"),

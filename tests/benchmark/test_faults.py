@@ -121,7 +121,7 @@ def test_sigint_and_sigterm_are_one_line_and_their_exit_code(pyramid_data_dir, t
     server, process = _SilentServer(), None
     try:
         process = _sumbench_process(
-            "pyramid", "--data", pyramid_data_dir / "pyrxsum", "--units", "scus", "--presence",
+            "pyramid", "--pyramid", pyramid_data_dir / "pyrxsum", "--units", "scus", "--presence",
             "chat", "--model", "m", "--cache", tmp_path / "cache.sqlite", "--out",
             tmp_path / "scores.json",
             env={"OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1",

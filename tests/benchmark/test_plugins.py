@@ -199,10 +199,10 @@ def test_broken_or_clashing_plug_ins_are_one_warning_each_and_the_rest_runs(venv
     assert "source: sumbench-titles" in listed.stdout
     assert "abstractive_summarization [ABS]" in listed.stdout  # the built-in one stays
     folder = write_pyramid_folder(tmp_path / "set")
-    meta = sumbench_in(venv, "meta-eval", "--data", folder, "--metric", "summary_words",
+    meta = sumbench_in(venv, "meta-eval", "--pyramid", folder, "--metric", "summary_words",
                        cwd=tmp_path)
     assert meta.returncode == 0, meta.stderr
-    pyramid = sumbench_in(venv, "pyramid", "--data", folder, "--units", "scus", "--presence",
+    pyramid = sumbench_in(venv, "pyramid", "--pyramid", folder, "--units", "scus", "--presence",
                           "every-word", cwd=tmp_path)
     assert pyramid.returncode == 0, pyramid.stderr
     assert json.loads(pyramid.stdout) == {"alpha": 1.0, "beta": pytest.approx(2 / 3),

@@ -293,7 +293,7 @@ def test_a_run_from_a_config_file_and_again_from_its_results(tmp_path, capsys, t
     first = json.loads((tmp_path / "a" / "results.json").read_text())
     recorded = first["run_config"]
     assert (recorded["tasks"], recorded["max_steps"], recorded["batch_size"]) == (
-        "FAC,ABS", 2, 4)
+        ["FAC,ABS"], 2, 4)  # --tasks takes several words: a list, as the command line has it
     assert recorded["set"] == {"learning_rate": "0.001", "seed": "3"} and recorded["lora"]
     assert first["training"]["train"]["spec"]["learning_rate"] == 0.001
     code, _, stderr = sumbench(capsys, "run", "--config", tmp_path / "a" / "results.json",

@@ -92,7 +92,7 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         "seed": 3, "train_overrides": {"train_fraction": 0.2}}}))
     with LeaderboardServer(instance["db"]) as server:
         code, out, _ = _run(capsys, "leaderboard", "submit", "--server", server.url,
-                            "--token", instance["token"], "--model", "flan-large-lora",
+                            "--token", instance["token"], "--name", "flan-large-lora",
                             "--licence", "apache-2.0", "--wait", str(run))
         answer = json.loads(out)
         assert code == 0 and answer["status"] == "scored"
@@ -123,14 +123,14 @@ def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fi
         assert err == ("sumbench leaderboard: error: no status for submission 999 (HTTP 404): "
                        "no submission 999\n")
         code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
-                              "--token", instance["token"], "--model", "flan-large-lora",
+                              "--token", instance["token"], "--name", "flan-large-lora",
                               "--licence", "apache-2.0", str(run))  # a retry
         again = json.loads(out)
         assert code == 0 and (again["id"], again["duplicate"]) == (answer["id"], True)
         assert again["status"] == "scored" and again["http_status"] == 200
         assert f"note: these files were already submitted as submission {answer['id']}" in err
         code, out, err = _run(capsys, "leaderboard", "submit", "--server", server.url,
-                              "--token", "sb_not-a-token", "--model", "x", str(run))
+                              "--token", "sb_not-a-token", "--name", "x", str(run))
         assert code == 2 and json.loads(out)["http_status"] == 401
         assert err.startswith("sumbench leaderboard: error: the submission was not accepted "
                               "(HTTP 401): ") and len(err.splitlines()) == 1

@@ -220,7 +220,7 @@ def test_a_killed_workers_evaluation_is_taken_over_and_finishes_once(lab, capsys
     db = lab["url"].removeprefix("sqlite:///")
     with LeaderboardServer(db, "--no-worker", "--model-root", str(lab["models"])) as server:
         code, out, err = sumbench(capsys, "leaderboard", "submit", "--server", server.url,
-                                  "--token", lab["tokens"]["ada"], "--model", "killed",
+                                  "--token", lab["tokens"]["ada"], "--name", "killed",
                                   "--evaluate", _copy_model(lab, "drill"))
         assert code == 0, err
         submission = json.loads(out)["id"]

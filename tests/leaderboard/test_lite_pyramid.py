@@ -74,7 +74,7 @@ def test_easiness_and_mixing():
 def test_cli_weights_mixed_and_unit_files(pyramid_data_dir, capsys, tmp_path):
     folder = pyramid_data_dir / "pyrxsum"
     data = load_pyramid_dataset(folder, unit_kinds=("scus", "stus"), labels=True)
-    base = ["pyramid", "--data", str(folder), "--presence", "lexical", "--threshold", "0.5",
+    base = ["pyramid", "--pyramid", str(folder), "--presence", "lexical", "--threshold", "0.5",
             "--systems", "t5-large"]
     assert main([*base, "--units", "scus"]) == 0
     plain = json.loads(capsys.readouterr().out)["t5-large"]

@@ -140,7 +140,7 @@ def realsumm_cli(pyramid_data_dir, tmp_path_factory):
                                   "extractive": [s for s in systems if s.startswith("ext_")]}))
     out, stdout, stderr = folder / "out.json", io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["meta-eval", "--data", str(pyramid_data_dir / "realsumm"), "--metric",
+        code = main(["meta-eval", "--pyramid", str(pyramid_data_dir / "realsumm"), "--metric",
                      "rouge2_recall", "--groups", str(groups), "--out", str(out)])
     return code, json.loads(stdout.getvalue()), stderr.getvalue(), json.loads(out.read_text())
 
@@ -166,7 +166,7 @@ def test_metric_and_human_files(pyramid_data_dir, tmp_path, capsys):
     by_id = {s: dict(reversed(list(zip(data.ids, v)))) for s, v in human.items()}
     metric_file = tmp_path / "metric.json"
     metric_file.write_text(json.dumps(by_id))
-    assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
+    assert main(["meta-eval", "--pyramid", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  str(metric_file), "--methods", "kendall"]) == 0
     result = json.loads(capsys.readouterr().out)["all"]
     assert result["system"]["kendall"] == pytest.approx(1.0)
@@ -174,7 +174,7 @@ def test_metric_and_human_files(pyramid_data_dir, tmp_path, capsys):
     assert result["summary"]["kendall"] == pytest.approx(1 - constant / len(data))
     human_file = tmp_path / "human.json"
     human_file.write_text(json.dumps(human))
-    assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
+    assert main(["meta-eval", "--pyramid", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  "rouge1_recall", "--human", str(human_file), "--systems", "t5-large",
                  "ptgen", "google-pegasus", "--methods", "pearson"]) == 0
     result = json.loads(capsys.readouterr().out)["all"]
@@ -187,12 +187,12 @@ def test_metric_and_human_files(pyramid_data_dir, tmp_path, capsys):
 
 
 def test_cli_errors(pyramid_data_dir, tmp_path, capsys):
-    assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
+    assert main(["meta-eval", "--pyramid", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  "bleu"]) == 2
     assert "neither an evaluator" in capsys.readouterr().err
     groups = tmp_path / "groups.json"
     groups.write_text(json.dumps({"llm": ["gpt-4"]}))
-    assert main(["meta-eval", "--data", str(pyramid_data_dir / "pyrxsum"), "--metric",
+    assert main(["meta-eval", "--pyramid", str(pyramid_data_dir / "pyrxsum"), "--metric",
                  "rouge1_recall", "--groups", str(groups)]) == 2
     assert "unknown systems gpt-4" in capsys.readouterr().err
 
@@ -206,7 +206,7 @@ def test_lite_pyramid_rule_reproduces_the_official_pyrxsum_number(pyramid_data_d
     folder = str(pyramid_data_dir / "pyrxsum")
     results = {}
     for rule in ("zero", "lite-pyramid"):
-        assert main(["meta-eval", "--data", folder, "--metric", "rouge2_recall", "--methods",
+        assert main(["meta-eval", "--pyramid", folder, "--metric", "rouge2_recall", "--methods",
                      "pearson", "--undefined-rule", rule]) == 0
         results[rule] = json.loads(capsys.readouterr().out)["all"]
     assert round(results["zero"]["summary"]["pearson"], 4) == 0.5251

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from benchmark.cli import main
-from benchmark.commands.pyramid import PRESENCE_CHOICES
+from benchmark.commands.options import PRESENCE_BACKENDS
 from leaderboard.evaluators.pyramid import (
     backend_names,
     check_presence_options,
@@ -81,7 +81,7 @@ def test_any_presence_callable(pyramid_data_dir):
 
 def test_backend_lookup_and_option_checks():
     assert backend_names() == ["causal-lm", "chat", "human", "lexical", "nli", "seq2seq"]
-    assert sorted(PRESENCE_CHOICES) == backend_names()
+    assert sorted(PRESENCE_BACKENDS) == backend_names()
     with pytest.raises(UnknownNameError, match="unknown presence backend 'humn'"):
         presence_factory("humn")
     assert check_presence_options("NLI", "stus", {"model": "m", "mode": "prob3"}) == "nli"
@@ -107,7 +107,7 @@ def run_cli(capsys, *argv):
 
 def test_cli_reproduces_known_values(pyramid_data_dir, capsys, tmp_path):
     out = tmp_path / "pyr.json"
-    code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(pyramid_data_dir / "realsumm"),
+    code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(pyramid_data_dir / "realsumm"),
                               "--units", "scus", "--presence", "human", "--out", str(out))
     assert code == 0
     scores = json.loads(stdout)
@@ -116,7 +116,7 @@ def test_cli_reproduces_known_values(pyramid_data_dir, capsys, tmp_path):
     written = json.loads(out.read_text())
     assert written["scores"] == scores and len(written["per_example"]["abs_bart_out"]) == 100
     assert written["config"]["presence"] == "human" and "provenance" in written
-    code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(pyramid_data_dir / "pyrxsum"),
+    code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(pyramid_data_dir / "pyrxsum"),
                               "--units", "scus", "--presence", "human", "--systems", "t5-large")
     assert code == 0 and json.loads(stdout) == {"t5-large": pytest.approx(PYRXSUM_T5,
                                                                            abs=1e-12)}
@@ -142,13 +142,13 @@ def test_cli_reproduces_known_values(pyramid_data_dir, capsys, tmp_path):
      "unknown system 't5-larg'; did you mean 't5-large'?"),
 ])
 def test_cli_rejects_bad_combinations(pyramid_data_dir, capsys, argv, message):
-    code, stdout, stderr = run_cli(capsys, "pyramid", "--data",
+    code, stdout, stderr = run_cli(capsys, "pyramid", "--pyramid",
                                    str(pyramid_data_dir / "pyrxsum"), *argv)
     assert code == 2 and stdout == "" and message in stderr
 
 
 def test_cli_data_errors(tmp_path, capsys):
-    code, _, stderr = run_cli(capsys, "pyramid", "--data", str(tmp_path / "missing"),
+    code, _, stderr = run_cli(capsys, "pyramid", "--pyramid", str(tmp_path / "missing"),
                               "--units", "scus", "--presence", "human")
     assert code == 2 and "Pyramid data folder not found" in stderr
 
@@ -162,7 +162,7 @@ def test_cli_lexical_on_realsumm_scus(pyramid_data_dir, capsys, tmp_path):
     """Default threshold: calibrated on the train split's human SCU labels (all systems)."""
     folder = pyramid_data_dir / "realsumm"
     out = tmp_path / "lexical.json"
-    code, stdout, stderr = run_cli(capsys, "pyramid", "--data", str(folder), "--units",
+    code, stdout, stderr = run_cli(capsys, "pyramid", "--pyramid", str(folder), "--units",
                                    "scus", "--presence", "lexical", "--out", str(out))
     assert code == 0 and f"lexical threshold {REALSUMM_THRESHOLD!r}" in stderr
     scores = json.loads(stdout)
@@ -172,7 +172,7 @@ def test_cli_lexical_on_realsumm_scus(pyramid_data_dir, capsys, tmp_path):
     assert config["options"] == {"threshold": REALSUMM_THRESHOLD}
     assert config["threshold_source"].startswith("calibrated")
     assert lexical_threshold(folder) == REALSUMM_THRESHOLD  # independent of --systems
-    code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(folder), "--units", "scus",
+    code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(folder), "--units", "scus",
                               "--presence", "lexical", "--systems", "abs_bart_out",
                               "--threshold", "0.9")
     assert code == 0 and json.loads(stdout)["abs_bart_out"] < REALSUMM_BART_LEXICAL - 0.1
@@ -186,7 +186,7 @@ def test_cli_lexical_records_its_calibration_and_scores_held_out_splits(pyramid_
     from tasks.qapyramid.dataset import split_of
 
     folder, out = pyramid_data_dir / "realsumm", tmp_path / "all.json"
-    args = ["pyramid", "--data", str(folder), "--units", "scus", "--presence", "lexical",
+    args = ["pyramid", "--pyramid", str(folder), "--units", "scus", "--presence", "lexical",
             "--systems", "abs_bart_out", "--out", str(out)]
     code, stdout, stderr = run_cli(capsys, *args)
     assert code == 0 and json.loads(stdout) == {"abs_bart_out": pytest.approx(
@@ -212,7 +212,7 @@ def test_cli_lexical_records_its_calibration_and_scores_held_out_splits(pyramid_
             sum(expected) / len(expected), abs=1e-12)
         assert held_out["calibration"]["scored_examples_used"] == 0
         assert held_out["calibration"]["example_ids"] == train
-    code, stdout, stderr = run_cli(capsys, "pyramid", "--data", str(folder), "--units", "scus",
+    code, stdout, stderr = run_cli(capsys, "pyramid", "--pyramid", str(folder), "--units", "scus",
                                    "--presence", "human", "--systems", "abs_bart_out",
                                    "--score-split", "train", "--out", str(out))
     human = json.loads(out.read_text())
@@ -246,17 +246,17 @@ def small_folder(tmp_path):
     ("sentences", 0.5),
 ])
 def test_cli_lexical_every_unit_kind_by_hand(small_folder, capsys, units, expected):
-    code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(small_folder), "--units", units,
+    code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(small_folder), "--units", units,
                               "--presence", "lexical", "--threshold", "0.5")
     assert code == 0 and json.loads(stdout) == {"sys": pytest.approx(expected)}
 
 
 def test_cli_lexical_without_labels_needs_a_threshold(small_folder, capsys):
-    code, stdout, stderr = run_cli(capsys, "pyramid", "--data", str(small_folder), "--units",
+    code, stdout, stderr = run_cli(capsys, "pyramid", "--pyramid", str(small_folder), "--units",
                                    "stus", "--presence", "lexical")
     assert code == 2 and stdout == ""
     assert "no human SCU labels in the train split" in stderr and "--threshold" in stderr
-    code, _, stderr = run_cli(capsys, "pyramid", "--data", str(small_folder), "--units",
+    code, _, stderr = run_cli(capsys, "pyramid", "--pyramid", str(small_folder), "--units",
                               "stus", "--presence", "lexical", "--threshold", "0.5",
                               "--score-split", "validation")
     assert code == 2 and "no examples in the validation split" in stderr
@@ -297,7 +297,7 @@ def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, t
     tokenizer = build_tiny_tokenizer(texts, vocab_size=500)
     build_tiny_classifier(tokenizer, labels=("contradiction", "entailment", "neutral"),
                           save_dir=tmp_path / "nli", seed=5)
-    code, stdout, _ = run_cli(capsys, "pyramid", "--data", str(folder), "--units", "sentences",
+    code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(folder), "--units", "sentences",
                               "--presence", "nli", "--model", str(tmp_path / "nli"),
                               "--systems", *systems, "--batch-size", "7",
                               "--out", str(tmp_path / "out.json"))
@@ -345,7 +345,7 @@ def test_cli_nli_entailment_label(small_folder, capsys, tmp_path):
     tokenizer = build_tiny_tokenizer(texts * 5, vocab_size=300)
     build_tiny_classifier(tokenizer, labels=("refuted", "supported"),
                           save_dir=tmp_path / "nli", seed=2)
-    base = ["pyramid", "--data", str(small_folder), "--units", "stus", "--presence", "nli",
+    base = ["pyramid", "--pyramid", str(small_folder), "--units", "stus", "--presence", "nli",
             "--model", str(tmp_path / "nli")]
     code, stdout, stderr = run_cli(capsys, *base)
     assert code == 2 and "no single 'entailment' label" in stderr
@@ -370,9 +370,10 @@ def test_entailment_label_is_an_nli_option():
         check_presence_options("seq2seq", "scus", {"model": "m", "entailment_label": "x"})
 
 
-def test_backend_option_check_is_shared_with_qapyramid():
+def test_backend_option_check_is_shared_with_qapyramid(capsys):
     """`sumbench pyramid` and `sumbench qapyramid` check backend options with one function
-    and take their --presence choices from the one registry."""
+    and take their --presence choices from the one registry; qapyramid refuses the human
+    labels, which only Pyramid sets have, before reading anything."""
     from benchmark.cli import build_parser
     from leaderboard.evaluators.pyramid import check_backend_options, text_backend_names
 
@@ -385,5 +386,10 @@ def test_backend_option_check_is_shared_with_qapyramid():
     parser = build_parser()
     args = parser.parse_args(["qapyramid", "semi-auto", "--dataset", "d", "--presence", "chat"])
     assert args.presence == "chat"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["qapyramid", "semi-auto", "--dataset", "d", "--presence", "human"])
+    from benchmark.cli import main
+
+    for command in ("semi-auto", "auto"):
+        extra = ["--qa-model", "m"] if command == "auto" else []
+        assert main(["qapyramid", command, "--dataset", "missing.jsonl", *extra, "--presence",
+                     "human"]) == 2
+        assert "--presence human needs a Pyramid set's SCU labels" in capsys.readouterr().err
