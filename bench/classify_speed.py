@@ -7,7 +7,7 @@
 Uses the shared USB fixture's test records of `--task` (FAC by default; EXT and EVEXT as
 windows of `sumbench predict`'s default budget, each window's values fitted to its lines as
 the official scorer does), repeated to at least --records inputs, and a tiny T5 edited to
-answer "Yes"/"No" (trainers.label_probs.build_tiny_labeler), so both paths see real label
+answer "Yes"/"No" (trainers.inference.label_probs.build_tiny_labeler), so both paths see real label
 tokens: for FAC it then stops, as a fine-tuned FAC model; for EXT and EVEXT it labels every
 step up to `--max-new-tokens` (a fine-tuned model writes "SENT0 Yes SENT1 No ...", about 3
 tokens a line: a cap of 3 x lines decodes as long). Prints the time of each path, the
@@ -59,7 +59,7 @@ def fac_sources(count: int) -> list[str]:
 def official_values(model, tokenizer, source: str, n_lines: int | None, spec) -> list[float]:
     """One generate() per input, the official way; a windowed input's values truncated or
     padded with 0.0 to its lines, as the official scorer does per window."""
-    from trainers.label_probs import fit_to_lines, official_label_probabilities
+    from trainers.inference.label_probs import fit_to_lines, official_label_probabilities
 
     values = official_label_probabilities(model, tokenizer, source, spec)
     return values if n_lines is None else list(
@@ -79,7 +79,7 @@ def encoder_seconds(model, tokenizer, sources: list[str], spec) -> float:
 
     import torch
 
-    from trainers.generation import (
+    from trainers.inference.generation import (
         encode_sources,
         length_sorted_batches,
         model_device,
@@ -101,8 +101,8 @@ def encoder_seconds(model, tokenizer, sources: list[str], spec) -> float:
 
 def labeler_and_inputs(args, spec):
     """(tokenizer, labeler, sources, lines per source) for `args.task` at `args.shape`."""
-    from trainers.label_probs import build_tiny_labeler
-    from trainers.tiny import build_tiny_tokenizer
+    from trainers.inference.label_probs import build_tiny_labeler
+    from trainers.models.tiny import build_tiny_tokenizer
 
     texts, _ = task_windows(args.task, args.records)
     # at a real shape, a BPE of up to 30,000 tokens: about as many tokens per word as T5's
@@ -118,7 +118,7 @@ def positional_figures(model, tokenizer, sources, spec, official, baseline_s: fl
     """FAC's positional rule (the first decoder step alone): its ratio and difference."""
     import dataclasses
 
-    from trainers.predict import label_probabilities
+    from trainers.inference.predict import label_probabilities
 
     first_spec = dataclasses.replace(spec, label_rule="positional")
     first_s, first = timed(lambda: label_probabilities(model, tokenizer, sources, first_spec))
@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     add_options(parser)
     args = parser.parse_args(argv)
 
-    from trainers.label_probs import official_label_probabilities
-    from trainers.predict import PredictSpec, label_probabilities
+    from trainers.inference.label_probs import official_label_probabilities
+    from trainers.inference.predict import PredictSpec, label_probabilities
 
     caps = {} if args.max_new_tokens is None else {"max_new_tokens": args.max_new_tokens}
     spec = PredictSpec(batch_size=args.batch_size, device=args.device, **caps)

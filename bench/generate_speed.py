@@ -6,7 +6,7 @@
 Uses the shared USB fixture's abstractive-summarization test inputs, repeated to at least
 `--records`, and random weights of a published config (`--shape flan-t5-base` by default;
 `tiny` for a smoke run) with a BPE of up to 30,000 tokens trained on the data. Ours is
-`trainers.generation.generate_texts` (length-sorted batches, padding masked), as `sumbench
+`trainers.inference.generation.generate_texts` (length-sorted batches, padding masked), as `sumbench
 predict` runs text tasks; the baseline calls `generate` once per input without padding, as
 the USB release's scripts do, with the same beams and cap, cut and decoded the same way.
 "identical": every generated text is the same in both arms. Arms alternate `--repeat` times
@@ -29,7 +29,12 @@ def official_text(model, tokenizer, source: str, spec) -> str:
     """One `generate` call for one input (no padding), cut at EOS and decoded as ours."""
     import torch
 
-    from trainers.generation import cut_generated, decode_texts, eos_token_ids, model_device
+    from trainers.inference.generation import (
+        cut_generated,
+        decode_texts,
+        eos_token_ids,
+        model_device,
+    )
 
     encoded = tokenizer(source, return_tensors="pt", truncation=True,
                         max_length=spec.max_input_tokens)
@@ -52,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     add_options(parser)
     args = parser.parse_args(argv)
 
-    from trainers.generation import generate_texts
-    from trainers.predict import PredictSpec
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.inference.generation import generate_texts
+    from trainers.inference.predict import PredictSpec
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     spec = PredictSpec(batch_size=args.batch_size, device=args.device,
                        num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)

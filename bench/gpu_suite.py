@@ -6,7 +6,7 @@ Flan-T5-Large's config, no download.
    utilisation = 6 x parameters x (source + target tokens) per second of step time (the
    encoder reads the source and the decoder the target, each half the weights: an
    approximation of the usual 6ND) / the device's dense bf16 peak. Goal: >= 40% on an H100.
-2. Label probabilities: FAC's Yes-probabilities (`trainers.label_probs`) for `--records`
+2. Label probabilities: FAC's Yes-probabilities (`trainers.inference.label_probs`) for `--records`
    inputs (the fixture's FAC test items repeated), batched as `sumbench predict` runs them,
    by the shape's weights edited to answer Yes or No and stop as a fine-tuned model does.
    Goal: the whole job under 60 s. Against the official way, one `generate` per example,
@@ -47,9 +47,9 @@ def peak_flops(device_name: str) -> float | None:
 
 
 def training(model_dir: str, args) -> dict:
-    from tasks.io import read_jsonl
-    from trainers.finetune import finetune
-    from trainers.profiles import get_profile
+    from tasks.plumbing.io import read_jsonl
+    from trainers.finetuning.finetune import finetune
+    from trainers.finetuning.profiles import get_profile
 
     spec = get_profile("tiny", model=model_dir, batch_size=args.batch_size,
                        per_device_batch_size=args.batch_size, max_steps=args.train_steps,
@@ -79,7 +79,7 @@ def _tokens_per_step(spec, args) -> float:
     """Mean source + target tokens of a step's examples (the data the steps draw from)."""
     from transformers import AutoTokenizer
 
-    from trainers import data as train_data
+    from trainers.finetuning import data as train_data
 
     tokenizer = AutoTokenizer.from_pretrained(spec.model)
     examples = train_data.spec_examples(spec, ["ABS", "TOPIC"], "train", str(DATA), tokenizer)
@@ -96,12 +96,13 @@ def _device_name(device: str) -> str:
 
 def label_job(model_dir: str, args) -> dict:
     """The FAC job with the shape's weights edited to answer Yes or No and stop, as a
-    fine-tuned model does (trainers.label_probs.build_tiny_labeler), capped at 8 new tokens."""
+    fine-tuned model does (trainers.inference.label_probs.build_tiny_labeler), capped at 8 new
+    tokens."""
     import torch
     from transformers import AutoTokenizer
 
-    from trainers.label_probs import build_tiny_labeler, official_label_probabilities
-    from trainers.predict import PredictSpec, label_probabilities
+    from trainers.inference.label_probs import build_tiny_labeler, official_label_probabilities
+    from trainers.inference.predict import PredictSpec, label_probabilities
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-#: published T5 configs, as trainers.tiny.build_tiny_t5 options ("tiny": the test shape)
+#: published T5 configs, as trainers.models.tiny.build_tiny_t5 options ("tiny": the test shape)
 T5_SHAPES = {"tiny": {},
              "flan-t5-base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 2048,
                               "relative_buckets": 32, "vocab_size": 32128},
@@ -72,7 +72,7 @@ def timings(result: dict, arm: str, keys: tuple[str, ...] = ("min", "median", "r
 
 
 def cpus() -> int:
-    from tasks.provenance import available_cpus
+    from tasks.plumbing.provenance import available_cpus
 
     return available_cpus()
 
@@ -81,7 +81,7 @@ def machine() -> dict:
     """What a timing depends on: CPU, CPUs available, torch threads, build and GPUs used (when
     torch is loaded), tokenizer parallelism, and the run's provenance (commit, package
     versions, platform)."""
-    from tasks.provenance import provenance
+    from tasks.plumbing.provenance import provenance
 
     record = provenance()
     return {"cpu": record["cpu"], "cpus": record["threads"]["cpus"],

@@ -41,9 +41,9 @@ from harness import add_options, compare_arms, machine, timings  # noqa: E402
 def build_corpus(root: Path, docs: int) -> tuple[Path, list[Path]]:
     from benchmark.synthetic import SyntheticSpec, generate_corpus
     from tasks import get_task, task_names
-    from tasks.io import write_jsonl
+    from tasks.plumbing.io import write_jsonl
     from tasks.usb.derive import build_task_datasets
-    from trainers.baselines import baseline_records
+    from trainers.inference.baselines import baseline_records
 
     generate_corpus(root / "raw", SyntheticSpec(seed=0, docs=docs))
     build_task_datasets(root / "raw", root / "data", variants=["all"], progress=False)
@@ -59,7 +59,7 @@ def build_corpus(root: Path, docs: int) -> tuple[Path, list[Path]]:
 
 
 def scoring_ratio(data: Path, files: list[Path], repeats: int) -> dict:
-    from leaderboard.service.validate import Limits, Upload, validate_submission
+    from leaderboard.intake.validate import Limits, Upload, validate_submission
     from leaderboard.tracks.usb import UsbTrack
     from tasks.scoring import score_files
 
@@ -140,12 +140,12 @@ def latency(db: str, requests: int) -> dict:
 
 
 def load_board(data: Path, files: list[Path], root: Path, entries: int) -> str:
+    from leaderboard.intake.validate import Upload
     from leaderboard.service.auth import authenticate, create_token
     from leaderboard.service.db import Database
     from leaderboard.service.init import initialise
     from leaderboard.service.settings import load_settings
     from leaderboard.service.submissions import accept
-    from leaderboard.service.validate import Upload
     from leaderboard.service.worker import Worker
 
     db = str(root / "load.sqlite")

@@ -1,6 +1,6 @@
 """Benchmark (not a test): NLI presence over (summary, SCU) pairs of REALSumm.
 
-A tiny randomly initialised classifier (trainers.tiny.build_tiny_classifier) scores about
+A tiny randomly initialised classifier (trainers.models.tiny.build_tiny_classifier) scores about
 `--subset` of the 26,400 pairs three ways, alternated `--repeat` times (bench/harness.py: min
 and median of each, ratio of medians). `--sample pairs` (default) takes evenly spaced pairs
 (nearly every pair has its own summary); `--sample examples` takes evenly spaced whole examples
@@ -101,7 +101,7 @@ def build_model(dataset, seed: int, shape: str = "tiny"):
     import torch
     from transformers import RobertaConfig, RobertaForSequenceClassification
 
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     texts = list(dataset.references) + [s for system in dataset.systems[:3]
                                         for s in dataset.summaries[system]]
@@ -139,7 +139,7 @@ def naive_scores(model, tokenizer, pairs) -> list[float]:
 
     from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH
     from leaderboard.evaluators.presence_models import entailment_index
-    from trainers.generation import model_device
+    from trainers.inference.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
     values = []
@@ -158,7 +158,7 @@ def lite2pyramid_loop(model, tokenizer, pairs, batch_size: int = 32,
     import torch
 
     from leaderboard.evaluators.presence_models import entailment_index
-    from trainers.generation import model_device
+    from trainers.inference.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
     values = []

@@ -51,7 +51,7 @@ print(json.dumps({"seconds": seconds, "rss_kib": resource.getrusage(resource.RUS
 def write_set(folder: Path, n_records: int, copies: int = 1) -> list[Path]:
     """Prediction files of all eight tasks with about `n_records` records in all, written
     `copies` times over (with other ids): the same official numbers for every `copies`."""
-    from tasks.io import dumps_record, read_jsonl
+    from tasks.plumbing.io import dumps_record, read_jsonl
 
     files = sorted(PREDICTIONS.glob("*.jsonl"))
     fixture = {path.stem: read_jsonl(path) for path in files}
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="scoring processes (default: the CPUs available, at most 8)")
     add_options(parser)
     args = parser.parse_args(argv)
-    from tasks.chunk_workers import default_workers
+    from tasks.plumbing.chunk_workers import default_workers
 
     workers = default_workers() if args.workers is None else max(1, args.workers)
     if not PREDICTIONS.is_dir():

@@ -42,7 +42,7 @@ OTHER_TASKS = ("extractive_summarization", "evidence_extraction", "factuality_cl
 
 def build_records(rouge_copies: int, other_copies: int) -> dict[str, list[dict]]:
     """The fixture records of every task repeated, each copy with its own id."""
-    from tasks.io import read_jsonl
+    from tasks.plumbing.io import read_jsonl
 
     by_task = {}
     for task in ROUGE_TASKS + OTHER_TASKS:

@@ -1,11 +1,12 @@
 """Training throughput: length-grouped dynamic padding vs padding every batch to the maximum.
 
-A benchmark, not a test (never collected by pytest). On a tiny T5 (trainers.tiny) and a
+A benchmark, not a test (never collected by pytest). On a tiny T5 (trainers.models.tiny) and a
 synthetic long-tailed length mix like USB documents (lognormal source lengths with a few very
 long ones, shorter lognormal targets), it runs the same optimizer steps (same examples per
-step, same loss code as trainers.finetune) three ways in one process:
+step, same loss code as trainers.finetuning.finetune) three ways in one process:
 
-  (a) grouped:   trainers.data.plan_epoch batches (similar lengths), padded to the batch's longest;
+  (a) grouped:   trainers.finetuning.data.plan_epoch batches (similar lengths), padded to the
+  batch's longest;
   (b) random:    random batches, padded to the batch's longest (dynamic padding only);
   (c) max:       the same random batches padded to the longest example of the data set;
 
@@ -34,7 +35,7 @@ from harness import add_options, compare_arms, report  # noqa: E402
 
 def synthetic_examples(count: int, max_source: int, max_target: int, vocab: int, seed: int):
     """TrainingExamples with lognormal lengths; ids are random non-special tokens + EOS (1)."""
-    from trainers.data import TrainingExamples
+    from trainers.finetuning.data import TrainingExamples
 
     rng = np.random.default_rng(seed)
     sources = np.clip(rng.lognormal(5.0, 0.9, count), 16, max_source).astype(int)
@@ -61,7 +62,7 @@ def time_steps(model, examples, steps, pad_max: tuple[int, int] | None) -> tuple
     import torch
     import torch.nn.functional as F
 
-    from trainers.data import collate
+    from trainers.finetuning.data import collate
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     real_tokens = 0
@@ -97,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from trainers.data import plan_epoch
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.finetuning.data import plan_epoch
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     torch.set_num_threads(args.threads)
     tokenizer = build_tiny_tokenizer(["a tiny corpus for the benchmark tokenizer"] * 10)

@@ -4,7 +4,8 @@ transformers `Seq2SeqTrainer` on the same batches, precision and optimizer.
 Random weights of a published config (`--shape flan-t5-large` by default; dropout 0 so both
 arms compute the same thing) are saved once; each run of an arm is its own process (so its
 peak RSS is its own), alternating `--repeat` times:
-  ours      trainers.finetune.finetune on FAC of the shared USB fixture (`--steps` optimizer
+  ours      trainers.finetuning.finetune.finetune on FAC of the shared USB fixture (`--steps`
+  optimizer
             steps of `--batch-size` examples, logged every step);
   baseline  Seq2SeqTrainer on the very examples of those steps in the same order (sumbench's
             length-grouped plan, a sequential sampler), DataCollatorForSeq2Seq, AdamW with the
@@ -40,7 +41,7 @@ DATA = SHARED / "fixtures" / "usb" / "task_datasets"
 
 
 def spec_for(model_dir: str, args):
-    from trainers.profiles import get_profile
+    from trainers.finetuning.profiles import get_profile
 
     return get_profile("tiny", model=model_dir, batch_size=args.batch_size,
                        per_device_batch_size=args.batch_size, max_steps=args.steps,
@@ -49,8 +50,8 @@ def spec_for(model_dir: str, args):
 
 
 def build_model(folder: Path, shape: str) -> None:
-    from tasks.io import read_jsonl
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from tasks.plumbing.io import read_jsonl
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     texts = [" ".join(record["input_lines"]) for path in sorted((DATA / "all").glob(
         "*/train.jsonl")) for record in read_jsonl(path)]
@@ -66,8 +67,8 @@ def peak_rss_mib() -> float:
 
 
 def run_ours(model_dir: str, out: Path, args) -> dict:
-    from tasks.io import read_jsonl
-    from trainers.finetune import finetune
+    from tasks.plumbing.io import read_jsonl
+    from trainers.finetuning.finetune import finetune
 
     finetune(spec_for(model_dir, args), ["FAC"], data_dir=str(DATA), out_dir=out,
              device="cpu")
@@ -83,7 +84,7 @@ def planned_examples(model_dir: str, args):
 
     from transformers import AutoTokenizer
 
-    from trainers import data as train_data
+    from trainers.finetuning import data as train_data
 
     spec = spec_for(model_dir, args)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -111,7 +112,7 @@ def run_trainer(model_dir: str, out: Path, args) -> dict:
         TrainerCallback,
     )
 
-    from trainers.finetune import prepare_model
+    from trainers.finetuning.finetune import prepare_model
 
     spec, tokenizer, rows, steps = planned_examples(model_dir, args)
     model = prepare_model(AutoModelForSeq2SeqLM.from_pretrained(

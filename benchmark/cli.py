@@ -1,5 +1,6 @@
-"""The `sumbench` command line. Each subcommand lives in benchmark/commands/<name>.py and
-exposes `register(subparsers)`; heavy libraries are imported inside the handlers."""
+"""The `sumbench` command line. Each subcommand lives in a module of benchmark/commands (the
+table `benchmark.commands.COMMANDS`) that exposes `register(subparsers)`; only the module of
+the command given is imported, and heavy libraries (torch, transformers) only where used."""
 from __future__ import annotations
 
 import argparse
@@ -11,27 +12,11 @@ import signal
 import sys
 import threading
 
-from tasks.errors import SumbenchError, did_you_mean
-
-COMMAND_MODULES = (
-    "benchmark.commands.tasks",
-    "benchmark.commands.data",
-    "benchmark.commands.score",
-    "benchmark.commands.pyramid",
-    "benchmark.commands.stus",
-    "benchmark.commands.qapyramid",
-    "benchmark.commands.meta_eval",
-    "benchmark.commands.train",
-    "benchmark.commands.predict",
-    "benchmark.commands.run",
-    "benchmark.commands.demo",
-    "benchmark.commands.baseline",
-    "benchmark.commands.leaderboard",
-    "benchmark.commands.experiment",
-    "benchmark.commands.lm_eval",
-    "benchmark.commands.view",
-)
-
+from benchmark.commands import COMMANDS
+from benchmark.commands.config_file import apply_config
+from benchmark.commands.out_file import check_out_file
+from tasks.plumbing.errors import SumbenchError, did_you_mean
+from tasks.plumbing.locks import output_lock
 
 #: commands that write one output folder (--out): one process per folder at a time
 LOCKED_COMMANDS = ("train", "predict", "run", "demo", "baseline", "experiment")
@@ -75,27 +60,39 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line (`command` None), or only `command`'s options: the others are
+    named with their help but their modules are not imported, so `sumbench --help` and one
+    command's run load no other command's libraries (`command` "": none loaded)."""
     parser = OneLineParser(
         prog="sumbench", description="Reproducible summarization benchmarking (USB, QAPyramid).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    loaded: set[str] = set()
+    for name, (module_name, help_text) in COMMANDS.items():
+        if module_name in loaded:
+            continue
+        if command is None or COMMANDS.get(command, ("",))[0] == module_name:
+            importlib.import_module(module_name).register(subparsers)
+            loaded.add(module_name)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def command_word(argv: list[str]) -> str:
+    """The command an argument list names ("" when its first word is none)."""
+    return argv[0] if argv and argv[0] in COMMANDS else ""
 
 
 def _handle(args: argparse.Namespace) -> int:
     """Run the command's handler, holding the lock of its output folder where it has one;
     a command writing one --out file has it checked first (benchmark.commands.out_file)."""
-    from benchmark.commands.out_file import check_out_file
 
     check_out_file(args)
     out = getattr(args, "out", None)
     if _takes_lock(args) and out:
         from pathlib import Path
-
-        from tasks.locks import output_lock
 
         if Path(out).exists() and not Path(out).is_dir():
             given = "OUT" if getattr(args, "experiment_command", None) == "collect" else "--out"
@@ -186,14 +183,12 @@ def parse_arguments(parser: argparse.ArgumentParser, argv) -> argparse.Namespace
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_word(argv))
     args = parse_arguments(parser, argv)
     prefix = f"sumbench {args.command}"
     try:
         if getattr(args, "config", None):  # options left out of the command line
-            from benchmark.commands.config_file import apply_config
-
             command = _command_chain(parser, args, argv)[-1][0]
             args = apply_config(command, args, argv)
             args.parser = command

@@ -17,7 +17,7 @@ batch size), which a resumed run may change.
                result (train_result.json), model, total_steps, git (of the first run) and
                resumes ([{"step" resumed from, "git"}]) (finetune mode)
   fewshot      per task: the few-shot runner's report (fewshot mode)
-  provenance   tasks.provenance.provenance(config, seeds): command, resolved configs,
+  provenance   tasks.plumbing.provenance.provenance(config, seeds): command, resolved configs,
                seeds, git commit, package versions, platform, time
 """
 from __future__ import annotations
@@ -30,8 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, SumbenchError, json_type, unknown_names
-from tasks.io import file_sha256, json_text, read_json
+from tasks import get_task
+from tasks.plumbing.atomic import atomic_path
+from tasks.plumbing.errors import DataError, SumbenchError, json_type, unknown_names
+from tasks.plumbing.io import file_sha256, json_text, read_json
+from tasks.plumbing.provenance import provenance
+from trainers.finetuning.profiles import RESUMABLE_SPEC_FIELDS
 
 RESULTS_FILE = "results.json"
 RESULTS_FORMAT = "sumbench-results/1"
@@ -72,7 +76,7 @@ class RunSpec:
     max_input_tokens: int | None = None        # None: the profile's
     max_new_tokens: int | None = None          # None: the profile's / the task's default
     num_beams: int = 4                         # text/span tasks (the release's 4); labels greedy
-    label_rule: str = "official"               # Yes/No positions (trainers.label_probs)
+    label_rule: str = "official"               # Yes/No positions (trainers.inference.label_probs)
     device: str = "auto"
     # --- few-shot (mode "fewshot") --------------------------------------------------------
     fewshot_backend: str | None = None
@@ -161,7 +165,6 @@ class RunSpec:
     def result_fields(self) -> dict[str, Any]:
         """The fields a resumed run must share with the run it continues (train_overrides
         without the fine-tuning fields a resumed training may change)."""
-        from trainers.profiles import RESUMABLE_SPEC_FIELDS
 
         fields = {key: value for key, value in self.to_dict().items()
                   if key not in NON_RESULT_FIELDS}
@@ -182,7 +185,6 @@ def results_table(scores: Mapping[str, Mapping[str, Any]],
                   order: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per task: its headline metric's name and value (x100; None when undefined),
     in `order`."""
-    from tasks import get_task
 
     rows = []
     for name in order or sorted(scores):
@@ -227,7 +229,6 @@ def build_results(spec: RunSpec, scores: Mapping[str, Mapping[str, Any]], *,
                   config: Mapping[str, Any] | None = None,
                   seeds: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document (see the module docstring); `config` adds resolved settings."""
-    from tasks.provenance import provenance
 
     full_config = {"run": spec.to_dict(), "models": dict(models), **dict(config or {})}
     return {"format": RESULTS_FORMAT, "spec": spec.to_dict(), "scores": dict(scores),
@@ -271,7 +272,6 @@ def format_decoding(decoding: Mapping[str, Any]) -> str:
 
 def write_results(out_dir: str | Path, results: Mapping[str, Any]) -> Path:
     """Write DIR/results.json atomically (whole or not at all); returns its path."""
-    from tasks.atomic import atomic_path
 
     validate_results(results, RESULTS_FILE)
     path = Path(out_dir) / RESULTS_FILE

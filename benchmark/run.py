@@ -3,7 +3,8 @@
 Stages and their files under the output folder DIR:
   run_spec.json                the RunSpec (a resumed run must match its result fields)
   data/                        task datasets derived from a raw folder (when --raw is given)
-  train/ or train/<task>/      trainers.finetune output (finetune mode; multitask / per-task)
+  train/ or train/<task>/      trainers.finetuning.finetune output (finetune mode; multitask /
+  per-task)
   predictions/<task>.jsonl     official prediction records (what `sumbench score` reads)
   outputs/<task>.*             per-window / per-prompt outputs of the runners
   cache/responses.sqlite       few-shot response cache
@@ -24,9 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.results import RunSpec, build_results, prediction_entries, write_results
-from tasks.errors import SumbenchError
-from tasks.io import read_json
-from trainers.prompts import OFFICIAL_GPT35_STYLE
+from tasks import canonical_task_name, get_task
+from tasks.plumbing.atomic import atomic_path
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_jsonl
+from tasks.scoring import score_files
+from tasks.usb.derive import build_task_datasets, reusable_build
+from trainers.fewshot.backends import chat_backend, load_hf_backend
+from trainers.fewshot.official import official_predict
+from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE
+from trainers.fewshot.runner import context_window, fewshot_predict
+from trainers.finetuning.checkpoints import finished_output
+from trainers.finetuning.evaluation import early_stopping_fn, validation_predict_spec
+from trainers.finetuning.finetune import finetune
+from trainers.finetuning.profiles import get_profile, prediction_budgets
+from trainers.inference.generation import resolve_device
+from trainers.inference.predict import load_model, prepared_fingerprint, run_task
 
 RUN_SPEC_FILE = "run_spec.json"
 #: entries of DIR that only a run writes (a fresh run refuses a folder holding them)
@@ -58,9 +72,6 @@ class RunState:
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """Run every stage and write DIR/results.json; returns the results document."""
-    from tasks import get_task
-    from tasks.scoring import score_files
-    from trainers.generation import resolve_device
 
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
@@ -90,7 +101,6 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
 
 def canonical_spec(spec: RunSpec) -> RunSpec:
     """The spec with registered task names in place of aliases."""
-    from tasks import canonical_task_name
 
     return dataclasses.replace(
         spec, tasks=tuple(canonical_task_name(name) for name in spec.tasks),
@@ -138,7 +148,6 @@ def prepare_out_dir(spec: RunSpec, out: Path, resume: bool) -> bool:
         if foreign:
             raise SumbenchError(f"{out} holds {', '.join(foreign)} but no {RUN_SPEC_FILE}; "
                                 f"choose another output folder")
-    from tasks.atomic import atomic_path
 
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(spec_path) as tmp:
@@ -150,7 +159,6 @@ def prepare_data(spec: RunSpec, out: Path, log: Log) -> str | None:
     """The task-dataset folder: --data as given, or DIR/data derived from --raw."""
     if not spec.raw_dir:
         return spec.data_dir
-    from tasks.usb.derive import build_task_datasets, reusable_build
 
     data = out / "data"
     if reusable_build(data, spec.raw_dir, [spec.variant]):
@@ -174,7 +182,6 @@ def load_instances(task, split: str, spec: RunSpec, data_dir: str | None) -> lis
 def finetune_spec(spec: RunSpec):
     """The FinetuneSpec of the run: the profile, the run's model/seed/variant/LoRA, then the
     explicit overrides (strings parsed by field type, as `sumbench train --set`)."""
-    from trainers.profiles import get_profile
 
     values = {"model": spec.model, "revision": spec.revision, "variant": spec.variant,
               "seed": spec.seed}
@@ -222,9 +229,6 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     training data: one with other settings or changed data is refused; the prediction that
     follows, with `prediction_budgets`, is checked before the first step); returns the
     model/adapter folder."""
-    from trainers.checkpoints import finished_output
-    from trainers.evaluation import early_stopping_fn
-    from trainers.finetune import finetune
 
     evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
     final = finished_output(folder, fspec, list(task_names), data_dir, evaluate_fn)
@@ -257,11 +261,9 @@ def training_record(folder: Path, task_names: Sequence[str]) -> dict:
 
 def predict_spec(spec: RunSpec, fspec):
     """Prediction settings: the windows the model was trained on (those of validation
-    predictions), the input and output budgets of `trainers.profiles.prediction_budgets`
+    predictions), the input and output budgets of `trainers.finetuning.profiles.prediction_budgets`
     (the USB release's 8192 and 767 for its profiles) unless the run overrides them, and
     the run's decoding."""
-    from trainers.evaluation import validation_predict_spec
-    from trainers.profiles import prediction_budgets
 
     trained = validation_predict_spec(fspec, spec.device)
     max_input, max_new = prediction_budgets(fspec)
@@ -276,8 +278,6 @@ def predict_stage(state: RunState, tasks: Sequence[Any], test: dict[str, list[di
                   checkpoint_of: dict[str, Path | None], pspec) -> dict[str, Path]:
     """Predict each task (one model load per distinct checkpoint); resumable per task."""
     from tqdm.auto import tqdm
-
-    from trainers.predict import load_model, prepared_fingerprint, run_task
 
     paths, loaded = {}, {}
     spec = state.spec
@@ -313,11 +313,9 @@ def make_backend(spec: RunSpec, out: Path):
     """The few-shot backend, with its response cache in DIR/cache."""
     cache = str(out / "cache" / "responses.sqlite")
     if spec.fewshot_backend == "openai":
-        from trainers.fewshot_backends import chat_backend
         return chat_backend(spec.model, base_url=spec.base_url, cache=cache,
                             endpoint=spec.openai_api, workers=spec.max_concurrency,
                             top_logprobs=spec.top_logprobs)
-    from trainers.fewshot_backends import load_hf_backend
 
     model_type = "causal" if spec.fewshot_backend == "hf-causal" else "seq2seq"
     return load_hf_backend(spec.model, model_type=model_type, revision=spec.revision,
@@ -328,8 +326,6 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
                      test: dict[str, list[dict]]) -> dict[str, Path]:
     """Few-shot predictions of every task, shots drawn from the train split."""
     from tqdm.auto import tqdm
-
-    from trainers.fewshot import context_window, fewshot_predict
 
     spec = state.spec
     backend = make_backend(spec, state.out_dir)
@@ -357,11 +353,9 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
 
 
 def run_official_fewshot(state: RunState, tasks: Sequence[Any], backend) -> dict[str, Path]:
-    """The USB release's GPT-3.5 protocol (trainers.fewshot_official) for every task:
+    """The USB release's GPT-3.5 protocol (trainers.fewshot.official) for every task:
     predictions/<task>.jsonl, outputs/<task>.jsonl (prompts and raw answers) and a report.
     Answers come from the backend's response cache when a run is repeated."""
-    from tasks.io import write_jsonl
-    from trainers.fewshot_official import official_predict
 
     spec = state.spec
     if spec.fewshot_backend != "openai" or spec.openai_api != "chat":

@@ -33,9 +33,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.atomic import atomic_directory
-from tasks.errors import SumbenchError
-from tasks.io import read_json
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json
 
 GENERATOR_VERSION = "3"
 SPEC_FILE = "synthetic.json"

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.errors import SumbenchError
+from tasks.item_view import render_view, scored_run, view_data
+from tasks.plumbing.atomic import atomic_path
+from tasks.plumbing.errors import SumbenchError
+from tasks.scoring import read_prediction_files
 
 
 def read_run(folder: str | Path) -> dict[str, list[dict]]:
     """A run folder's prediction records by task, as `sumbench score` reads them."""
-    from tasks.scoring import read_prediction_files
 
     folder = Path(folder)
     paths = sorted((folder / "predictions").glob("*.jsonl")) if folder.is_dir() else []
@@ -28,7 +30,6 @@ def read_run(folder: str | Path) -> dict[str, list[dict]]:
 
 def build_view(runs: list[str | Path]) -> dict:
     """The page's data of one or two run folders, each named by its folder."""
-    from tasks.item_view import scored_run, view_data
 
     if not 1 <= len(runs) <= 2:
         raise SumbenchError(f"view takes one or two run folders, got {len(runs)}")
@@ -38,8 +39,6 @@ def build_view(runs: list[str | Path]) -> dict:
 
 def write_view(runs: list[str | Path], out: str | Path) -> dict:
     """Write the page to `out` (atomically); a summary of what it holds."""
-    from tasks.atomic import atomic_path
-    from tasks.item_view import render_view
 
     data = build_view(runs)
     with atomic_path(out) as staging:

@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tasks.errors import DataError
-from tasks.io import has_lone_surrogate
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import has_lone_surrogate
 
 CARD_FIELDS = ("base_model", "method", "training_domains", "data_fraction", "seed", "link",
                "licence", "notes", "training_data", "usb_test_seen")

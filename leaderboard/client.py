@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from leaderboard.service.validate import RESULTS_NAME, Limits, Upload, validate_submission
-from tasks.errors import DataError, SumbenchError
+from leaderboard.intake.validate import RESULTS_NAME, Limits, Upload, validate_submission
+from leaderboard.tracks import make_track
+from tasks.plumbing.errors import DataError, SumbenchError
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -118,7 +119,6 @@ def check(uploads: Sequence[Upload], track: str, variant: str,
     """Run the server's validator here, with the limits and length rule the manifest states;
     with the server's manifest it also checks that every test item is present once.
     Returns a report; raises SubmissionErrors."""
-    from leaderboard.tracks import make_track
 
     limits, strict_lengths = stated_validation(manifest)
     result = validate_submission(make_track(track, strict_lengths=strict_lengths), uploads,
@@ -183,26 +183,3 @@ def submit_run_folder(server: str, token: str, model: str, run_dir: str | Path, 
     """Submit one `sumbench run` folder (used by experiments' --submit)."""
     return submit(server, token, collect_uploads([run_dir]), model=model, track=track,
                   variant=variant)
-
-
-def write_inputs(out: Path, answer: Mapping) -> list[Path]:
-    """A board's public inputs (the answer of GET /api/v1/inputs/{track}) as
-    OUT/<variant>/<task>/test.jsonl, what `sumbench predict --data OUT` reads; names are
-    checked (a variant is one folder name, a task a registered task)."""
-    import json
-
-    from tasks import canonical_task_name
-    from tasks.usb.loaders import check_variant_name
-
-    variant = answer["variant"]
-    check_variant_name(variant)
-    written = []
-    for task, records in sorted(answer["parts"].items()):
-        if canonical_task_name(task) != task:
-            raise SumbenchError(f"the server names an unknown task {task!r}")
-        path = Path(out) / variant / task / "test.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n"
-                                for record in records), encoding="utf-8")
-        written.append(path)
-    return written

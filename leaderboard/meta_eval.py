@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, SumbenchError
-from tasks.io import read_json
 from tasks.metrics.correlation import METHODS, Scores, check_aligned, summary_level, system_level
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_json
 
 ALL_GROUP = "all"
 LEVELS = ("system", "summary")

@@ -1,18 +1,19 @@
 """Benchmark tasks: a registry of small task classes (data, formats, parser, metrics).
 
 The built-in tasks register when first asked for, and so do tasks of installed packages
-(`sumbench.tasks` entry points, tasks.plugins); `task_source(name)` names the package a task
-comes from. Importing `tasks` makes `nltk.word_tokenize` and `nltk.sent_tokenize` work
-offline with NLTK's English Punkt model (tasks.punkt)."""
+(`sumbench.tasks` entry points, tasks.plumbing.plugins); `task_source(name)` names the package a
+task comes from. Importing `tasks` makes `nltk.word_tokenize` and `nltk.sent_tokenize` work
+offline with NLTK's English Punkt model (tasks.plumbing.punkt)."""
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
 
-from tasks.errors import SumbenchError
-from tasks.plugins import Once, load_plugins
-from tasks.punkt import install_english_punkt
-from tasks.registry import TASKS
+from tasks.base import Task
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.plugins import Once, load_plugins
+from tasks.plumbing.punkt import install_english_punkt
+from tasks.plumbing.registry import TASKS
 
 install_english_punkt()
 
@@ -40,8 +41,6 @@ def register_task_class(name: str, task_class) -> None:
     """Register a plug-in's Task class under its `name` (and its `aliases`); the entry point
     must carry the same name, and the class must be a whole task (no abstract method left)."""
     import inspect
-
-    from tasks.base import Task
 
     if not (isinstance(task_class, type) and issubclass(task_class, Task)):
         raise TypeError(f"expected a Task class, got {task_class!r}")

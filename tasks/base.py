@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from tasks.errors import DataError, json_type
+from tasks.plumbing.errors import DataError, json_type
 
 USB_DOMAINS = ("biographies", "companies", "disasters", "schools", "landmarks", "newspapers")
 USB_VARIANTS = USB_DOMAINS + ("all",)
@@ -48,7 +48,7 @@ METRIC_LABELS = {"auc": "AUC", "f1": "F1", "exactmatch": "exact match",
 class Task(abc.ABC):
     """A benchmark task: data, formats, parser and metrics, but never a model.
 
-    Class attributes describe the task; `TASKS.register` (see tasks.registry) makes it
+    Class attributes describe the task; `TASKS.register` (see tasks.plumbing.registry) makes it
     reachable by name. Subclasses must stay stateless apart from constructor options.
     """
 
@@ -116,7 +116,8 @@ class Task(abc.ABC):
         """The record in the official shape that `sumbench score` reads."""
 
     def validate_record(self, record: dict) -> None:
-        """Raise tasks.errors.DataError(field=...) if a prediction record is unusable: not a
+        """Raise tasks.plumbing.errors.DataError(field=...) if a prediction record is unusable: not
+        a
         JSON object, another task's record, or bad fields (`validate_fields`)."""
         if not isinstance(record, dict):
             raise DataError(f"expected a JSON object, got {json_type(record)}")

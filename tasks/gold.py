@@ -22,8 +22,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, UnknownNameError
+from tasks import get_task
+from tasks.base import SPLITS
 from tasks.identity import describe, record_digest
+from tasks.plumbing.errors import DataError, UnknownNameError
+from tasks.usb.loaders import task_split_path
 from tasks.windowed import NOT_IN_WINDOWS
 
 
@@ -86,7 +89,6 @@ class GoldCheck:
 
     def _split_file(self, task) -> str:
         """The gold split's file (the folder when the task has no such file)."""
-        from tasks.usb.loaders import task_split_path
 
         try:
             return str(task_split_path(Path(self.data_dir), task.name, self.split,
@@ -130,7 +132,6 @@ class GoldCheck:
     def _split_holding(self, task, digest: int) -> str | None:
         """The other split of the variant that holds the item (read only on this error path:
         predictions of the validation split checked against test, say), or None."""
-        from tasks.base import SPLITS
 
         for split in SPLITS:
             if split == self.split:
@@ -149,7 +150,6 @@ class GoldCheck:
             seen = self._seen[name]
             if len(seen) == len(items):
                 continue
-            from tasks import get_task
 
             task = get_task(name)
             first = next(template for template in self._templates(task)

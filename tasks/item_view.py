@@ -28,7 +28,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError
+from tasks import get_task
+from tasks.identity import record_key
+from tasks.item_values import CORPUS_NOTES, MEAN_METRICS, item_kind, item_values, primary_value
+from tasks.plumbing.errors import SumbenchError
+from tasks.scoring import score_task_examples
 
 ASSETS = Path(__file__).resolve().parent / "view_assets"
 #: the page's own files, as a server may serve them
@@ -58,9 +62,6 @@ class Texts:
 def scored_run(by_task: Mapping[str, Sequence[dict]]) -> dict[str, tuple]:
     """task -> (records, the task's result as `sumbench score` gives it, each record's item
     values): a run's records scored by the code of `sumbench score`."""
-    from tasks import get_task
-    from tasks.item_values import item_kind, item_values
-    from tasks.scoring import score_task_examples
 
     scored = {}
     for name, records in by_task.items():
@@ -86,9 +87,6 @@ def view_data(runs: Sequence[tuple[str, Mapping[str, tuple]]]) -> dict:
     """The data the page shows of one or two named runs (name, task -> (records, result,
     item values) as `scored_run` gives them): runs and their scores, tasks, the string table
     and the items."""
-    from tasks import get_task
-    from tasks.identity import record_key
-    from tasks.item_values import CORPUS_NOTES, MEAN_METRICS, item_kind, primary_value
 
     if not 1 <= len(runs) <= 2:
         raise SumbenchError(f"the viewer takes one or two runs, got {len(runs)}")

@@ -32,16 +32,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from tasks import get_task
-from tasks.chunk_workers import ChunkWorkers
-from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks import canonical_task_name, get_task
 from tasks.gold import GoldCheck
 from tasks.identity import describe, in_identity_order, record_digest, record_key
-from tasks.io import check_distinct_files, iter_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap as run_bootstrap
 from tasks.metrics.classification import UNDEFINED_REASONS, UndefinedMetricError, undefined_reasons
+from tasks.plumbing.chunk_workers import ChunkWorkers
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.plumbing.io import check_distinct_files, iter_jsonl
+from tasks.plumbing.registry import TASKS
 from tasks.validation import require_index, require_str
+from tasks.windowed import stitch_windows
 
 
 class _Tasks:
@@ -54,8 +56,6 @@ class _Tasks:
 
     def get(self, name: str):
         if name not in self._by_name:
-            from tasks import canonical_task_name
-            from tasks.registry import TASKS
 
             taken = TASKS.get(canonical_task_name(name)).option_names
             self._by_name[name] = get_task(name, **{key: value for key, value in
@@ -117,7 +117,6 @@ def read_prediction_files(paths: Sequence[str | os.PathLike]) -> dict[str, list[
     if not paths:
         raise SumbenchError("no prediction files given")
     check_distinct_files(paths)
-    from tasks.windowed import stitch_windows
 
     by_task = collect_records(stitch_windows(
         (str(path), line, record) for path in paths for line, record in iter_jsonl(path)))
@@ -276,11 +275,10 @@ def score_files(paths: Sequence[str | os.PathLike], *, bootstrap: int = 0, seed:
     record) and one 8-byte digest per record identity (for duplicates) stay in memory — never
     the records. The numbers are those of scoring all records at once. With `workers` > 1
     (and `fork`), full chunks are scored in up to `workers` child processes while this one
-    reads on (`tasks.chunk_workers`); the numbers do not change."""
+    reads on (`tasks.plumbing.chunk_workers`); the numbers do not change."""
     if not paths:
         raise SumbenchError("no prediction files given")
     check_distinct_files(paths)
-    from tasks.windowed import stitch_windows
 
     def located() -> Iterable[tuple[str, int, dict]]:
         return stitch_windows((str(path), line, record) for path in paths

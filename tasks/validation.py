@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tasks.errors import DataError, json_type
+from tasks.plumbing.errors import DataError, json_type
 
 
 def require(record: dict, field: str) -> Any:

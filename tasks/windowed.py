@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from tasks.errors import DataError
+from tasks import canonical_task_name, get_task
+from tasks.plumbing.errors import DataError, UnknownNameError
 from tasks.validation import require_index, require_str, require_str_list
 
 WINDOWED_TASKS = ("extractive_summarization", "evidence_extraction")
@@ -28,8 +29,6 @@ NOT_IN_WINDOWS = ("claim",)
 
 
 def _canonical(name) -> str | None:
-    from tasks import canonical_task_name
-    from tasks.errors import UnknownNameError
 
     try:
         return canonical_task_name(name) if isinstance(name, str) else None
@@ -97,7 +96,6 @@ def stitch_windows(located: Iterable[Located]) -> Iterator[Located]:
     pass through at once (streaming). Windows are held until the input ends (an item's windows
     may lie anywhere in it), then their stitched records follow in the order of each item's
     first window."""
-    from tasks import get_task
 
     groups: dict[tuple, list[Located]] = {}
     for entry in located:

@@ -82,8 +82,8 @@ def one_torch_thread():
 def usb_tokenizer(data_dir):
     """A tiny tokenizer trained on the input lines of every `all/*/train.jsonl` of the USB
     fixture (built once; tokenizers are read-only, so tests share it)."""
-    from tasks.io import read_jsonl
-    from trainers.tiny import build_tiny_tokenizer
+    from tasks.plumbing.io import read_jsonl
+    from trainers.models.tiny import build_tiny_tokenizer
 
     texts = [" ".join(record["input_lines"])
              for path in sorted((data_dir / "all").glob("*/train.jsonl"))
@@ -95,7 +95,7 @@ def usb_tokenizer(data_dir):
 def tiny_base(tmp_path_factory, usb_tokenizer) -> Path:
     """A saved tiny T5 (with dropout 0.1, so resuming must replay dropout masks) and its
     tokenizer, for fine-tuning tests."""
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     model = build_tiny_t5(usb_tokenizer)
     model.config.dropout_rate = 0.1
@@ -108,7 +108,7 @@ def tiny_base(tmp_path_factory, usb_tokenizer) -> Path:
 @pytest.fixture(scope="session")
 def fac_test_records(data_dir) -> list[dict]:
     """The records of the USB fixture's FAC test split (`all` variant)."""
-    from tasks.io import read_jsonl
+    from tasks.plumbing.io import read_jsonl
 
     return read_jsonl(data_dir / "all" / "factuality_classification" / "test.jsonl")
 
@@ -116,7 +116,7 @@ def fac_test_records(data_dir) -> list[dict]:
 @pytest.fixture(scope="session")
 def fac_tokenizer(fac_test_records):
     """A tiny tokenizer trained on the FAC test split's input lines and summary sentences."""
-    from trainers.tiny import build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_tokenizer
 
     return build_tiny_tokenizer([line for r in fac_test_records for line in r["input_lines"]]
                                 + [r["summary_sent"] for r in fac_test_records])

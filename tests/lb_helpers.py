@@ -47,7 +47,7 @@ def write_pyramid_folder(root: Path, n_examples: int = 12, qas: bool = False) ->
 
 
 def fixture_uploads(usb_fixture_dir: Path, tasks=None):
-    from leaderboard.service.validate import Upload
+    from leaderboard.intake.validate import Upload
 
     files = sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))
     return [Upload(f.name, f.read_bytes()) for f in files
@@ -157,7 +157,7 @@ def evaluation_lab(root: Path, data_dir: Path, tokenizer, tasks, computed_rows: 
     from leaderboard.service.auth import create_token
     from leaderboard.service.db import Database
     from leaderboard.service.evaluation import EvaluateOptions
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     for task in tasks:
         shutil.copytree(data_dir / "all" / task, root / "gold" / "all" / task)

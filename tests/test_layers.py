@@ -1,4 +1,5 @@
-"""The package layers read top-down: benchmark -> leaderboard -> trainers -> tasks.
+"""The package layers read top-down: benchmark -> leaderboard -> trainers -> tasks, and each
+package's rooms have floors of their own (`FLOORS`).
 
 Every import statement of every module (at module level, inside functions and under
 TYPE_CHECKING alike) is read from the source: a module may import its own package and the
@@ -63,6 +64,53 @@ def import_graph() -> dict[str, dict[str, int]]:
     return graph
 
 
+#: package -> its rooms, bottom first: a module may import its own room and the ones listed
+#: before it; rooms on one floor (a tuple) may not import each other. A module belongs to the
+#: longest prefix named here; the package's own __init__ is its top room.
+FLOORS = {
+    "tasks": (("tasks.plumbing",), ("tasks.metrics",),
+              ("tasks.base", "tasks.validation", "tasks.identity", "tasks.windowed", "tasks"),
+              ("tasks.usb", "tasks.qapyramid"),
+              ("tasks.scoring", "tasks.gold", "tasks.item_values", "tasks.item_view")),
+    "trainers": (("trainers",), ("trainers.models",), ("trainers.inference",),
+                 ("trainers.fewshot",), ("trainers.finetuning",), ("trainers.bridges",)),
+    "leaderboard": (("leaderboard",), ("leaderboard.evaluators",),
+                    ("leaderboard.ranking", "leaderboard.card", "leaderboard.charts",
+                     "leaderboard.published", "leaderboard.meta_eval"),
+                    ("leaderboard.tracks",), ("leaderboard.intake",),
+                    ("leaderboard.client", "leaderboard.service")),
+}
+#: rooms that share a floor but must stay apart (the client runs without the web service)
+APART = {"tasks.usb": "tasks.qapyramid", "leaderboard.client": "leaderboard.service"}
+
+
+def room_of(module: str) -> tuple[int, str] | None:
+    """(floor, room) of a module of a package with floors; None for other packages."""
+    floors = FLOORS.get(module.split(".")[0])
+    if floors is None:
+        return None
+    found = [(len(room), floor, room) for floor, rooms in enumerate(floors) for room in rooms
+             if module == room or module.startswith(room + ".")]
+    _, floor, room = max(found)
+    return floor, room
+
+
+def floor_violations(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Imports inside a package that go up a floor or across rooms kept apart."""
+    found = []
+    for source, edges in sorted(graph.items()):
+        for target, line in sorted(edges.items()):
+            if source.split(".")[0] != target.split(".")[0] or room_of(source) is None:
+                continue
+            (source_floor, source_room), (target_floor, target_room) = (room_of(source),
+                                                                       room_of(target))
+            apart = {APART.get(source_room), APART.get(target_room)}
+            if target_floor > source_floor or (source_room != target_room and
+                                               {source_room, target_room} & apart):
+                found.append(f"{source} (line {line}) imports {target}")
+    return found
+
+
 def layer_of(module: str) -> int:
     return LAYERS.index(module.split(".")[0])
 
@@ -104,11 +152,95 @@ def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
 def test_the_walker_sees_every_package():
     graph = import_graph()
     assert {name.split(".")[0] for name in graph} == set(LAYERS)
-    assert "tasks.scoring" in graph and "tasks.provenance" in graph
+    assert "tasks.scoring" in graph and "tasks.plumbing.provenance" in graph
 
 
 def test_no_module_imports_a_higher_layer():
     assert upward_imports(import_graph()) == []
+
+
+def test_every_module_of_a_package_with_floors_has_a_room():
+    graph = import_graph()
+    assert all(room_of(module) is not None for module in graph
+               if module.split(".")[0] in FLOORS)
+    assert room_of("tasks.plumbing.io") == (0, "tasks.plumbing")
+    assert room_of("tasks") == (2, "tasks")
+    assert room_of("leaderboard.service.app") == (5, "leaderboard.service")
+
+
+def test_no_module_imports_a_higher_floor_of_its_package():
+    assert floor_violations(import_graph()) == []
+
+
+@pytest.mark.parametrize("edges, expected", [
+    ({"tasks.plumbing.io": {"tasks.usb.loaders": 7}},
+     ["tasks.plumbing.io (line 7) imports tasks.usb.loaders"]),
+    ({"tasks.metrics.qa": {"tasks.qapyramid.units": 36}},
+     ["tasks.metrics.qa (line 36) imports tasks.qapyramid.units"]),
+    ({"leaderboard.client": {"leaderboard.service.validate": 16}},
+     ["leaderboard.client (line 16) imports leaderboard.service.validate"]),
+    ({"tasks.usb.loaders": {"tasks.qapyramid.units": 3}},
+     ["tasks.usb.loaders (line 3) imports tasks.qapyramid.units"]),
+    ({"trainers.models.tiny": {"trainers.inference.predict": 1}},
+     ["trainers.models.tiny (line 1) imports trainers.inference.predict"]),
+    ({"tasks.usb.loaders": {"tasks.plumbing.io": 3, "tasks.metrics.rouge": 4},
+      "leaderboard.service.app": {"leaderboard.intake.validate": 2}}, []),
+])
+def test_floor_violations_are_reported(edges, expected):
+    assert floor_violations(edges) == expected
+
+
+#: libraries too heavy to load before they are used
+HEAVY = ("torch", "transformers", "peft", "datasets", "matplotlib")
+#: own-module imports kept inside functions, each for a reason (module: the imported modules)
+LAZY_OWN_IMPORTS = {
+    # a track's module loads when the track is first made: summaries and evaluators tracks
+    # bring ROUGE and NLTK, which a usb board and a client never need
+    "leaderboard.tracks": {"leaderboard.tracks.usb", "leaderboard.tracks.summaries",
+                           "leaderboard.tracks.evaluators"},
+}
+
+
+def own_imports_inside_functions() -> list[str]:
+    """Imports of our own modules that sit inside a function, outside `LAZY_OWN_IMPORTS`."""
+    found = []
+    for name, path in package_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    targets = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    targets = [alias.name for alias in node.names]
+                else:
+                    continue
+                for target in targets:
+                    if target.split(".")[0] in LAYERS and \
+                            target not in LAZY_OWN_IMPORTS.get(name, ()):
+                        found.append(f"{name} (line {node.lineno}) imports {target}")
+    return sorted(set(found))
+
+
+def test_our_own_modules_are_imported_at_module_top():
+    assert own_imports_inside_functions() == []
+
+
+@pytest.mark.parametrize("code", [
+    "import benchmark.cli",
+    "import benchmark.cli as cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass",
+    "import benchmark.cli as cli\ntry:\n    cli.main(['tasks', '--help'])\n"
+    "except SystemExit:\n    pass",
+])
+def test_the_command_line_starts_without_heavy_libraries(code):
+    """`sumbench --help` (and a command's --help) import no torch, transformers, peft,
+    datasets or matplotlib: those load only where a model, a dataset or a chart is made."""
+    probe = f"{code}\nimport sys\nprint(sorted(set({HEAVY!r}) & set(sys.modules)))"
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                               text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_no_import_cycles_between_modules():

@@ -4,6 +4,10 @@ from __future__ import annotations
 import argparse
 import math
 
+from tasks.plumbing.errors import SumbenchError
+from trainers.finetuning.distributed import check_training_device_name
+from trainers.inference.predict_spec import DEVICES, is_device_name
+
 
 def _integer_at_least(text: str, low: int) -> int:
     try:
@@ -90,7 +94,6 @@ def fraction(text: str) -> float:
 def device_name(text: str) -> str:
     """An argparse type: a prediction device (auto, cpu, cuda, cuda:N, mps, xpu), checked
     before any model loads."""
-    from trainers.predict_spec import DEVICES, is_device_name
 
     if not is_device_name(text):
         raise argparse.ArgumentTypeError(f"must be {DEVICES}, got {text!r}")
@@ -99,8 +102,6 @@ def device_name(text: str) -> str:
 
 def training_device_name(text: str) -> str:
     """An argparse type: a training device (auto, cpu, cuda, or cuda:N for one process)."""
-    from tasks.errors import SumbenchError
-    from trainers.distributed import check_training_device_name
 
     try:
         check_training_device_name(text)
@@ -116,3 +117,53 @@ def key_value(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key.strip(), value
+
+
+#: command -> (the module that registers it, its one-line help); `sumbench --help` and
+#: benchmark.cli read this table without importing the modules
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tasks": ("benchmark.commands.tasks",
+              "list the registered tasks"),
+    "data": ("benchmark.commands.data",
+             "build or fetch the USB task datasets"),
+    "score": ("benchmark.commands.score",
+              "score prediction files (official USB metrics)"),
+    "pyramid": ("benchmark.commands.pyramid",
+                "Pyramid scores of every system of a Pyramid data folder"),
+    "stus": ("benchmark.commands.stus",
+             "Lite³Pyramid STUs (or the Lite²·⁵ mix) of references, from recorded semantic-role "
+             "frames"),
+    "srl-convert": ("benchmark.commands.stus",
+                    "an AllenNLP SRL BERT archive as a transformers model folder (for sumbench "
+                    "stus --srl-model)"),
+    "qapyramid": ("benchmark.commands.qapyramid",
+                  "human and automatic QAPyramid scores, agreement and nQAPyramid normalization"),
+    "meta-eval": ("benchmark.commands.meta_eval",
+                  "system- and summary-level correlation of a metric with humans"),
+    "train": ("benchmark.commands.train",
+              "fine-tune a seq2seq model (full or LoRA) on USB tasks"),
+    "predict": ("benchmark.commands.predict",
+                "run a model on task data and write prediction files"),
+    "run": ("benchmark.commands.run",
+            "fine-tune or prompt a model on USB tasks, predict, score, write results"),
+    "demo": ("benchmark.commands.demo",
+             "run the whole pipeline offline on a synthetic corpus with a tiny model"),
+    "baseline": ("benchmark.commands.baseline",
+                 "non-neural baselines of the USB tasks as prediction files"),
+    "leaderboard": ("benchmark.commands.leaderboard",
+                    "host a leaderboard (init, token, serve, worker, export, rescore) or submit to "
+                    "one (submit, status)"),
+    "experiment": ("benchmark.commands.experiment",
+                   "cross-domain transfer, data-size curves, heuristic vs human labels"),
+    "export": ("benchmark.commands.lm_eval",
+               "USB tasks for other harnesses (lm-eval)"),
+    "import": ("benchmark.commands.lm_eval",
+               "predictions from other harnesses (lm-eval)"),
+    "view": ("benchmark.commands.view",
+             "look at one or two runs item by item (one offline HTML file)"),
+}
+
+
+def command_help(name: str) -> str:
+    """The one-line help of a command (`COMMANDS`)."""
+    return COMMANDS[name][1]

@@ -1,11 +1,12 @@
-"""`sumbench baseline`: the non-neural baselines of trainers.baselines as prediction files.
+"""`sumbench baseline`: the non-neural baselines of trainers.inference.baselines as prediction
+files.
 
     sumbench baseline --data DIR --tasks all --out DIR [--variant all] [--split test]
 
 Writes OUT/predictions/<task>.jsonl (official prediction records, read by `sumbench score` and
 accepted by a leaderboard like a model's), OUT/scores.json (the official scores, shaped as
 `sumbench score --out` writes them: {task: scores} plus the run's provenance under
-"_provenance"; `tasks.provenance.scores_only` drops it) and OUT/baseline.json (what ran:
+"_provenance"; `tasks.plumbing.provenance.scores_only` drops it) and OUT/baseline.json (what ran:
 baselines, their settings fitted on the train split, the same provenance).
 """
 from __future__ import annotations
@@ -14,7 +15,22 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option, given_or_default
+from benchmark.results import format_table, results_table
+from tasks import get_task, parse_task_list
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import write_json, write_jsonl
+from tasks.plumbing.provenance import PROVENANCE_KEY, provenance
+from tasks.scoring import score_records
+from tasks.usb.loaders import read_numbered_task_records, read_task_records
+from trainers.inference.baselines import (
+    BASELINES,
+    FITTED_ON_TRAIN,
+    baseline_records,
+    baseline_settings,
+)
 
 BASELINE_FILE = "baseline.json"
 SCORES_FILE = "scores.json"
@@ -22,7 +38,7 @@ SCORES_FILE = "scores.json"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "baseline", help="non-neural baselines of the USB tasks as prediction files",
+        "baseline", help=command_help("baseline"),
         description="Lead-k (ABS, TOPIC), Lead-1 (COMP), a position prior (EXT), lexical "
                     "overlap (EVEXT), a constant (FAC), copying the input (FIX) and no spans "
                     "(UNSUP) on a split; k and the prior come from the train split. Writes "
@@ -37,9 +53,6 @@ def register(subparsers) -> None:
 
 def baseline_task_names(tasks: list[str]) -> list[str]:
     """Canonical USB task names of a task list (the baselines cover the USB tasks only)."""
-    from tasks import parse_task_list
-    from tasks.errors import SumbenchError
-    from trainers.baselines import BASELINES
 
     names = list(parse_task_list(tasks))
     outside = [name for name in names if name not in BASELINES]
@@ -53,10 +66,6 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
                     variant: str = "all", split: str = "test") -> dict:
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
-    from tasks.atomic import atomic_directory
-    from tasks.io import write_json, write_jsonl
-    from tasks.provenance import PROVENANCE_KEY, provenance
-    from tasks.scoring import score_records
 
     records, locations, settings = {}, {}, {}
     for name in names:
@@ -80,10 +89,6 @@ def task_baseline(name: str, data_dir: str | None, *, variant: str,
                   split: str) -> tuple[list[dict], list[tuple[str, int]], dict]:
     """One task's baseline prediction records on `split`, the (file, line) of the data
     record each comes from, and the baseline's settings (fitted on the train split)."""
-    from tasks import get_task
-    from tasks.errors import DataError
-    from tasks.usb.loaders import read_numbered_task_records, read_task_records
-    from trainers.baselines import BASELINES, baseline_records, baseline_settings
 
     task = get_task(name)
     train = task.instances(read_task_records(name, "train", variant, data_dir))
@@ -103,7 +108,6 @@ def task_baseline(name: str, data_dir: str | None, *, variant: str,
 
 def untrained_warnings(settings: dict) -> list[str]:
     """One line per baseline that needed a train split and found it empty (defaults used)."""
-    from trainers.baselines import FITTED_ON_TRAIN
 
     return [f"warning: the train split of {name} holds no records; its {fitted['baseline']} "
             f"baseline uses {FITTED_ON_TRAIN[name]}" for name, fitted in settings.items()
@@ -111,12 +115,10 @@ def untrained_warnings(settings: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchmark.results import format_table, results_table
 
     names = baseline_task_names(args.tasks)
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        from tasks.errors import SumbenchError
         raise SumbenchError(f"{out} exists and is not an empty folder; choose another (--out)")
     written = write_baselines(args.data, names, out, variant=given_or_default(args, "variant"),
                               split=given_or_default(args, "split"))

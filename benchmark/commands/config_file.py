@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, did_you_mean
+from benchmark.commands.options import RenamedOption
+from tasks.plumbing.errors import DataError, did_you_mean
+from tasks.plumbing.io import read_text
 
 #: what a results.json keeps its options under
 RUN_CONFIG = "run_config"
@@ -27,8 +29,6 @@ NOT_CONFIGURED = ("help", "config", "print_spec", "resume", "handler")
 def read_config(path: str) -> dict:
     """The file's option mapping (YAML or JSON; a results.json's `run_config`)."""
     import yaml
-
-    from tasks.io import read_text
 
     text = read_text(path, what="config file")
     try:
@@ -45,7 +45,6 @@ def read_config(path: str) -> dict:
 
 def options_of(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
     """Option destination -> its action (not an old spelling's)."""
-    from benchmark.commands.options import RenamedOption
 
     return {action.dest: action for action in parser._actions
             if action.option_strings and action.dest not in NOT_CONFIGURED

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchmark.commands import command_help
 from benchmark.commands.options import (
     CORRUPTIONS,
     HEURISTIC_EVIDENCE,
@@ -14,10 +15,17 @@ from benchmark.commands.options import (
     add_option,
     given_or_default,
 )
+from tasks import parse_task_list
+from tasks.plumbing.errors import SumbenchError
+from tasks.usb.archive import fetch_archive
+from tasks.usb.derive import build_task_datasets
+from tasks.usb.heuristic import HeuristicSpec, build_heuristic_datasets
+from tasks.usb.layout import SPLITS
+from trainers.models.heuristic_models import model_heuristics
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("data", help="build or fetch the USB task datasets")
+    parser = subparsers.add_parser("data", help=command_help("data"))
     commands = parser.add_subparsers(dest="data_command", metavar="ACTION")
     commands.required = True
     _build_parser(commands)
@@ -87,7 +95,6 @@ def _heuristic_parser(commands) -> None:
 
 def format_counts(counts: dict[str, dict[str, dict[str, int]]]) -> str:
     """A small table: one row per variant and task, one column per split."""
-    from tasks.usb.layout import SPLITS
     width = max([len("variant/task")] + [len(f"{v}/{t}") for v in counts for t in counts[v]])
     rows = [f"{'variant/task':<{width}}  " + "  ".join(f"{s:>10}" for s in SPLITS)]
     for variant, by_task in counts.items():
@@ -98,7 +105,6 @@ def format_counts(counts: dict[str, dict[str, dict[str, int]]]) -> str:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from tasks.usb.derive import build_task_datasets
     counts = build_task_datasets(args.raw, args.out, args.variants, strict=args.strict)
     print(format_counts(counts))
     n_files = sum(len(by_split) for by_task in counts.values() for by_split in by_task.values())
@@ -107,7 +113,6 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from tasks.usb.archive import fetch_archive
     result = fetch_archive(cache_dir=args.cache_dir, revision=args.revision,
                            refresh=args.refresh)
     print(f"sumbench data fetch: {result.message()}", file=sys.stderr)
@@ -117,7 +122,6 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 def one_of(value: str, choices: tuple[str, ...], option: str) -> str:
     """`value` when it is one of `choices` (this command takes one method, not a list)."""
-    from tasks.errors import SumbenchError
 
     if value not in choices:
         raise SumbenchError(f"{option} takes one of {', '.join(choices)}; got {value!r}")
@@ -127,12 +131,6 @@ def one_of(value: str, choices: tuple[str, ...], option: str) -> str:
 def run_heuristic(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
-
-    from tasks import parse_task_list
-    from tasks.errors import SumbenchError
-    from tasks.usb.heuristic import HeuristicSpec, build_heuristic_datasets
-    from tasks.usb.layout import SPLITS
-    from trainers.heuristic_models import model_heuristics
 
     splits = tuple(part.strip() for part in args.splits.split(",") if part.strip())
     if not splits or any(split not in SPLITS for split in splits):

@@ -18,8 +18,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import positive_int
+from benchmark.commands import command_help, positive_int
+from benchmark.commands.baseline import SCORES_FILE, write_baselines
 from benchmark.commands.options import add_option, given_or_default
+from benchmark.results import RESULTS_FILE, RunSpec, format_decoding, format_value, write_results
+from benchmark.run import run_benchmark
+from benchmark.synthetic import SyntheticSpec, generate_corpus, read_corpus_info
+from tasks import get_task, task_names
+from tasks.plumbing.atomic import atomic_directory, atomic_path
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_json
+from tasks.plumbing.provenance import scores_only
+from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
+from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
 DEMO_FILE = "demo.json"
 DEMO_FORMAT = "sumbench-demo/2"
@@ -49,7 +60,7 @@ SHORT_NAMES = {"abstractive_summarization": "ABS", "evidence_extraction": "EVEXT
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the whole pipeline offline on a synthetic corpus with a tiny model",
+        "demo", help=command_help("demo"),
         description="Generate a learnable synthetic USB-format corpus, derive the eight "
                     "tasks, score the non-neural baselines and an untrained tiny T5, fine-tune "
                     "the T5 on all eight tasks together, and print per task the baseline, "
@@ -71,7 +82,6 @@ def register(subparsers) -> None:
 
 
 def demo_settings(docs: int, max_steps: int, seed: int) -> dict:
-    from benchmark.synthetic import SyntheticSpec
 
     return {"format": DEMO_FORMAT, "synthetic": SyntheticSpec(seed=seed, docs=docs).to_dict(),
             "max_steps": max_steps, "seed": seed, "overrides": DEMO_OVERRIDES,
@@ -81,8 +91,6 @@ def demo_settings(docs: int, max_steps: int, seed: int) -> dict:
 def claim_folder(out: Path, settings: dict) -> bool:
     """True when `out` holds this same demo already (reuse it); False for a new folder.
     A folder with other content, or a demo with other settings, is refused."""
-    from tasks.errors import SumbenchError
-    from tasks.io import read_json, write_json
 
     marker = out / DEMO_FILE
     if marker.is_file():
@@ -98,8 +106,6 @@ def claim_folder(out: Path, settings: dict) -> bool:
 
 def build_corpus(out: Path, docs: int, seed: int, log) -> Path:
     """raw/ (synthetic corpus) and data/ (derived task datasets); reused when present."""
-    from benchmark.synthetic import SyntheticSpec, generate_corpus, read_corpus_info
-    from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
 
     spec = SyntheticSpec(seed=seed, docs=docs)
     raw, data = out / "raw", out / "data"
@@ -115,7 +121,6 @@ def build_corpus(out: Path, docs: int, seed: int, log) -> Path:
 
 def training_texts(data_dir: Path) -> list[str]:
     """Model inputs and targets of every task's train split (the tokenizer's corpus)."""
-    from tasks import get_task, task_names
 
     texts = []
     for name in task_names("usb"):
@@ -128,8 +133,6 @@ def training_texts(data_dir: Path) -> list[str]:
 
 def build_model(out: Path, data_dir: Path, seed: int, log) -> Path:
     """tiny-model/: a byte-level BPE tokenizer and a seeded random T5, built once."""
-    from tasks.atomic import atomic_directory
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
 
     folder = out / "tiny-model"
     if (folder / "config.json").is_file():
@@ -148,8 +151,6 @@ def build_model(out: Path, data_dir: Path, seed: int, log) -> Path:
 def demo_run_spec(model: Path, data_dir: Path, max_steps: int, seed: int, batch_size: int,
                   trained: bool = True):
     """The fine-tuning run (or, `trained=False`, the untrained model's evaluation)."""
-    from benchmark.results import RunSpec
-    from tasks import task_names
 
     training = {"training": "multitask", "early_stopping": "none",
                 "train_overrides": {**DEMO_OVERRIDES, "max_steps": max_steps}} \
@@ -164,8 +165,6 @@ def demo_run_spec(model: Path, data_dir: Path, max_steps: int, seed: int, batch_
 def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = DEFAULT_STEPS,
              seed: int = 0, batch_size: int = 16, log=None) -> dict:
     """Run the demo in `out_dir`; returns the results document (also in results.json)."""
-    from benchmark.results import write_results
-    from benchmark.run import run_benchmark
 
     log = log or demo_log
     out = Path(out_dir).resolve()
@@ -189,10 +188,6 @@ def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = 
 
 def baseline_scores(out: Path, data_dir: Path, log) -> dict:
     """The non-neural baselines' scores on the test split (baseline/, written once)."""
-    from benchmark.commands.baseline import SCORES_FILE, write_baselines
-    from tasks import task_names
-    from tasks.io import read_json
-    from tasks.provenance import scores_only
 
     folder = out / "baseline"
     if not (folder / SCORES_FILE).is_file():
@@ -210,8 +205,6 @@ def demo_comparison(*columns: dict) -> dict:
 
 def format_comparison(comparison: dict) -> str:
     """The three columns per task, as printed at the end of the demo."""
-    from benchmark.results import format_value
-    from tasks import get_task
 
     rows = [("task", "metric", *COLUMNS)]
     for task, values in comparison.items():
@@ -230,9 +223,6 @@ def plot_comparison(comparison: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from tasks import get_task
-    from tasks.atomic import atomic_path
 
     tasks = list(comparison)
     figure, axes = plt.subplots(figsize=(10, 4.2), dpi=100)
@@ -262,14 +252,12 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-
     started = time.perf_counter()
     torch.set_num_threads(args.threads)
     out = args.out or DEFAULT_OUT
     results = run_demo(out, docs=args.docs, max_steps=args.max_steps or DEFAULT_STEPS,
                        seed=given_or_default(args, "seed"),
                        batch_size=args.batch_size or DEFAULT_BATCH, log=demo_log)
-    from benchmark.results import RESULTS_FILE, format_decoding
 
     print(format_comparison(results["demo_comparison"]))
     print(format_decoding(results["decoding"]), file=sys.stderr)

@@ -22,13 +22,41 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from benchmark.commands import positive_int
+from benchmark.cli import build_parser, main
+from benchmark.commands import command_help, positive_int
 from benchmark.commands.options import HEURISTIC_TASKS, add_option, given_or_default
+from benchmark.commands.run import local_or_id
+from benchmark.commands.train import build_spec
+from benchmark.experiments.common import ModelSettings
+from benchmark.experiments.data import DataSource
+from benchmark.experiments.fractions import FractionsSpec
+from benchmark.experiments.jobs import PLAN_FILE, job_argv, read_plan
+from benchmark.experiments.labels import LabelsSpec
+from benchmark.experiments.runner import (
+    all_finished,
+    collect_experiment,
+    run_experiment,
+    start,
+    unfinished_note,
+)
+from benchmark.experiments.slurm import (
+    SlurmOptions,
+    job_states,
+    status_lines,
+    submit_plan,
+    wait_for,
+)
+from benchmark.experiments.transfer import TransferSpec
+from leaderboard.client import submit_run_folder
+from tasks import DEFAULT_SUITE, get_task, parse_task_list, task_names
+from tasks.plumbing.errors import SumbenchError
+from trainers.finetuning.distributed import check_training_device_name
+from trainers.models.model_loading import check_model_source
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "experiment", help="cross-domain transfer, data-size curves, heuristic vs human labels",
+        "experiment", help=command_help("experiment"),
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="experiment_command", metavar="KIND")
     commands.required = True
@@ -107,9 +135,6 @@ def _common(parser) -> None:
 def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
     """The experiment's ModelSettings: every field from the option of its name, left at
     its default when not given; the tasks canonical (`default_tasks` when not given)."""
-    from benchmark.commands.run import local_or_id
-    from benchmark.experiments.common import ModelSettings
-    from tasks import parse_task_list
 
     values = {name: getattr(args, name, None)
               for name in (spec_field.name for spec_field in dataclasses.fields(ModelSettings))}
@@ -120,14 +145,11 @@ def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
 
 
 def _source(args):
-    from benchmark.commands.run import local_or_id
-    from benchmark.experiments.data import DataSource
 
     return DataSource(raw=local_or_id(args.raw), data=local_or_id(args.data))
 
 
 def number_list(text: str, kind, name: str) -> list:
-    from tasks.errors import SumbenchError
 
     try:
         values = [kind(part) for part in text.split(",") if part.strip()]
@@ -147,12 +169,6 @@ def check_settings(settings, model: bool = True) -> None:
     failing on it would leave a folder of failed jobs): the tasks (the USB suite's), the
     profile and --set fields, and (`model`) a local model that does not exist; a --plan
     may name a path that exists only where its jobs will run."""
-    from benchmark.cli import build_parser
-    from benchmark.commands.train import build_spec
-    from tasks import DEFAULT_SUITE, get_task, task_names
-    from tasks.errors import SumbenchError
-    from trainers.distributed import check_training_device_name
-    from trainers.model_loading import check_model_source
 
     try:
         check_training_device_name(settings.device)
@@ -170,8 +186,6 @@ def check_settings(settings, model: bool = True) -> None:
 
 
 def _execute(kind: str, spec, args) -> int:
-    from benchmark.experiments.runner import all_finished, run_experiment, start
-    from tasks.errors import SumbenchError
 
     slurm = args.executor == "slurm"
     if slurm and args.plan:
@@ -209,10 +223,6 @@ def _submit_and_maybe_wait(out: Path, args) -> int:
     """Submit the plan's unfinished jobs to Slurm; with --wait, wait for them and collect."""
     import shlex
 
-    from benchmark.experiments.jobs import PLAN_FILE, read_plan
-    from benchmark.experiments.runner import all_finished, collect_experiment
-    from benchmark.experiments.slurm import SlurmOptions, submit_plan, wait_for
-
     out = out.resolve()
     jobs = read_plan(out / PLAN_FILE, out)
     options = SlurmOptions(args.slurm_partition, args.slurm_gres, args.slurm_time,
@@ -235,9 +245,6 @@ def _submit_and_maybe_wait(out: Path, args) -> int:
 def _submit_cells(args, result) -> None:
     import os
 
-    from leaderboard.client import submit_run_folder
-    from tasks.errors import SumbenchError
-
     token = args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN")
     if not token:
         raise SumbenchError("--submit needs --token (or SUMBENCH_LEADERBOARD_TOKEN)")
@@ -251,7 +258,6 @@ def _submit_cells(args, result) -> None:
 
 
 def run_transfer(args) -> int:
-    from benchmark.experiments.transfer import TransferSpec
 
     spec = TransferSpec(_source(args), _settings(args), name_list(args.domains),
                         (args.train_docs, args.val_docs, args.test_docs), args.full_domain)
@@ -259,7 +265,6 @@ def run_transfer(args) -> int:
 
 
 def run_fractions(args) -> int:
-    from benchmark.experiments.fractions import FractionsSpec
 
     seeds = number_list(args.seeds, int, "--seeds") if args.seeds else \
         [given_or_default(args, "seed")]
@@ -270,7 +275,6 @@ def run_fractions(args) -> int:
 
 
 def run_labels(args) -> int:
-    from benchmark.experiments.labels import LabelsSpec
 
     spec = LabelsSpec(_source(args), _settings(args, HEURISTIC_TASKS),
                       tuple(number_list(args.human_fractions, float, "--human-fractions")),
@@ -281,7 +285,6 @@ def run_labels(args) -> int:
 
 
 def run_collect(args) -> int:
-    from benchmark.experiments.runner import collect_experiment, unfinished_note
 
     result = collect_experiment(Path(args.out))
     print(f"collected: {Path(args.out) / 'summary.md'}", file=sys.stderr)
@@ -292,9 +295,6 @@ def run_collect(args) -> int:
 
 
 def run_job(args) -> int:
-    from benchmark.cli import main
-    from benchmark.experiments.jobs import PLAN_FILE, job_argv, read_plan
-    from tasks.errors import SumbenchError
 
     jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE, Path(args.out))
             if job.kind == args.kind]
@@ -312,8 +312,6 @@ def run_submit(args) -> int:
 
 
 def run_status(args) -> int:
-    from benchmark.experiments.jobs import PLAN_FILE, read_plan
-    from benchmark.experiments.slurm import job_states, status_lines
 
     out = Path(args.out).resolve()
     states = job_states(out, read_plan(out / PLAN_FILE, out))

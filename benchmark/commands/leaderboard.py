@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from benchmark.commands import positive_int, probability
+from benchmark.commands import command_help, positive_int, probability
 from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
 from benchmark.commands.leaderboard_serve import (
     _database,
@@ -31,7 +31,23 @@ from benchmark.commands.leaderboard_serve import (
     run_worker,
 )
 from benchmark.commands.options import RenamedOption, add_option
-from tasks.errors import SumbenchError
+from benchmark.synthetic import SyntheticSpec, generate_corpus
+from leaderboard.intake.validate import Upload
+from leaderboard.service.admin import reveal
+from leaderboard.service.api_doc import api_markdown
+from leaderboard.service.app import openapi_document
+from leaderboard.service.auth import authenticate, check_user_name, create_token, revoke_tokens
+from leaderboard.service.db import Database, database_url
+from leaderboard.service.entry_view import public_view
+from leaderboard.service.export import export_site
+from leaderboard.service.init import initialise
+from leaderboard.service.settings import load_settings
+from leaderboard.service.submissions import accept
+from leaderboard.service.worker import Worker, queue_rescore
+from tasks import get_task, task_names
+from tasks.plumbing.errors import SumbenchError
+from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
+from trainers.inference.baselines import baseline_records
 
 #: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
 DEMO_RESAMPLES = 200
@@ -42,8 +58,7 @@ DEMO_DOCS = 240
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "leaderboard", help="host a leaderboard (init, token, serve, worker, export, rescore) "
-                            "or submit to one (submit, status)",
+        "leaderboard", help=command_help("leaderboard"),
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="leaderboard_command", metavar="COMMAND")
     commands.required = True
@@ -203,7 +218,6 @@ def _inputs_args(parser) -> None:
 
 # ---- handlers ------------------------------------------------------------------------------
 def run_init(args) -> int:
-    from leaderboard.service.init import initialise
 
     gold, settings = args.gold, dict(args.settings)
     if args.private_fraction is not None:
@@ -233,8 +247,6 @@ def demo_folder(db: str):
     """`<database file stem>-demo/` beside a SQLite file (the working folder otherwise)."""
     from pathlib import Path
 
-    from leaderboard.service.db import database_url
-
     url = database_url(db)
     if url.startswith("sqlite:///"):
         path = Path(url[len("sqlite:///"):])
@@ -244,8 +256,6 @@ def demo_folder(db: str):
 
 def demo_gold(db: str, docs: int = DEMO_DOCS):
     """A synthetic corpus (all six domains) and its derived task datasets; reused when there."""
-    from benchmark.synthetic import SyntheticSpec, generate_corpus
-    from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
 
     folder = demo_folder(db)
     data = folder / "data"
@@ -262,15 +272,6 @@ def demo_gold(db: str, docs: int = DEMO_DOCS):
 def submit_demo(db: str, gold: str) -> dict:
     """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
     train references, position prior from the train labels), scored like any submission."""
-    from leaderboard.service.auth import authenticate, create_token
-    from leaderboard.service.db import Database
-    from leaderboard.service.entry_view import public_view
-    from leaderboard.service.settings import load_settings
-    from leaderboard.service.submissions import accept
-    from leaderboard.service.validate import Upload
-    from leaderboard.service.worker import Worker
-    from tasks import get_task, task_names
-    from trainers.baselines import baseline_records
 
     lines = []
     for name in task_names("usb"):
@@ -291,7 +292,6 @@ def submit_demo(db: str, gold: str) -> dict:
 
 
 def run_token(args) -> int:
-    from leaderboard.service.auth import create_token, revoke_tokens
 
     if args.revoke:
         if args.admin:
@@ -307,7 +307,6 @@ def run_token(args) -> int:
 
 
 def run_export(args) -> int:
-    from leaderboard.service.export import export_site
 
     print_json(export_site(_database(args.db), args.out))
     return 0
@@ -318,8 +317,6 @@ def _openapi_args(parser) -> None:
 
 
 def run_openapi(args) -> int:
-    from leaderboard.service.api_doc import api_markdown
-    from leaderboard.service.app import openapi_document
 
     document = openapi_document()
     if args.markdown:
@@ -330,8 +327,6 @@ def run_openapi(args) -> int:
 
 
 def run_reveal(args) -> int:
-    from leaderboard.service.admin import reveal
-    from leaderboard.service.auth import check_user_name
 
     database = _database(args.db)
     by = check_user_name(args.by)
@@ -340,7 +335,6 @@ def run_reveal(args) -> int:
 
 
 def run_rescore(args) -> int:
-    from leaderboard.service.worker import Worker, queue_rescore
 
     database = _database(args.db)
     report = queue_rescore(database)

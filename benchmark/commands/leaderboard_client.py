@@ -7,7 +7,10 @@ import os
 import sys
 
 from benchmark.commands.options import given_or_default
-from tasks.errors import SumbenchError
+from leaderboard import client
+from leaderboard.intake.inputs import write_inputs
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import SumbenchError
 
 
 def print_json(obj) -> None:
@@ -22,8 +25,6 @@ def _card(args) -> dict:
 
 def submit(args) -> int:
     import os
-
-    from leaderboard import client
 
     if bool(args.paths) == bool(args.evaluate):
         raise SumbenchError("give prediction files (PATH ...) or --evaluate SOURCE, one of "
@@ -86,7 +87,6 @@ def _detail_text(detail) -> str | None:
 
 
 def status(args) -> int:
-    from leaderboard import client
 
     answer = client.status(args.server, args.id,
                            args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN"))
@@ -98,15 +98,13 @@ def status(args) -> int:
 def inputs(args) -> int:
     """Write the boards' public inputs as OUT/<variant>/<task>/test.jsonl (what `sumbench
     predict --data OUT --variant V --split test` reads); prints the files written."""
-    from leaderboard import client
-    from tasks.atomic import atomic_directory
 
     track = given_or_default(args, "track")
     variants = args.variants or client.boards(args.server, track)
     with atomic_directory(args.out) as staging:
         for variant in variants:
             answer = client.fetch_inputs(args.server, track, variant)
-            for path in client.write_inputs(staging, answer):
+            for path in write_inputs(staging, answer):
                 count = len(answer["parts"][path.parent.name])
                 print(f"{variant}/{path.parent.name}/test.jsonl: {count} records",
                       file=sys.stderr)

@@ -9,7 +9,12 @@ from pathlib import Path
 
 from benchmark.commands import non_negative_float, positive_float, positive_int
 from benchmark.commands.options import add_option, given_or_default
-from tasks.errors import SumbenchError
+from leaderboard.service.app import create_app
+from leaderboard.service.db import Database, database_url
+from leaderboard.service.evaluation import EvaluateOptions
+from leaderboard.service.schema import check_schema
+from leaderboard.service.worker import Worker
+from tasks.plumbing.errors import SumbenchError
 
 
 def _db(parser) -> None:
@@ -20,9 +25,6 @@ def _database(db: str, check: bool = True):
     """The leaderboard database `--db` names; with `check`, it must exist (a mistyped SQLite
     name is refused, never created empty) and be at the code's schema revision."""
     from sqlalchemy.engine import make_url
-
-    from leaderboard.service.db import Database, database_url
-    from leaderboard.service.schema import check_schema
 
     url = make_url(database_url(db))
     if check and url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
@@ -83,7 +85,6 @@ def _worker_args(parser) -> None:
 
 
 def evaluate_options(args):
-    from leaderboard.service.evaluation import EvaluateOptions
 
     root = args.model_root
     if root is not None and not Path(root).is_dir():
@@ -131,9 +132,6 @@ def check_address(host: str, port: int) -> None:
 
 def run_serve(args) -> int:
     import uvicorn
-
-    from leaderboard.service.app import create_app
-    from leaderboard.service.worker import Worker
 
     database = _database(args.db)
     options = evaluate_options(args)
@@ -193,7 +191,6 @@ def stop_processes(processes) -> None:
 
 
 def run_worker(args) -> int:
-    from leaderboard.service.worker import Worker
 
     worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold,
                     kinds=args.kinds, evaluate=evaluate_options(args))

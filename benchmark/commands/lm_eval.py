@@ -1,5 +1,6 @@
 """`sumbench export lm-eval` and `sumbench import lm-eval`: USB inside EleutherAI's
-lm-evaluation-harness, and its samples back as sumbench predictions (trainers.lm_eval_bridge).
+lm-evaluation-harness, and its samples back as sumbench predictions
+(trainers.bridges.lm_eval_harness).
 
     sumbench export lm-eval --model M --out DIR [--data DIR] [--tasks all] [--variant all]
                             [--split test] [--style llama] [--n-shots K] [--seed S]
@@ -18,11 +19,17 @@ from __future__ import annotations
 
 import sys
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option, given_or_default
+from tasks import parse_task_list
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.io import write_json, write_jsonl
+from tasks.plumbing.provenance import provenance
+from trainers.bridges.lm_eval_harness import export_tasks, records_from_samples
 
 
 def register(subparsers) -> None:
-    export = subparsers.add_parser("export", help="USB tasks for other harnesses (lm-eval)")
+    export = subparsers.add_parser("export", help=command_help("export"))
     export_targets = export.add_subparsers(dest="target", metavar="TARGET")
     export_targets.required = True
     task_folder = export_targets.add_parser(
@@ -44,8 +51,7 @@ def register(subparsers) -> None:
     add_option(task_folder, "out_dir", required=True)
     task_folder.set_defaults(handler=run_export)
 
-    imported = subparsers.add_parser("import", help="predictions from other harnesses "
-                                                    "(lm-eval)")
+    imported = subparsers.add_parser("import", help=command_help("import"))
     import_targets = imported.add_subparsers(dest="source", metavar="SOURCE")
     import_targets.required = True
     samples = import_targets.add_parser(
@@ -59,8 +65,6 @@ def register(subparsers) -> None:
 
 
 def run_export(args) -> int:
-    from tasks import parse_task_list
-    from trainers.lm_eval_bridge import export_tasks
 
     summary = export_tasks(args.out, parse_task_list(args.tasks or ["all"]),
                            data_dir=args.data, model=args.model, revision=args.revision,
@@ -79,11 +83,6 @@ def run_export(args) -> int:
 
 def run_import(args) -> int:
     from pathlib import Path
-
-    from tasks.atomic import atomic_directory
-    from tasks.io import write_json, write_jsonl
-    from tasks.provenance import provenance
-    from trainers.lm_eval_bridge import records_from_samples
 
     records = records_from_samples(args.samples)
     counts = {name: len(rows) for name, rows in sorted(records.items())}

@@ -23,9 +23,17 @@ import math
 import sys
 from pathlib import Path
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option
-from tasks.errors import SumbenchError
+from leaderboard.evaluators.pyramid import pyramid_scores
+from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
 from tasks.metrics.correlation import UNDEFINED_RULES
+from tasks.metrics.evaluators import evaluate_systems, load_evaluators
+from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import write_json
+from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
 METHOD_CHOICES = ("kendall", "pearson", "spearman")
 
@@ -33,7 +41,7 @@ METHOD_CHOICES = ("kendall", "pearson", "spearman")
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "meta-eval", help="system- and summary-level correlation of a metric with humans",
+        "meta-eval", help=command_help("meta-eval"),
         description="Kendall tau-b / Pearson / Spearman between metric and human scores.")
     add_option(parser, "pyramid", required=True, renamed_from=("--data",))
     parser.add_argument("--metric", required=True,
@@ -67,9 +75,6 @@ def _json_ready(value):
 def metric_scores(name: str, dataset) -> dict[str, list[float]]:
     """Per-example metric scores: a registered evaluator (a built-in ROUGE recall, or one of
     an installed package) or a JSON score file."""
-    from leaderboard.meta_eval import load_scores
-    from tasks.metrics.evaluators import evaluate_systems, load_evaluators
-    from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 
     if name in RECALL_METRICS:  # all three references' tokens computed once for every system
         return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name]
@@ -84,8 +89,6 @@ def metric_scores(name: str, dataset) -> dict[str, list[float]]:
 
 def human_scores(name: str, dataset) -> dict[str, list[float]]:
     """Per-example human scores: the SCU Pyramid from labels, or a JSON score file."""
-    from leaderboard.evaluators.pyramid import pyramid_scores
-    from leaderboard.meta_eval import load_scores
 
     if name == "pyramid":
         return {system: pyramid_scores(dataset.labels[system]) for system in dataset.systems}
@@ -96,11 +99,6 @@ def human_scores(name: str, dataset) -> dict[str, list[float]]:
 
 def run(args) -> int:
     import numpy as np
-
-    from leaderboard.meta_eval import format_table, load_groups, meta_evaluate
-    from tasks.io import write_json
-    from tasks.provenance import provenance
-    from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     pyramid = args.human == "pyramid"
     dataset = load_pyramid_dataset(args.pyramid, systems=args.systems, labels=pyramid,

@@ -27,6 +27,9 @@ from benchmark.commands import (
 from benchmark.results import EARLY_STOPPING
 from leaderboard.evaluators.presence import NLI_MODES
 from leaderboard.evaluators.pyramid import backend_names
+from tasks.plumbing.errors import SumbenchError
+from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE, style_names
+from trainers.finetuning.distributed import check_training_device_name
 
 SPLITS = ("train", "validation", "test")
 ROUGE_AGGREGATES = ("mean", "bootstrap-mid")
@@ -42,8 +45,8 @@ PRESENCE_BACKENDS = tuple(backend_names())
 
 
 def prompt_style(text: str) -> str:
-    """An argparse type: a prompt style of trainers.prompts (or the official GPT-3.5 one)."""
-    from trainers.prompts import OFFICIAL_GPT35_STYLE, style_names
+    """An argparse type: a prompt style of trainers.fewshot.prompts (or the official GPT-3.5
+    one)."""
 
     known = [*style_names(), OFFICIAL_GPT35_STYLE]
     if text not in known:
@@ -276,8 +279,6 @@ def given_or_default(args: argparse.Namespace, kind: str) -> Any:
 def training_device(args: argparse.Namespace) -> str:
     """--device of a command that trains: refused (naming the option) when training cannot
     use it (mps, xpu; cuda:N across processes), before anything loads."""
-    from tasks.errors import SumbenchError
-    from trainers.distributed import check_training_device_name
 
     device = given_or_default(args, "device")
     try:

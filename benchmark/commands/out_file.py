@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 #: the largest file read to tell whether it is an earlier sumbench output
 OUTPUT_READ_LIMIT = 64 << 20

@@ -6,7 +6,7 @@ Writes OUT/predictions/<task>.jsonl (the official record shape, ready for `sumbe
 OUT/outputs/<task>.jsonl (per-window raw outputs and label probabilities) and
 OUT/predict_config.json (spec, model, per-task counts, provenance; written before the first
 prediction, `"finished": true` at the end). An interrupted run resumes where it stopped unless
---no-resume is given (see trainers.prediction_io). A folder holds one model's predictions:
+--no-resume is given (see trainers.inference.prediction_io). A folder holds one model's predictions:
 predicting other tasks into it adds them, but another model (by content: weights, config and
 tokenizer, wherever it was loaded from), variant, split, --limit or an output-changing spec is
 refused. A folder copied or moved along with its model is reused, not recomputed.
@@ -18,8 +18,14 @@ import json
 import sys
 from pathlib import Path
 
-from benchmark.commands import positive_int
+from benchmark.commands import command_help, positive_int
 from benchmark.commands.options import add_option, given_or_default
+from tasks import get_task, parse_task_list
+from tasks.plumbing.errors import DataError, SumbenchError, json_type
+from tasks.plumbing.io import read_json, write_json
+from tasks.plumbing.provenance import provenance
+from trainers.inference.generation import resolve_device
+from trainers.inference.predict import PredictSpec, load_model, prepared_fingerprint, run_task
 
 SPEC_OPTIONS = ("batch_size", "max_input_tokens", "window_tokens", "max_new_tokens", "num_beams",
                 "label_num_beams", "label_rule", "device", "dtype")
@@ -27,7 +33,7 @@ SPEC_OPTIONS = ("batch_size", "max_input_tokens", "window_tokens", "max_new_toke
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "predict", help="run a model on task data and write prediction files",
+        "predict", help=command_help("predict"),
         description="Predict with a seq2seq model (hub id, local folder or LoRA adapter folder) "
                     "and write OUT/predictions/<task>.jsonl in the official record shape.")
     add_option(parser, "model", required=True)
@@ -61,7 +67,6 @@ def register(subparsers) -> None:
 
 def build_spec(args: argparse.Namespace):
     """PredictSpec from --spec FILE, then the explicit options."""
-    from trainers.predict import PredictSpec
 
     fields: dict = spec_file_fields(args.spec) if args.spec else {}
     fields.update({name: getattr(args, name) for name in SPEC_OPTIONS
@@ -74,9 +79,6 @@ def build_spec(args: argparse.Namespace):
 def spec_file_fields(path: str) -> dict:
     """The PredictSpec fields of a --spec FILE, each checked: a bad file or field is a
     DataError naming the file (and line or field)."""
-    from tasks.errors import DataError, SumbenchError, json_type
-    from tasks.io import read_json
-    from trainers.predict import PredictSpec
 
     fields = read_json(path, what="spec file")
     if not isinstance(fields, dict):
@@ -91,10 +93,6 @@ def spec_file_fields(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks import get_task, parse_task_list
-    from tasks.io import write_json
-    from trainers.generation import resolve_device
-    from trainers.predict import load_model, prepared_fingerprint, run_task
 
     spec = build_spec(args)
     resolve_device(spec.device)  # a device torch cannot use here fails before anything loads
@@ -135,9 +133,6 @@ def folder_record(out: Path, config: dict, result_fields: dict) -> dict:
     tasks and counts of earlier runs into the same folder kept (their provenance listed under
     "earlier_runs"). A folder holding another model's, split's or output-changing spec's
     predictions is refused: its files would be scored as one run."""
-    from tasks.errors import SumbenchError
-    from tasks.io import read_json
-    from tasks.provenance import provenance
 
     record = {"config": config, "counts": {}, "finished": False,
               "provenance": provenance(config), "earlier_runs": []}

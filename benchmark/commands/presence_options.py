@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from benchmark.commands.options import add_option
+from trainers.inference.generation import resolve_device
 
 #: the model Lite²Pyramid's scorer loads when none is named (its --model default)
 OFFICIAL_NLI_MODEL = "shiyue/roberta-large-tac08"
@@ -55,7 +56,6 @@ class PresenceConfig:
         if self.presence.lower() == "nli" and "model" not in given:
             given["model"] = OFFICIAL_NLI_MODEL
         if self.presence.lower() in MODEL_BACKENDS:
-            from trainers.generation import resolve_device
 
             given["device"] = resolve_device(given.get("device", "auto"))
         return given

@@ -26,9 +26,20 @@ from __future__ import annotations
 import json
 import sys
 
-from benchmark.commands import probability
+from benchmark.commands import command_help, probability
 from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
+from leaderboard.evaluators.lite_pyramid import mixed_units, read_unit_weights, scu_examples
+from leaderboard.evaluators.pyramid import (
+    check_presence_options,
+    dataset_split,
+    evaluate_dataset,
+    lexical_calibration,
+)
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_text, write_json
+from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.pyramid_data import load_pyramid_dataset, read_units_file
 
 MIX_BY_EXAMPLE = "mix-by-example"
 UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")
@@ -37,7 +48,7 @@ SCORE_SPLITS = ("all", "train", "validation", "test")
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "pyramid", help="Pyramid scores of every system of a Pyramid data folder",
+        "pyramid", help=command_help("pyramid"),
         description="Pyramid score per system: mean over examples of the mean unit presence.")
     add_option(parser, "pyramid", required=True, renamed_from=("--data",))
     parser.add_argument("--units", required=True, choices=UNIT_CHOICES,
@@ -75,7 +86,6 @@ def register(subparsers) -> None:
 def resolve_threshold(args, options: dict) -> dict | None:
     """Fill in the calibrated lexical threshold when none is given; the calibration record
     (split, seed, n_examples, example_ids, threshold), or None."""
-    from leaderboard.evaluators.pyramid import lexical_calibration
 
     if args.presence != "lexical" or "threshold" in options:
         return None
@@ -102,9 +112,6 @@ def note_calibration_overlap(calibration: dict | None, scored_ids) -> int:
 
 def load_scored_dataset(args):
     """The folder's examples of --score-split (with labels for --presence human)."""
-    from leaderboard.evaluators.pyramid import dataset_split
-    from tasks.errors import SumbenchError
-    from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     human = args.presence == "human"
     kinds = {MIX_BY_EXAMPLE: ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
@@ -121,11 +128,6 @@ def with_extra_units(dataset, args) -> tuple:
     """(the dataset with `mix-by-example` or `file` units added when asked for, what was
     chosen: {"scu_examples": [...]} for a mix by example)."""
     import dataclasses
-
-    from leaderboard.evaluators.lite_pyramid import mixed_units, scu_examples
-    from tasks.errors import SumbenchError
-    from tasks.io import read_text
-    from tasks.qapyramid.pyramid_data import read_units_file
 
     if args.units == "file":
         if not args.units_file:
@@ -146,9 +148,6 @@ def with_extra_units(dataset, args) -> tuple:
 
 
 def run(args) -> int:
-    from leaderboard.evaluators.pyramid import check_presence_options, evaluate_dataset
-    from tasks.io import write_json
-    from tasks.provenance import provenance
 
     options = PresenceConfig.of(args).options()
     check_presence_options(args.presence, args.units, options)  # fail before loading data
@@ -157,7 +156,6 @@ def run(args) -> int:
     overlap = note_calibration_overlap(calibration, dataset.ids)
     weights = None
     if args.weights:
-        from leaderboard.evaluators.lite_pyramid import read_unit_weights
         weights = read_unit_weights(args.weights, dataset.units[args.units],
                                     fractional=args.fractional_weights)
     results = evaluate_dataset(dataset, args.units, args.presence, weights=weights, **options)

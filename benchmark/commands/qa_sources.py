@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tasks.errors import DataError, SumbenchError
-from tasks.io import read_json
+from leaderboard.evaluators.autoqapyramid import gold_predicates, seq2seq_qa_generator
+from leaderboard.evaluators.presence_models import load_pretrained
+from leaderboard.evaluators.qasem import (
+    BATCH_SIZE,
+    RecordedPredicates,
+    as_official_dtype,
+    qasem_qa_generator,
+)
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_json
+from trainers.inference.generation import resolve_device
+from trainers.models.predicate_detector import PredicateDetector
 
 
 def read_predicates(path: str, examples: Sequence) -> dict[str, list[str]]:
@@ -54,11 +64,8 @@ def predicate_finder(args, examples: Sequence):
     predicate (gold: `gold_predicates`, one word per predicate group), so the generated QAs
     count each predicate as the gold QAs do. Examples sharing a reference text share the
     first one's list."""
-    from leaderboard.evaluators.autoqapyramid import gold_predicates
 
     if args.predicate_model:
-        from trainers.generation import resolve_device
-        from trainers.predicate_detector import PredicateDetector
 
         detector = PredicateDetector(args.predicate_model,
                                      device=resolve_device(args.device or "auto"))
@@ -79,19 +86,10 @@ SUMBENCH_QA_NEW_TOKENS = 128
 
 
 def qa_generator(args, examples: Sequence):
-    from leaderboard.evaluators.autoqapyramid import seq2seq_qa_generator
-    from leaderboard.evaluators.presence_models import load_pretrained
-    from trainers.generation import resolve_device
 
     device = resolve_device(args.device or "auto")
     parses = None
     if args.qa_generator == "qasem":
-        from leaderboard.evaluators.qasem import (
-            BATCH_SIZE,
-            RecordedPredicates,
-            as_official_dtype,
-            qasem_qa_generator,
-        )
 
         parses = RecordedPredicates(args.qasem_predicates)
     else:

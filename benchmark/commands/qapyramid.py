@@ -25,16 +25,20 @@ import json
 import math
 import sys
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option
-from tasks.errors import DataError
-from tasks.io import read_json
+from benchmark.commands.qapyramid_auto import register_subcommands
+from leaderboard.evaluators.penalties import DEFAULT_ALPHA, calibrate_alpha, normalize, with_alpha
+from leaderboard.evaluators.qapyramid import human_qapyramid, uneven_coverage
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import iter_jsonl, read_json, write_json
+from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.judgments import load_qa_judgments
 
 
 def register(subparsers) -> None:
-    from benchmark.commands.qapyramid_auto import register_subcommands
 
-    parser = subparsers.add_parser("qapyramid", help="human and automatic QAPyramid scores, "
-                                   "agreement and nQAPyramid normalization")
+    parser = subparsers.add_parser("qapyramid", help=command_help("qapyramid"))
     commands = parser.add_subparsers(dest="qapyramid_command", metavar="SUBCOMMAND")
     commands.required = True
     human = commands.add_parser("human", help="QAPyramid from crowd judgments (majority vote) "
@@ -61,7 +65,6 @@ def register(subparsers) -> None:
 
 
 def warn_uneven(per_example, path: str) -> None:
-    from leaderboard.evaluators.qapyramid import uneven_coverage
 
     note = uneven_coverage(per_example)
     if note:
@@ -69,10 +72,6 @@ def warn_uneven(per_example, path: str) -> None:
 
 
 def run_human(args) -> int:
-    from leaderboard.evaluators.qapyramid import human_qapyramid
-    from tasks.io import write_json
-    from tasks.provenance import provenance
-    from tasks.qapyramid.judgments import load_qa_judgments
 
     report = human_qapyramid(load_qa_judgments(args.judgments),
                              ties_present=args.ties == "present")
@@ -96,7 +95,6 @@ def _string_field(record: dict, name: str, path: str, line: int, allow_empty: bo
 
 
 def read_summaries(path: str) -> dict[tuple[str, str], str]:
-    from tasks.io import iter_jsonl
 
     summaries: dict[tuple[str, str], str] = {}
     for line, record in iter_jsonl(path):
@@ -110,7 +108,6 @@ def read_summaries(path: str) -> dict[tuple[str, str], str]:
 
 
 def read_references(path: str) -> dict[str, str]:
-    from tasks.io import iter_jsonl
 
     references: dict[str, str] = {}
     for line, record in iter_jsonl(path):
@@ -153,7 +150,6 @@ def _check_coverage(scores, summaries, references, args) -> None:
 
 
 def _calibrate(table):
-    from leaderboard.evaluators.penalties import calibrate_alpha
 
     rows = [row for examples in table.values() for row in examples.values()]
     return calibrate_alpha([r["QAPyramid"] for r in rows], [r["words"] * r["p_r"] for r in rows],
@@ -162,10 +158,6 @@ def _calibrate(table):
 
 def run_normalize(args) -> int:
     import numpy as np
-
-    from leaderboard.evaluators.penalties import DEFAULT_ALPHA, normalize, with_alpha
-    from tasks.io import write_json
-    from tasks.provenance import provenance
 
     scores = read_scores(args.scores)
     summaries, references = read_summaries(args.summaries), read_references(args.references)

@@ -15,7 +15,7 @@
         sumbench's own generation: a seq2seq model trained on the `qa_generation` format, one
         greedy generation per predicate (leaderboard.evaluators.autoqapyramid). Predicates
         come from a predicate detector (--predicate-model: a token-classification model
-        loaded by name, trainers.predicate_detector); `--predicates gold` uses the predicate
+        loaded by name, trainers.models.predicate_detector); `--predicates gold` uses the predicate
         words of the example's gold QAs (`gold_predicates`), reported as "oracle
         predicates"; `--predicates FILE` reads a JSON object {example_id: [predicate word,
         ...]} covering every example.
@@ -52,14 +52,21 @@ from typing import Any
 from benchmark.commands import positive_int
 from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
-from leaderboard.evaluators.autoqapyramid import system_means
-from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
+from benchmark.commands.qa_sources import predicate_source, qa_generator
+from leaderboard.evaluators.autoqapyramid import AutoQAPyramid, SemiAutoQAPyramid, system_means
+from leaderboard.evaluators.penalties import DEFAULT_ALPHA, normalize
+from leaderboard.evaluators.presence import PresenceBackend, PresenceResult, build_backend
 from leaderboard.evaluators.pyramid import (
     check_backend_options,
     describe_presence,
     text_backend_names,
 )
-from tasks.errors import DataError, SumbenchError, UnknownNameError
+from leaderboard.evaluators.qasem import BATCH_SIZE, role_labels
+from tasks.metrics.correlation import correlation
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError
+from tasks.plumbing.io import write_json
+from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.dataset import load_examples
 
 PerExample = Mapping[str, Mapping[str, float]]
 QA_GENERATORS = ("qasem", "sumbench")
@@ -128,7 +135,6 @@ class ThresholdedBackend(PresenceBackend):
 
 def presence_backend(args) -> PresenceBackend:
     """The backend `--presence` names, with --model/--threshold and the model options."""
-    from leaderboard.evaluators.presence import build_backend
 
     config = PresenceConfig.of(args)
     # --threshold applies to every backend here (ThresholdedBackend), so it is not checked
@@ -148,7 +154,6 @@ def presence_backend(args) -> PresenceBackend:
 # ---- data --------------------------------------------------------------------------------
 def load_dataset(args) -> tuple[list, list[str]]:
     """The dataset's examples and the systems to score (checked against the summaries)."""
-    from tasks.qapyramid.dataset import load_examples
 
     if not Path(args.dataset).exists():
         raise DataError("dataset file not found", path=args.dataset)
@@ -187,7 +192,6 @@ def human_per_example(examples: Sequence, systems: Sequence[str]
 def kendall_tau(automatic: PerExample, human: PerExample) -> float | None:
     """System-level Kendall tau of the automatic and human means of each system over the
     examples both score (None when undefined: fewer than 2 systems, or ties all round)."""
-    from tasks.metrics.correlation import correlation
 
     paired = {s: [e for e in human[s] if e in automatic.get(s, {})] for s in human}
     systems = [s for s, shared in paired.items() if shared]
@@ -199,7 +203,6 @@ def kendall_tau(automatic: PerExample, human: PerExample) -> float | None:
 
 
 def _normalized(per_example: PerExample, examples: Sequence, alpha: float) -> dict:
-    from leaderboard.evaluators.penalties import normalize
 
     summaries = {(s, ex.example_id): ex.system_outputs[s] for ex in examples
                  for s in per_example if s in ex.system_outputs}
@@ -250,7 +253,6 @@ def without_qas(example_ids: Sequence[str], total: int, which: str) -> list[str]
 
 
 def _alpha(args) -> float | None:
-    from leaderboard.evaluators.penalties import DEFAULT_ALPHA
 
     if args.alpha is not None and not args.normalize:
         raise SumbenchError("--alpha needs --normalize")
@@ -269,8 +271,6 @@ COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold"
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:
-    from tasks.io import write_json
-    from tasks.provenance import provenance
 
     print(json.dumps(report, indent=1))
     if args.out:
@@ -287,7 +287,6 @@ def check_text_presence(args) -> None:
 
 
 def run_semi_auto(args) -> int:
-    from leaderboard.evaluators.autoqapyramid import SemiAutoQAPyramid
 
     check_text_presence(args)
     alpha = _alpha(args)
@@ -305,8 +304,6 @@ def run_semi_auto(args) -> int:
 
 # ---- auto ---------------------------------------------------------------------------------
 def run_auto(args) -> int:
-    from benchmark.commands.qa_sources import predicate_source, qa_generator
-    from leaderboard.evaluators.autoqapyramid import AutoQAPyramid
 
     check_text_presence(args)
     alpha = _alpha(args)
@@ -332,7 +329,6 @@ def run_auto(args) -> int:
               "alpha": alpha, "predicate_source": source,
               "presence_backend": describe_presence(backend)}
     if args.qa_generator == "qasem":
-        from leaderboard.evaluators.qasem import BATCH_SIZE, role_labels
 
         config.update(qasem_role_labels=role_labels(), qasem_dtype="float32",
                       qa_batch_size=args.qa_batch_size or BATCH_SIZE)

@@ -13,19 +13,29 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from benchmark.commands import non_negative_int, positive_float, positive_int
+from benchmark.commands import command_help, non_negative_int, positive_float, positive_int
+from benchmark.commands.config_file import RUN_CONFIG, effective_options
 from benchmark.commands.options import add_option, given_or_default, training_device
 from benchmark.results import (
     FEWSHOT_BACKENDS,
     MODES,
     OPENAI_APIS,
+    RESULTS_FILE,
     TRAINING_MODES,
+    RunSpec,
+    format_decoding,
+    format_table,
 )
+from benchmark.run import run_benchmark
+from tasks import parse_task_list
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_json
+from trainers.finetuning.profiles import get_profile
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "run", help="fine-tune or prompt a model on USB tasks, predict, score, write results",
+        "run", help=command_help("run"),
         description="Run a whole benchmark: derive data (--raw) or read it (--data), fine-tune "
                     "(finetune mode) or pick shots (fewshot mode), predict the split, score "
                     "it, and write DIR/results.json (scores, headline table, provenance) and "
@@ -127,15 +137,11 @@ def build_run_spec(args: argparse.Namespace):
     """The RunSpec the options describe: every field from the option of its name (or
     `OPTION_OF`), left at the spec's default when not given; task lists canonical and
     relative local paths made absolute."""
-    from benchmark.results import RunSpec
-    from tasks import parse_task_list
-    from tasks.errors import SumbenchError
 
     values = {spec_field.name: getattr(args, OPTION_OF.get(spec_field.name, spec_field.name),
                                        None) for spec_field in dataclasses.fields(RunSpec)}
     model = args.model
     if not model and args.mode == "finetune":
-        from trainers.profiles import get_profile
         model = get_profile(given_or_default(args, "profile")).model
     if not model:
         raise SumbenchError("--model is required (few-shot runs, and profiles without a model)")
@@ -149,7 +155,6 @@ def build_run_spec(args: argparse.Namespace):
 
 
 def print_results(results: dict, out_dir: str | Path) -> None:
-    from benchmark.results import RESULTS_FILE, format_decoding, format_table
 
     print(format_table(results["table"]))
     if results.get("decoding"):
@@ -158,7 +163,6 @@ def print_results(results: dict, out_dir: str | Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks.errors import SumbenchError
 
     if not args.tasks:
         raise SumbenchError("--tasks is required (on the command line or in --config)")
@@ -166,7 +170,6 @@ def run(args: argparse.Namespace) -> int:
     if args.print_spec:
         print(spec.to_json())
         return 0
-    from benchmark.run import run_benchmark
 
     results = run_benchmark(spec, args.out, resume=args.resume)
     record_run_config(args, args.out)
@@ -177,9 +180,6 @@ def run(args: argparse.Namespace) -> int:
 def record_run_config(args: argparse.Namespace, out_dir: str | Path) -> None:
     """Write every option of this run into its results.json (`run_config`): `--config` of
     that file repeats the run."""
-    from benchmark.commands.config_file import RUN_CONFIG, effective_options
-    from benchmark.results import RESULTS_FILE
-    from tasks.io import read_json, write_json
 
     parser = getattr(args, "parser", None) or _run_parser()
     path = Path(out_dir) / RESULTS_FILE

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option, given_or_default
-from tasks.io import file_sha256, json_text
-from tasks.provenance import PROVENANCE_KEY
+from tasks.gold import GoldCheck
+from tasks.plumbing.atomic import atomic_path
+from tasks.plumbing.chunk_workers import default_workers
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import file_sha256, json_text
+from tasks.plumbing.provenance import PROVENANCE_KEY, provenance
+from tasks.scoring import score_files
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "score", help="score prediction files (official USB metrics)",
+        "score", help=command_help("score"),
         description="Score JSON Lines prediction records in the official USB shape and print "
                     "the scores (--out: also to a file, with provenance). With --data (and "
                     "--variant, --split), records that are not gold items of that split or "
@@ -41,11 +47,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tasks.atomic import atomic_path
-    from tasks.chunk_workers import default_workers
-    from tasks.errors import SumbenchError
-    from tasks.provenance import provenance
-    from tasks.scoring import score_files
 
     seed = given_or_default(args, "seed")
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": seed}
@@ -75,8 +76,6 @@ def run(args) -> int:
 
 def gold_check(args):
     """The --data check of the arguments, or None; --variant or --split alone is refused."""
-    from tasks.errors import SumbenchError
-    from tasks.gold import GoldCheck
 
     if args.data is None:
         given = [option for option, value in (("--variant", args.variant),

@@ -38,13 +38,21 @@ from __future__ import annotations
 
 import sys
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option, given_or_default
+from leaderboard.evaluators import lite25
+from leaderboard.evaluators.srl_frames import ModelFrames, convert_allennlp_srl
+from leaderboard.evaluators.stu_extraction import RecordedCoref, RecordedFrames, reference_sentences
+from tasks.plumbing.atomic import atomic_path
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_item_lines, read_text
+from tasks.qapyramid.pyramid_data import read_units_file
+from trainers.inference.generation import resolve_device
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "stus", help="Lite³Pyramid STUs (or the Lite²·⁵ mix) of references, from recorded "
-                     "semantic-role frames",
+        "stus", help=command_help("stus"),
         description=__doc__.split("\n\n", 1)[1])
     add_option(parser, "references", required=True)
     parser.add_argument("--frames", metavar="FILE",
@@ -88,7 +96,6 @@ def register(subparsers) -> None:
 
 def frame_source(args):
     """Recorded frames (--frames) or models (--srl-model + --predicate-model)."""
-    from tasks.errors import SumbenchError
 
     if (args.frames is None) == (args.srl_model is None):
         raise SumbenchError("semantic-role frames are needed: --frames FILE (recorded) or "
@@ -97,11 +104,8 @@ def frame_source(args):
     if args.frames:
         if args.predicate_model or args.spacy_pipeline:
             raise SumbenchError("--predicate-model and --spacy-pipeline go with --srl-model")
-        from leaderboard.evaluators.stu_extraction import RecordedFrames
 
         return RecordedFrames(args.frames)
-    from leaderboard.evaluators.srl_frames import ModelFrames
-    from trainers.generation import resolve_device
 
     return ModelFrames(args.srl_model, args.predicate_model,
                        device=resolve_device(given_or_default(args, "device")),
@@ -110,7 +114,6 @@ def frame_source(args):
 
 def check_mix_options(args) -> None:
     """One-line errors for a mix asked for without what it needs, or mix options alone."""
-    from tasks.errors import SumbenchError
 
     mix_options = ("percentage", "easiness", "regressor", "trees", "folds", "ids")
     if not args.scus:
@@ -136,14 +139,11 @@ def check_mix_options(args) -> None:
 
 def mixed(args, references) -> tuple[list[list[str]], str]:
     """(the Lite²·⁵ units, a summary line)."""
-    from leaderboard.evaluators import lite25
-    from tasks.qapyramid.pyramid_data import read_units_file
 
     scus = read_units_file(args.scus, len(references), "references", what="SCUs file")
     if args.easiness:
         easiness = lite25.read_easiness(args.easiness, references)
     elif args.folds:
-        from tasks.io import read_item_lines
 
         ids = [line.strip() for line in read_item_lines(args.ids, len(references),
                                                        what="ids file", lines_for="references")]
@@ -159,9 +159,6 @@ def mixed(args, references) -> tuple[list[list[str]], str]:
 
 
 def run(args) -> int:
-    from leaderboard.evaluators.stu_extraction import RecordedCoref, reference_sentences
-    from tasks.atomic import atomic_path
-    from tasks.io import read_text
 
     check_mix_options(args)
     frames = frame_source(args)
@@ -183,8 +180,7 @@ def run(args) -> int:
 
 def register_convert(subparsers) -> None:
     parser = subparsers.add_parser(
-        "srl-convert", help="an AllenNLP SRL BERT archive as a transformers model folder "
-                            "(for sumbench stus --srl-model)",
+        "srl-convert", help=command_help("srl-convert"),
         description="Convert AllenNLP's SRL BERT (structured-prediction-srl-bert: weights.th "
                     "and vocabulary/labels.txt, as a .tar.gz or unpacked) into a transformers "
                     "BertForTokenClassification folder, with the config and tokenizer of "
@@ -197,7 +193,6 @@ def register_convert(subparsers) -> None:
 
 
 def run_convert(args) -> int:
-    from leaderboard.evaluators.srl_frames import convert_allennlp_srl
 
     out = convert_allennlp_srl(args.archive, args.bert, args.out)
     print(f"sumbench srl-convert: {out}", file=sys.stderr)

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import json
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from tasks import get_task, task_names, task_source
+from tasks.plumbing.registry import TASKS
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("tasks", help="list the registered tasks")
+    parser = subparsers.add_parser("tasks", help=command_help("tasks"))
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_option(shape, "markdown")
@@ -15,8 +18,6 @@ def register(subparsers) -> None:
 
 
 def task_rows() -> list[dict]:
-    from tasks import get_task, task_names, task_source
-    from tasks.registry import TASKS
 
     rows = []
     for name in task_names():

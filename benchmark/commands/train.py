@@ -1,4 +1,5 @@
-"""`sumbench train`: fine-tune a seq2seq model on one or several tasks (see trainers.finetune).
+"""`sumbench train`: fine-tune a seq2seq model on one or several tasks (see
+trainers.finetuning.finetune).
 
 Runs unchanged on several processes: `torchrun --nproc_per_node N -m benchmark.commands.train
 ...` (or `accelerate launch -m benchmark.commands.train ...`).
@@ -8,13 +9,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmark.commands import fraction
+from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, sigterm_as_interrupt
+from benchmark.commands import command_help, fraction
 from benchmark.commands.options import add_option, given_or_default, training_device
+from tasks import parse_task_list
+from tasks.plumbing.errors import DataError, SumbenchError, json_type
+from tasks.plumbing.io import read_json
+from trainers.finetuning.evaluation import early_stopping_fn
+from trainers.finetuning.finetune import finetune
+from trainers.finetuning.profiles import get_profile
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="fine-tune a seq2seq model (full or LoRA) on USB tasks",
+        "train", help=command_help("train"),
         description="Fine-tune on the train split of the given tasks and write OUT/model or "
                     "OUT/adapter, train_config.json (spec + provenance) and train_log.jsonl. "
                     "Values come from --profile, then --spec FILE, then the options, then "
@@ -46,7 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_spec(args: argparse.Namespace):
     """The FinetuneSpec the options describe."""
-    from trainers.profiles import get_profile
 
     spec = get_profile(given_or_default(args, "profile"))
     if args.spec:
@@ -61,7 +68,6 @@ def build_spec(args: argparse.Namespace):
 def apply_spec_file(spec, path: str):
     """`spec` with the fields of the JSON object in `path`; a bad file or field is a
     DataError naming the file and the field."""
-    from tasks.errors import DataError, SumbenchError
 
     values = read_spec_file(path)
     for name, value in values.items():
@@ -77,8 +83,6 @@ def apply_spec_file(spec, path: str):
 
 def read_spec_file(path: str) -> dict:
     """The JSON object of a --spec FILE (errors name the file)."""
-    from tasks.errors import DataError, json_type
-    from tasks.io import read_json
 
     values = read_json(path, what="spec file")
     if not isinstance(values, dict):
@@ -88,7 +92,6 @@ def read_spec_file(path: str) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from tasks import parse_task_list
 
     parse_task_list(args.tasks)  # a bad list or device fails before anything loads
     device = training_device(args)
@@ -96,8 +99,6 @@ def run_train(args: argparse.Namespace) -> int:
     if args.print_spec:
         print(spec.to_json())
         return 0
-    from trainers.evaluation import early_stopping_fn
-    from trainers.finetune import finetune
 
     evaluate_fn = early_stopping_fn(args.early_stopping, spec, args.tasks, args.data)
     final = finetune(spec, args.tasks, data_dir=args.data, out_dir=args.out,
@@ -117,8 +118,6 @@ def _is_main_process() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Entry point for `python -m benchmark.commands.train` (torchrun, accelerate launch):
     SIGTERM (which the launchers pass on) stops as Ctrl-C does, exiting 143 and 130."""
-    from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, sigterm_as_interrupt
-    from tasks.errors import SumbenchError
 
     parser = argparse.ArgumentParser(prog="sumbench train")
     add_arguments(parser)

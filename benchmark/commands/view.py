@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from benchmark.viewer import write_view
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "view", help="look at one or two runs item by item (one offline HTML file)",
+        "view", help=command_help("view"),
         description="Write one self-contained HTML page (no network: it opens from file://) "
                     "showing each item of one or two run folders (their predictions/*.jsonl): "
                     "input, reference, predictions diffed against it and each other, per-item "
@@ -22,7 +24,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from benchmark.viewer import write_view
 
     print(json.dumps(write_view(args.runs, args.out), indent=1))
     return 0

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError
-from tasks.io import json_text, read_json
+from benchmark.results import read_results
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import iter_jsonl, json_text, read_json
 
 SPEC_FILE = "experiment.json"
 
@@ -86,7 +87,6 @@ class ModelSettings:
 
 def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
     """task -> {"headline", "ci95", "metric"} of a finished run folder (headlines x100)."""
-    from benchmark.results import read_results
 
     results = read_results(cell_dir)
     metrics = {row["task"]: row["metric"] for row in results["table"]}
@@ -101,7 +101,6 @@ def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
 def tasks_with_test_items(data: Path, variant: str, tasks: Sequence[str]) -> list[str]:
     """The tasks whose test file in `variant` holds at least one record (a cell runs those:
     a subsample can draw no item of a task in some domain)."""
-    from tasks.io import iter_jsonl
 
     present = []
     for task in tasks:

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from tasks.base import SPLITS
-from tasks.errors import SumbenchError
-from tasks.io import iter_jsonl, write_jsonl
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import iter_jsonl, write_jsonl
+from tasks.usb.derive import build_task_datasets, reusable_build
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,6 @@ class DataSource:
         """The task-datasets folder (derived into OUT/data/full from --raw when needed)."""
         if self.data:
             return Path(self.data).resolve()
-        from tasks.usb.derive import build_task_datasets, reusable_build
 
         full = out / "data" / "full"
         if not reusable_build(full, self.raw, variants):

@@ -2,7 +2,8 @@
 training articles and evaluate every model on the same test set.
 
 Fractions are nested: for one seed the documents of a smaller fraction are a subset of a
-larger one's (trainers.data.select_documents ranks documents by a hash of (seed, id) and keeps
+larger one's (trainers.finetuning.data.select_documents ranks documents by a hash of (seed, id) and
+keeps
 the lowest). With several seeds (`--seeds 0,1,2`) each (fraction, seed) is its own model and
 the result gives the mean and the spread (sample standard deviation) over seeds. Outputs:
 fractions.json (per task and fraction: values per seed, mean, spread; the article ids each
@@ -24,7 +25,10 @@ from benchmark.experiments.common import (
 )
 from benchmark.experiments.data import DataSource, split_article_ids
 from benchmark.experiments.jobs import Job
-from tasks.errors import SumbenchError
+from benchmark.experiments.plots import curves
+from benchmark.experiments.report import notes, null_lines, number, table
+from tasks.plumbing.errors import SumbenchError
+from trainers.finetuning.data import select_documents
 
 RESULT_FILE = "fractions.json"
 
@@ -68,7 +72,6 @@ def model_name(fraction: float, seed: int) -> str:
 
 def prepare_experiment(spec: FractionsSpec, out: Path) -> dict:
     """The data folder and, per model, the training article ids of every task."""
-    from trainers.data import select_documents
 
     data = spec.source.task_datasets(out, [spec.variant])
     if not (data / spec.variant).is_dir():
@@ -133,7 +136,6 @@ def experiment_result(spec: FractionsSpec, out: Path, prepared: dict) -> dict[st
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-    from benchmark.experiments.plots import curves
 
     series = {task: [(result["scores"][task][f"{f:g}"]["mean"],
                       result["scores"][task][f"{f:g}"]["spread"] or 0.0)
@@ -145,7 +147,6 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import notes, null_lines, number, table
 
     columns = [f"{f:g}" for f in result["fractions"]]
 

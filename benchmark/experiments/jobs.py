@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tasks.errors import DataError, SumbenchError, json_type
-from tasks.io import read_json, write_jsonl
+from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, main
+from benchmark.results import read_results
+from tasks.plumbing.errors import DataError, SumbenchError, json_type
+from tasks.plumbing.io import iter_jsonl, read_json, write_jsonl
 from tasks.validation import require_str, require_str_list
 
 PLAN_FILE = "plan.jsonl"
@@ -83,7 +85,6 @@ def check_cell_results(job: Job, path: Path) -> None:
     """A cell's results.json must come from the cell's own command: the test variant and
     the model it names (a results file copied from another cell would be collected as this
     one's)."""
-    from benchmark.results import read_results
 
     spec = read_results(path)["spec"]
     for field, option in (("variant", "--variant"), ("model", "--model")):
@@ -117,7 +118,6 @@ def read_plan(path: Path, out: Path | None = None) -> list[Job]:
     """The jobs of a plan file; a line that is not a job is a DataError naming its field.
     With `out` (the experiment folder), a job writing outside it is an error: the plan's
     paths are absolute, so a moved or copied folder would read and write the original."""
-    from tasks.io import iter_jsonl
 
     jobs = []
     for line, record in iter_jsonl(path):
@@ -174,7 +174,6 @@ def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
     """Run a job in process, its output teed to `log_path`: ("done" | "failed", error).
     A job stopped by Ctrl-C or SIGTERM stops the whole experiment (the signal is raised
     again here), so one Ctrl-C is enough and the exit code says what happened."""
-    from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, main
 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     terminal = sys.__stderr__ or sys.stderr

@@ -21,7 +21,10 @@ from benchmark.experiments.common import (
 )
 from benchmark.experiments.data import DataSource
 from benchmark.experiments.jobs import Job
-from tasks.errors import SumbenchError
+from benchmark.experiments.report import notes, null_lines, number, table
+from leaderboard.charts import task_bar_chart
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json
 from tasks.usb.heuristic import CORRUPTION_METHODS, EVIDENCE_METHODS, HEURISTIC_TASKS
 
 RESULT_FILE = "labels.json"
@@ -131,7 +134,6 @@ def experiment_jobs(spec: LabelsSpec, out: Path, prepared: dict) -> list[Job]:
 
 
 def experiment_result(spec: LabelsSpec, out: Path, prepared: dict) -> dict[str, Any]:
-    from tasks.io import read_json
 
     tasks = list(spec.settings.tasks)
     present = tasks_with_test_items(Path(prepared["data"]), "all", tasks)
@@ -153,7 +155,6 @@ def experiment_result(spec: LabelsSpec, out: Path, prepared: dict) -> dict[str, 
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-    from leaderboard.charts import task_bar_chart
 
     chart_rows = [{"label": name, "values": result["scores"][name], "ci95": {}}
                   for name in result["rows"]]
@@ -163,7 +164,6 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import notes, null_lines, number, table
 
     rows = [[name, *[number(result["scores"][name][task]) for task in result["tasks"]]]
             for name in result["rows"]]

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.experiments.common import SPEC_FILE, claim_folder
-from benchmark.experiments.jobs import PLAN_FILE, run_jobs, write_plan
+from benchmark.experiments.jobs import PLAN_FILE, job_done, read_plan, run_jobs, write_plan
 from benchmark.experiments.report import job_lines, notes
-from tasks.errors import SumbenchError
-from tasks.io import read_json, write_json
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_json
+from tasks.plumbing.provenance import provenance
 
 PREPARED_FILE = "prepared.json"
 JOBS_FILE = "jobs.json"
@@ -79,7 +80,6 @@ def run_experiment(kind: str, spec: Any, out: Path, *, resume: bool = False,
 
 def finish(module, spec: Any, out: Path, prepared: dict, report: dict) -> dict:
     """Collect the finished cells and write the result file, figures and summary.md."""
-    from tasks.provenance import provenance
 
     result = module.experiment_result(spec, out, prepared)
     result["jobs"] = report
@@ -97,7 +97,6 @@ def finish(module, spec: Any, out: Path, prepared: dict, report: dict) -> dict:
 def collect_experiment(out: Path) -> dict:
     """`sumbench experiment collect OUT`: assemble the outputs from finished jobs (e.g. run on
     a cluster from plan.jsonl)."""
-    from benchmark.experiments.jobs import job_done, read_plan
 
     out = out.resolve()
     data = read_json(out / SPEC_FILE, what="experiment spec")

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmark.experiments.jobs import KINDS, LOG_DIR, Job, job_done
-from tasks.errors import SumbenchError
-from tasks.io import read_json, write_json
+from benchmark.experiments.runner import JOBS_FILE
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_json
 
 SLURM_FILE = "slurm.json"
 SCRIPT_DIR = "slurm"
@@ -185,7 +186,6 @@ def job_states(out: Path, jobs: Sequence[Job]) -> list[dict]:
     """Each planned job's state: done | running | pending | failed | not run, with the log of
     a failed job and its Slurm task id, from its files, Slurm (where it was submitted) and
     OUT/jobs.json (where it ran here)."""
-    from benchmark.experiments.runner import JOBS_FILE
 
     latest = _latest_tasks(out)
     slurm = slurm_states(sorted({task.split("_")[0] for task, _, _ in latest.values()}))

@@ -24,10 +24,12 @@ from benchmark.experiments.common import (
     mean_or_none,
     tasks_with_test_items,
 )
-from benchmark.experiments.data import DataSource, shortfalls, subsample_domain
+from benchmark.experiments.data import DataSource, shortfalls, split_article_ids, subsample_domain
 from benchmark.experiments.jobs import Job
+from benchmark.experiments.plots import delta_bars, heatmap
+from benchmark.experiments.report import grid, notes, null_lines
 from tasks.base import SPLITS
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, did_you_mean
 
 TRAIN_DOMAINS = ("biographies", "companies", "disasters", "schools")
 TEST_ONLY_DOMAINS = ("landmarks", "newspapers")
@@ -64,7 +66,6 @@ class TransferSpec:
 
 def check_known_domains(domains: Sequence[str], available: Sequence[str]) -> None:
     """Every training domain is one the data has (`all` is every domain at once, not one)."""
-    from tasks.errors import did_you_mean
 
     known = [name for name in available if name != "all"]
     for domain in domains:
@@ -76,7 +77,6 @@ def check_known_domains(domains: Sequence[str], available: Sequence[str]) -> Non
 def check_domains(spec: TransferSpec, data_dir: Path) -> list[str]:
     """The test-only domains present; an error for a training domain without training
     articles, before anything is trained (unknown domains: `check_known_domains`)."""
-    from benchmark.experiments.data import split_article_ids
 
     present = sorted(path.name for path in data_dir.iterdir() if path.is_dir())
     for domain in spec.domains:
@@ -207,7 +207,6 @@ def experiment_result(spec: TransferSpec, out: Path, prepared: dict) -> dict:
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-    from benchmark.experiments.plots import delta_bars, heatmap
 
     heatmap(result["rows"], result["columns"], result["average"],
             out / "transfer_heatmap.png", title="Cross-domain transfer: average headline",
@@ -228,7 +227,6 @@ def averaged_label(result: dict) -> str:
 
 
 def summary_markdown(result: dict) -> str:
-    from benchmark.experiments.report import grid, notes, null_lines
 
     rows, columns = result["rows"], result["columns"]
     parts = ["# Cross-domain transfer", "",

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.metrics.qa import parse_qa_list
+from tasks.qapyramid.qa_generation import QAGeneration
 from tasks.qapyramid.units import predicate_word, unit_text
 
 QAPair = tuple[str, str]
@@ -143,8 +145,6 @@ def seq2seq_qa_generator(model: Any, tokenizer: Any, predicates: Callable[[str],
                          max_input_tokens: int = 512) -> QAGenerator:
     """A generator from a seq2seq model trained on the `qa_generation` format: for each
     reference, one greedy generation per predicate, parsed and concatenated."""
-    from tasks.metrics.qa import parse_qa_list
-    from tasks.qapyramid.qa_generation import QAGeneration
 
     task = QAGeneration()
 

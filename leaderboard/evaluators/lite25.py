@@ -11,7 +11,7 @@ frame's words, lower-cased [274].
 
 - SCUs: each SCU goes to the sentence sharing the most distinct words with it (the SCU
   lower-cased, commas and full stops made spaces, `nltk.word_tokenize`d as NLTK 3.8.1 did
-  [278]; tasks.treebank); a tie goes to
+  [278]; tasks.plumbing.treebank); a tie goes to
   the earlier sentence, an SCU sharing no word to the first [281].
 - STUs of a sentence: the coreference STUs aligned to it by the same rule, on the text of the
   lower-cased unit between its first and second "is" (`split("is")[1]`, so inside words too
@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from leaderboard.evaluators.stu_extraction import ReferenceSentences, _records, sentence_units
-from tasks.errors import DataError, SumbenchError
-from tasks.treebank import word_tokenize
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_number_rows, read_text
+from tasks.plumbing.treebank import word_tokenize
 
 # the constituency labels counted by the official features, in their order (extract_stus.py
 # `non_terminal_tokens`): a regressor trained on those features reads them in this order
@@ -119,8 +120,6 @@ def read_easiness(path: str | Path, references: Sequence[ReferenceSentences]
     """Per reference its sentences' easiness: one line per reference, TAB-separated numbers,
     one per sentence of its STU extraction; errors name the line."""
     import math
-
-    from tasks.io import read_number_rows
 
     scores = read_number_rows(
         path, [len(reference.frames) for reference in references], what="easiness file",
@@ -240,7 +239,6 @@ def fold_easiness(models: Sequence[str | Path], folds: Sequence[str | Path],
 def read_folds(folds: Sequence[str | Path]) -> dict[str, int]:
     """document id -> its fold (the index of the file that lists it); a DataError for an id
     two files list."""
-    from tasks.io import read_text
 
     fold_of: dict[str, int] = {}
     for fold, path in enumerate(folds):

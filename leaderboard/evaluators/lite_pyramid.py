@@ -18,7 +18,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_number_rows
 
 
 def weighted_pyramid_score(presences: Sequence[float], weights: Sequence[float]) -> float:
@@ -35,7 +36,6 @@ def read_unit_weights(path: str | Path, units: Sequence[Sequence[str]],
     """Per-example unit weights aligned with `units`; errors name the line and the count.
     Integers, read with `int()` as Lite²Pyramid.py reads its --weight file (then `.long()`);
     `fractional` also takes other numbers (not the official rule)."""
-    from tasks.io import read_number_rows
 
     weights = read_number_rows(
         path, [len(example_units) for example_units in units], what="weights file",

@@ -27,8 +27,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tasks.errors import SumbenchError
 from tasks.metrics.correlation import correlation
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.text import pysbd_sentence_words
 
 DEFAULT_ALPHA = 6.0
 MIN_OCCURRENCES = 4  # "more than 3 times"
@@ -40,7 +41,6 @@ Tokenize = Callable[[str], list[str]]
 def sentence_words(text: str) -> list[str]:
     """Words of `text`: pysbd sentences, each tokenized by NLTK word_tokenize (this reproduces
     the released length penalties exactly)."""
-    from tasks.text import pysbd_sentence_words
 
     return pysbd_sentence_words(text)
 

@@ -17,7 +17,8 @@ Backends (`build_backend(name, **options)`):
   are importable from here as well.
 - `chat` (here): the presence task's few-shot prompt (`FewShotPrompter`: k shots drawn from a
   labelled pool, never from the query's example; seeded per query) sent to an
-  OpenAI-compatible chat endpoint (trainers.chat_client); the reply's first yes/no word is the
+  OpenAI-compatible chat endpoint (trainers.fewshot.chat_client); the reply's first yes/no word is
+  the
   label (probability 1/0; 0.5 and label 0 if neither). Its fingerprint names the endpoint,
   model, shots, seed, a hash of the pool and the request params (temperature, max_tokens).
 """
@@ -34,10 +35,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from tasks.errors import SumbenchError
-from tasks.plugins import Once, entry_points, load_plugins
-from tasks.registry import Registry
-from tasks.text import content_tokens
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.plugins import Once, entry_points, load_plugins
+from tasks.plumbing.registry import Registry
+from tasks.plumbing.text import content_tokens
+from tasks.qapyramid.presence_detection import PresenceDetection
+from trainers.fewshot.chat_client import ChatClient, ChatError
 
 #: the one registry of presence backends: name -> PresenceBackend class (built-in, or a
 #: plug-in's); `sumbench pyramid` adds "human" (the dataset's own labels) on top
@@ -83,7 +86,6 @@ def pair_progress(pairs: Iterable, name: str) -> Iterable:
 
 def presence_task():
     """The presence_detection task (its formats and few-shot prompt)."""
-    from tasks.qapyramid.presence_detection import PresenceDetection
 
     return PresenceDetection()
 
@@ -121,7 +123,7 @@ def presence_values(backend: PresenceBackend, summaries: Sequence[str],
 
 def load_backends() -> None:
     """Register the model backends (nli, seq2seq, causal-lm: imports torch) and those of
-    installed packages (`sumbench.presence_backends` entry points, tasks.plugins), once."""
+    installed packages (`sumbench.presence_backends` entry points, tasks.plumbing.plugins), once."""
     importlib.import_module(MODELS_MODULE)
     _load_plugin_backends()
 
@@ -339,7 +341,6 @@ class ChatBackend(PresenceBackend):
                  base_url: str | None = None, api_key: str | None = None, cache: Any = None,
                  pool: Sequence[dict] = (), shots: int = 0, seed: int = 0,
                  params: dict | None = None, prompt_style: str = "task"):
-        from trainers.chat_client import ChatClient
 
         if prompt_style not in PROMPT_STYLES:
             raise PresenceBackendError(f"unknown prompt style {prompt_style!r} (known: "
@@ -368,7 +369,6 @@ class ChatBackend(PresenceBackend):
     def score_iter(self, pairs: Iterable[Sequence[str]]) -> Iterator[PresenceResult]:
         parse = parse_qapyramid_gpt4o if self.prompt_style == "qapyramid-gpt4o" \
             else parse_yes_no
-        from trainers.chat_client import ChatError
 
         failures: list[str] = []
         for number, pair in enumerate(pair_progress(pairs, self.name), start=1):

@@ -48,8 +48,9 @@ from leaderboard.evaluators.presence import (
     pair_progress,
     presence_task,
 )
-from trainers.disk_cache import cache_key, model_revision, open_cache
-from trainers.padding import feature_tensors as pad_batch
+from trainers.models.disk_cache import cache_key, model_revision, open_cache
+from trainers.models.model_loading import load_errors, looks_local
+from trainers.models.padding import feature_tensors as pad_batch
 
 
 # ---- model backends: shared batching, sorting and caching -------------------------------
@@ -64,7 +65,6 @@ def load_pretrained(model: Any, tokenizer: Any, auto_class: str, revision: str |
 
     if isinstance(model, (str, Path)):
         model_id = str(model)
-        from trainers.model_loading import load_errors, looks_local
 
         if looks_local(model_id) and not Path(model_id).expanduser().exists():
             raise PresenceBackendError(f"model path {model_id} does not exist")

@@ -23,7 +23,7 @@ Backends are reached by name through `presence_factory(name)`, which gives a fac
   backend (one model) is built per options and reused across systems.
 `BACKEND_OPTIONS` says which options each built-in backend needs and takes (and with which
 units); `check_presence_options` enforces it. A package adds a backend through a
-`sumbench.presence_backends` entry point (tasks.plugins); it checks its own options.
+`sumbench.presence_backends` entry point (tasks.plumbing.plugins); it checks its own options.
 """
 from __future__ import annotations
 
@@ -34,8 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError, UnknownNameError, did_you_mean
+from leaderboard.evaluators.lite_pyramid import weighted_pyramid_score
+from leaderboard.evaluators.presence import LexicalBackend, plugin_backend_names, pyramid_factory
+from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
+from tasks.qapyramid.presence_detection import pyramid_instances
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
 
 #: unit kinds a text-judging backend accepts: the folder's, a mix by example and unit files
@@ -139,7 +142,6 @@ def evaluate_system(system: str, summaries: Sequence[str], units: Sequence[Seque
                     weights: Sequence[Sequence[float]] | None = None) -> PyramidResult:
     """Score one system's summaries against the units of their examples (weighted by unit
     when `weights` are given, as Lite²Pyramid's --weight)."""
-    from leaderboard.evaluators.lite_pyramid import weighted_pyramid_score
 
     presences = presence(list(summaries), [list(u) for u in units])
     _check_presences(presences, units, system)
@@ -238,7 +240,6 @@ def presence_factory(name: str) -> PresenceFactory:
 def backend_names() -> list[str]:
     """What `sumbench pyramid --presence` accepts: "human", the built-in backends and
     those of installed packages (named without importing them)."""
-    from leaderboard.evaluators.presence import plugin_backend_names
 
     return sorted({*BACKEND_OPTIONS, *plugin_backend_names()})
 
@@ -246,7 +247,6 @@ def backend_names() -> list[str]:
 def text_backend_names() -> list[str]:
     """The backends that judge the summary text (all but the human labels): what `sumbench
     qapyramid semi-auto/auto --presence` accepts; the built-in ones first."""
-    from leaderboard.evaluators.presence import plugin_backend_names
 
     return [*(name for name, spec in BACKEND_OPTIONS.items() if not spec.human_labels),
             *sorted(set(plugin_backend_names()) - set(BACKEND_OPTIONS))]
@@ -282,8 +282,6 @@ def human_presence(dataset: PyramidDataset, system: str, units_kind: str,
 
 @functools.lru_cache(maxsize=8)
 def _calibration(root: str, split: str, seed: int) -> tuple[float, tuple[str, ...]]:
-    from leaderboard.evaluators.presence import LexicalBackend
-    from tasks.qapyramid.presence_detection import pyramid_instances
 
     labelled = load_pyramid_dataset(root, unit_kinds=("scus",), labels=True)
     instances = pyramid_instances(labelled, split, seed)
@@ -335,7 +333,6 @@ def dataset_split(dataset: PyramidDataset, split: str,
 def lexical_presence(dataset: PyramidDataset, system: str, units_kind: str,
                      threshold: float | None = None, **options: Any) -> Presence:
     """Lexical presence labels; `threshold` defaults to `lexical_threshold(dataset.root)`."""
-    from leaderboard.evaluators.presence import LexicalBackend
 
     check_presence_options("lexical", units_kind, options)
     return LexicalBackend(lexical_threshold(dataset.root) if threshold is None else threshold)
@@ -352,7 +349,6 @@ class AutomaticPresence:
                  **options: Any) -> Presence:
         check_presence_options(self.name, units_kind, options)
         if self._factory is None:
-            from leaderboard.evaluators.presence import pyramid_factory
 
             self._factory = pyramid_factory(self.name)
         return self._factory(dataset, system, units_kind, **options)

@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.errors import DataError, SumbenchError
+from leaderboard.evaluators.stu_extraction import _records
+from tasks.plumbing.errors import DataError, SumbenchError
+from trainers.inference.generation import clean_up_spaces
 
 PROMPT_PREFIX = ("Generate", "QA", "pairs:")
 PREDICATE_START, PREDICATE_END = "<extra_id_0>", "<extra_id_1>"
@@ -190,7 +192,6 @@ class RecordedPredicates:
     tokenizer and `BertPredicateDetector` give the sentence)."""
 
     def __init__(self, path: str | Path):
-        from leaderboard.evaluators.stu_extraction import _records
 
         self.path, self.parses = str(path), {}
         for line, record in _records(path, ("sentence", "tokens", "predicates")):
@@ -249,7 +250,6 @@ def qasem_qa_generator(model, tokenizer, parses: Callable[[str], SentenceParse],
 def decoded(tokenizer, output) -> list[str]:
     """The generated texts as the official parser decodes them: special tokens kept, spaces
     cleaned up when the tokenizer's own config says so (`clean_up_tokenization_spaces`)."""
-    from trainers.generation import clean_up_spaces
 
     texts = tokenizer.batch_decode(output, skip_special_tokens=False,
                                    clean_up_tokenization_spaces=False)

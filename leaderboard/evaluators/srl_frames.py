@@ -7,7 +7,7 @@ srl_bert.py and the SRL dataset reader), with transformers only.
   REALSumm STUs' "43 - year"); a spaCy pipeline's own tokenizer when one tags the verbs.
 - Verbs: the words a spaCy pipeline with a tagger (en_core_web_sm, as the official predictor
   loaded; `spacy_pipeline`) tags VERB or AUX, when one is installed; otherwise those a
-  predicate detector marks (trainers.predicate_detector: a token-classification model, whose
+  predicate detector marks (trainers.models.predicate_detector: a token-classification model, whose
   target is spaCy's VERB and AUX words).
 - Tags, per verb: each word cut into word pieces by the tokenizer's WordPiece model alone
   (lower-cased for an uncased model), `[CLS]` pieces `[SEP]`; the verb's pieces have token
@@ -25,7 +25,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import SumbenchError
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import SumbenchError
+from trainers.fewshot.backends import context_positions
+from trainers.models.model_loading import (
+    check_model_source,
+    load_errors,
+    load_failure,
+    resolve_model_path,
+)
+from trainers.models.predicate_detector import PredicateDetector
 
 
 def bio_constraints(labels: Sequence[str]):
@@ -115,7 +124,6 @@ class DetectorPredicates:
     """spaCy's rule-based words and the positions a predicate detector marks."""
 
     def __init__(self, model: str, device: str):
-        from trainers.predicate_detector import PredicateDetector
 
         self.detector = PredicateDetector(model, device=device)
 
@@ -149,9 +157,6 @@ class ModelFrames:
                  spacy_pipeline: str | None = None):
         import transformers
 
-        from trainers.model_loading import check_model_source, load_errors, load_failure
-        from trainers.profiles import resolve_model_path
-
         self.predicates = predicate_source(predicate_model, spacy_pipeline, device)
         check_model_source(srl_model, "SRL model")
         try:
@@ -183,8 +188,6 @@ class ModelFrames:
     def tags(self, words: Sequence[str], verb: int) -> list[str]:
         import torch
 
-        from trainers.fewshot_backends import context_positions
-
         ids, starts = self.pieces(words)
         room = context_positions(self.model.config)
         if room is not None and len(ids) > room:
@@ -214,8 +217,6 @@ def convert_allennlp_srl(archive: str | Path, bert: str | Path, out: str | Path)
 
     import torch
     import transformers
-
-    from tasks.atomic import atomic_directory
 
     with tempfile.TemporaryDirectory() as unpacked:
         folder = Path(archive)

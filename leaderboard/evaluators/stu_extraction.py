@@ -35,7 +35,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import iter_jsonl
 
 PRONOUNS = frozenset(("it", "he", "she", "they", "this", "i", "you", "her", "him", "their",
                       "them", "his", "its", "my", "your"))
@@ -215,7 +216,6 @@ class RecordedCoref:
 
 
 def _records(path: str | Path, fields: Sequence[str]):
-    from tasks.io import iter_jsonl
 
     for line, record in iter_jsonl(Path(path)):
         missing = [name for name in fields if name not in record]

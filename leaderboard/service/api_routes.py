@@ -13,6 +13,7 @@ import json
 from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 
+from leaderboard.service.admin import reveal
 from leaderboard.service.api_models import (
     ERRORS,
     AuditLog,
@@ -24,12 +25,16 @@ from leaderboard.service.api_models import (
     Tracks,
     Users,
 )
-from leaderboard.service.auth import TOKEN_REQUIRED, audit, authenticate, bearer_token
+from leaderboard.service.auth import TOKEN_REQUIRED, audit, audit_rows, authenticate, bearer_token
 from leaderboard.service.boards import stored_output
 from leaderboard.service.db import Database
 from leaderboard.service.documents import SOURCES, TRAINING, filtered_document
+from leaderboard.service.gold import board_inputs, tracks_and_boards
+from leaderboard.service.probing import user_histories
 from leaderboard.service.settings import load_settings
-from tasks.errors import SumbenchError
+from leaderboard.service.submissions import manifest
+from leaderboard.service.worker import queue_rescore
+from tasks.plumbing.errors import SumbenchError
 
 
 def request_user(database: Database, authorization: str | None, required: bool = True):
@@ -79,8 +84,6 @@ def board_filters(q: str | None, source: str | None, training: str | None,
 
 
 def board_routes(router: APIRouter, database: Database) -> None:
-    from leaderboard.service.gold import board_inputs, tracks_and_boards
-    from leaderboard.service.submissions import manifest
 
     @router.get("/leaderboard/{track}.csv", summary="A board as CSV, one row per entry",
                 response_class=Response, responses={
@@ -141,20 +144,17 @@ def admin_routes(router: APIRouter, database: Database) -> None:
                  summary="Queue every entry not scored under the current versions (admins)",
                  status_code=202, response_model=Rescore, responses=ERRORS)
     def rescore(authorization: str | None = Header(None)):
-        from leaderboard.service.worker import queue_rescore
         require_admin(database, authorization)
         return queue_rescore(database)
 
     @router.post("/admin/reveal", summary="Publish the private part's scores (admins, audited)",
                  response_model=Revealed, responses=ERRORS)
     def reveal_route(authorization: str | None = Header(None)):
-        from leaderboard.service.admin import reveal
         return reveal(database, require_admin(database, authorization).name)
 
     @router.get("/admin/audit", summary="The append-only audit log (admins)",
                 response_model=AuditLog, responses=ERRORS)
     def audit_log(authorization: str | None = Header(None), limit: int = 100):
-        from leaderboard.service.auth import audit_rows
         require_admin(database, authorization)
         return {"entries": audit_rows(database, max(1, min(limit, 1000)))}
 
@@ -167,7 +167,6 @@ def admin_routes(router: APIRouter, database: Database) -> None:
 
 def admin_user_histories(database: Database, authorization: str | None) -> list[dict]:
     """Every user's submission history (admins only; the read is audited)."""
-    from leaderboard.service.probing import user_histories
 
     admin = require_admin(database, authorization)
     with database.write_session() as session:

@@ -38,6 +38,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from leaderboard.intake.validate import Upload
 from leaderboard.service.api_models import (
     ERRORS,
     SUBMIT_ERRORS,
@@ -46,9 +47,16 @@ from leaderboard.service.api_models import (
     Hidden,
     SubmissionView,
 )
-from leaderboard.service.api_routes import admin_routes, board_routes, request_user, stored
+from leaderboard.service.api_routes import (
+    admin_routes,
+    admin_user_histories,
+    board_routes,
+    request_user,
+    stored,
+)
 from leaderboard.service.db import Database
 from leaderboard.service.entry_view import public_view
+from leaderboard.service.evaluation import accept_evaluation
 from leaderboard.service.middleware import (
     FORM_OVERHEAD,
     SECURITY_HEADERS,
@@ -57,6 +65,7 @@ from leaderboard.service.middleware import (
     TokenFirst,
     route_path,
 )
+from leaderboard.service.result_routes import result_routes
 from leaderboard.service.schema import check_schema
 from leaderboard.service.settings import load_settings
 from leaderboard.service.submissions import (
@@ -67,11 +76,10 @@ from leaderboard.service.submissions import (
     delete,
     set_hidden,
 )
-from leaderboard.service.validate import Upload
 from leaderboard.service.views import STATIC, Links, entry_ranks, home_view, render
 from leaderboard.tracks import SubmissionErrors
-from tasks.errors import DataError, SumbenchError, did_you_mean, json_type
-from tasks.io import DuplicateKey, strict_loads
+from tasks.plumbing.errors import DataError, SumbenchError, did_you_mean, json_type
+from tasks.plumbing.io import DuplicateKey, strict_loads
 
 API_PREFIX = "/api/v1"
 #: the route that takes uploads (its token is checked before the form is read)
@@ -340,7 +348,6 @@ def _accept_evaluation(database: Database, user, model_root: str | None, model: 
                        revision: str | None, profile: str | None):
     """A model to evaluate: 202 queued, 200 for the same model and settings again, 429 over
     the quota, 422 rejected."""
-    from leaderboard.service.evaluation import accept_evaluation
 
     try:
         answer = accept_evaluation(database, load_settings(database), user, track_name=track,
@@ -372,7 +379,6 @@ def _accept_form(database: Database, user, files: list[UploadFile], model: str, 
 
 def page_router(database: Database):
     """The HTML pages (not part of the API's schema)."""
-    from leaderboard.service.result_routes import result_routes
 
     router = APIRouter(include_in_schema=False)
 
@@ -408,7 +414,6 @@ def page_router(database: Database):
 
     @router.get("/admin/users", response_class=HTMLResponse)
     def users_page(authorization: str | None = Header(None)):
-        from leaderboard.service.api_routes import admin_user_histories
         return render("users.html", links(),
                       users=admin_user_histories(database, authorization))
 

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from leaderboard.service.db import AuditEntry, Database, Submission, Token, User, utcnow
 from leaderboard.service.settings import SCORER_VERSION
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 TOKEN_PREFIX = "sb_"
 #: the answer (401) to a request that needs a token and has no valid one

@@ -24,8 +24,19 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
+from leaderboard.charts import cost_chart, task_bar_chart
+from leaderboard.published import published_usb_rows
+from leaderboard.ranking import (
+    BoardEntry,
+    aggregate_rule,
+    band_rule,
+    intervals,
+    per_part_ranks,
+    rank_entries,
+)
 from leaderboard.service.db import Board, Database, Material, Score, Submission, User, utcnow
-from leaderboard.service.gold import hosted_gold, score_versions
+from leaderboard.service.gold import count_items, hosted_gold, score_versions
+from leaderboard.service.ladder import released_headlines, rounded
 from leaderboard.service.settings import InstanceSettings, load_settings
 
 BADGES = {"submission": "scored here from predictions",
@@ -39,7 +50,6 @@ CHART_ROWS = 10
 
 
 def _entry(submission: Submission, user: User, score: Score, revealed: bool) -> dict[str, Any]:
-    from leaderboard.service.ladder import released_headlines
 
     released = json.loads(score.released) if score.released else None
     entry = {"id": submission.id, "model": submission.model, "kind": submission.kind,
@@ -96,7 +106,6 @@ def split_public_entries(entries: list[dict]) -> tuple[list[dict], list[dict], l
 def private_headlines(score: Score, released: dict | None) -> dict[str, float | None]:
     """The private part's headlines (published after `reveal`); a laddered entry's rounded
     to its parts' steps."""
-    from leaderboard.service.ladder import rounded
 
     results = json.loads(score.private_results) if score.private_results else {}
     headlines = {part: None if result is None else result["headline"]
@@ -140,7 +149,6 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     """(ranked, partial) entries with intervals, bands and per-part ranks; the intervals of
     `small_parts` (too few items to publish one) are withheld (None). An entry whose analysis
     has not landed is ranked by its points, its `analysis` "pending"."""
-    from leaderboard.ranking import BoardEntry, intervals, per_part_ranks, rank_entries
 
     for e in entries:
         e["analysis"] = "pending" if _pending(e, distributions, parts) else "done"
@@ -181,8 +189,6 @@ def _pending(entry: dict, distributions: dict, parts: list[str]) -> bool:
 
 
 def build_snapshot(database: Database, track_name: str, board: str, session) -> dict | None:
-    from leaderboard.published import published_usb_rows
-    from leaderboard.ranking import aggregate_rule, band_rule
 
     settings = load_settings(database, session)
     track = settings.track(track_name)
@@ -239,7 +245,6 @@ def settings_sha256(settings: InstanceSettings) -> str:
 
 def public_count(payload: dict) -> int:
     """The part's public test items (hosted, not private)."""
-    from leaderboard.service.gold import count_items
 
     return count_items(payload) - len(payload.get("private", ()))
 
@@ -251,7 +256,6 @@ def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:
 
 
 def chart_of(snapshot: dict) -> bytes:
-    from leaderboard.charts import task_bar_chart
 
     rows = [{"label": f"#{e['rank']} {e['model']}", "values": e["headlines"],
              "ci95": e.get("ci95", {})} for e in snapshot["ranked"][:CHART_ROWS]]
@@ -270,7 +274,6 @@ def cost_points(snapshot: dict) -> list[dict]:
 
 def cost_chart_of(snapshot: dict) -> bytes | None:
     """Aggregate against seconds with the Pareto front; None when no entry has a cost."""
-    from leaderboard.charts import cost_chart
 
     points = cost_points(snapshot)
     if not points:

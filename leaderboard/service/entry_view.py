@@ -12,8 +12,9 @@ from typing import Any
 from sqlalchemy import select
 
 from leaderboard.service.auth import audit
-from leaderboard.service.boards import BADGES, CARD_BADGE
+from leaderboard.service.boards import BADGES, CARD_BADGE, private_headlines
 from leaderboard.service.db import Database, Score, User
+from leaderboard.service.ladder import released_headlines
 from leaderboard.service.settings import InstanceSettings, load_settings
 from leaderboard.service.submissions import NotFound, stored_submission
 
@@ -64,8 +65,6 @@ def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
     improved), never a metric dict, count, interval or per-domain score; the others their
     public part's headlines, metric dicts (`public_scores`) and per-domain breakdown. After
     `reveal`, the private part's headlines too."""
-    from leaderboard.service.boards import private_headlines
-    from leaderboard.service.ladder import released_headlines
 
     released = json.loads(score.released) if score.released else None
     breakdown = json.loads(score.breakdown) if score.breakdown else None

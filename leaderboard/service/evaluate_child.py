@@ -5,7 +5,7 @@ with no network and none of the worker's credentials in its environment.
 It loads the worker's checked copy of the model (leaderboard.service.model_fetch) with
 safetensors only and without the model's own code, and predicts every task of the board on
 the board's public inputs with the code and defaults of `sumbench predict`
-(trainers.predict). It writes OUT/predictions/<task>.jsonl and OUT/evaluation.json (the
+(trainers.inference.predict). It writes OUT/predictions/<task>.jsonl and OUT/evaluation.json (the
 model's fingerprint, counts), or OUT/error.json with the reason a participant should read,
 exiting 3 (the model cannot be evaluated) or 4 (out of memory). It dies with its worker
 (Linux: the parent-death signal, set by the worker as it starts the process).
@@ -15,13 +15,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tasks import get_task
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, write_json
+from tasks.plumbing.provenance import cpu_model
+from trainers.inference.generation import model_device
+from trainers.inference.predict import PredictSpec, load_model, prepared_fingerprint, run_task
+
 EXIT_UNLOADABLE, EXIT_MEMORY = 3, 4
 
 
 def evaluate(request: dict) -> dict:
-    from tasks import get_task
-    from trainers.generation import model_device
-    from trainers.predict import PredictSpec, load_model, prepared_fingerprint, run_task
 
     out = Path(request["out"])
     model, tokenizer, info = load_model(request["model"], safetensors_only=True)
@@ -45,8 +49,6 @@ def measured(device, counts: dict) -> dict:
 
     import torch
 
-    from tasks.provenance import cpu_model
-
     gpu = device.type == "cuda"
     return {"generated_tokens": sum(c.get("generated_tokens", 0) for c in counts.values()),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -61,8 +63,6 @@ def reason_of(error: BaseException, scratch: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from tasks.errors import SumbenchError
-    from tasks.io import read_json, write_json
 
     request = read_json(argv[0])
     out = Path(request["out"])

@@ -30,10 +30,13 @@ from typing import Any
 from sqlalchemy import select
 
 from leaderboard.card import check_card
+from leaderboard.intake.inputs import write_inputs
+from leaderboard.intake.validate import Upload, validate_submission
 from leaderboard.service.auth import audit
 from leaderboard.service.db import Database, Job, Submission, User, pack
 from leaderboard.service.gold import board_inputs, board_manifest, gold_for, require_board
 from leaderboard.service.jobs import finish
+from leaderboard.service.model_fetch import fetch_model
 from leaderboard.service.model_source import (
     ModelLimits,
     open_source,
@@ -43,7 +46,11 @@ from leaderboard.service.model_source import (
 from leaderboard.service.probing import item_digests
 from leaderboard.service.settings import InstanceSettings, load_settings
 from leaderboard.service.submissions import Identical, check_model_name, check_quota
-from tasks.errors import DataError, SumbenchError
+from leaderboard.service.system_rows import TRUSTED_LIMITS
+from leaderboard.tracks.usb import UsbTrack
+from tasks.plumbing.errors import DataError, SumbenchError
+from trainers.finetuning.profiles import get_profile
+from trainers.inference.predict import PredictSpec
 
 #: the tracks whose boards can evaluate a model (their parts are tasks `sumbench predict` runs)
 EVALUATED_TRACKS = ("usb",)
@@ -60,8 +67,6 @@ class EvaluateOptions:
 def predict_settings(profile: str | None) -> dict:
     """The prediction settings of an evaluation: `sumbench predict`'s defaults (the USB
     release's), whatever the fine-tuning profile; `profile` is checked and recorded."""
-    from trainers.predict import PredictSpec
-    from trainers.profiles import get_profile
 
     if profile is not None:
         try:
@@ -184,7 +189,6 @@ def fetch_checked(evaluation: dict, options: EvaluateOptions, settings: Instance
                   scratch: Path):
     """The model copied into `scratch`, or EvaluationFailed (once: the same files would fail
     again). An evaluation run again (a rescore) must find the files it evaluated before."""
-    from leaderboard.service.model_fetch import fetch_model
 
     try:
         fetched = fetch_model(evaluation["source"], evaluation["revision"], options.model_root,
@@ -271,7 +275,6 @@ def run_child(database: Database, track, board: str, evaluation: dict,
               model: Path) -> dict:
     """Write the board's inputs and the request, run the child under the limits; its
     evaluation.json, or EvaluationFailed."""
-    from leaderboard.client import write_inputs
 
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
@@ -355,7 +358,6 @@ def resident_bytes(psutil, pid: int) -> int:
 
 
 def read_predictions(run: Path) -> list:
-    from leaderboard.service.validate import Upload
 
     return [Upload(path.name, path.read_bytes())
             for path in sorted((run / "predictions").glob("*.jsonl"))]
@@ -365,9 +367,6 @@ def store_evaluation(database: Database, job, track, board: str, evaluation: dic
                      uploads: list) -> None:
     """Check the predictions (every label count accepted), then store them with the job that
     scores them, once."""
-    from leaderboard.service.system_rows import TRUSTED_LIMITS
-    from leaderboard.service.validate import validate_submission
-    from leaderboard.tracks.usb import UsbTrack
 
     try:
         result = validate_submission(UsbTrack(strict_lengths=False), uploads,

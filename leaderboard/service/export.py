@@ -14,24 +14,17 @@ from pathlib import Path
 from leaderboard.service.boards import all_boards, read_board, stored_output
 from leaderboard.service.db import Database
 from leaderboard.service.documents import board_csv, board_document
-from tasks.atomic import atomic_directory
-from tasks.errors import SumbenchError
+from leaderboard.service.entry_view import public_view
+from leaderboard.service.part_page import part_view
+from leaderboard.service.settings import load_settings
+from leaderboard.service.submissions import NotFound
+from leaderboard.service.views import STATIC, Links, compare_view, entry_ranks, home_view, render
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import SumbenchError
 
 
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
-    from leaderboard.service.entry_view import public_view
-    from leaderboard.service.part_page import part_view
-    from leaderboard.service.settings import load_settings
-    from leaderboard.service.submissions import NotFound
-    from leaderboard.service.views import (
-        STATIC,
-        Links,
-        compare_view,
-        entry_ranks,
-        home_view,
-        render,
-    )
 
     links = Links(static=True, visibility=load_settings(database).gold_visibility)
     counts = {"boards": 0, "tasks": 0, "entries": 0, "compare": 0}

@@ -22,8 +22,11 @@ from typing import Any
 from sqlalchemy import select
 
 from leaderboard.service.db import Database, GoldPart, Setting, pack, unpack
-from leaderboard.service.settings import SCORER_VERSION
-from tasks.errors import SumbenchError
+from leaderboard.service.settings import SCORER_VERSION, load_settings
+from leaderboard.tracks.hosting import Hosting, opaque_id
+from tasks import get_task
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.provenance import git_commit, package_versions
 
 _cache_lock = threading.Lock()
 _cache: dict[tuple, dict] = {}
@@ -131,8 +134,6 @@ def hosted_gold(database: Database, track: str, session=None) -> HostedGold:
     if session is None:  # one view for the marks and the payloads (the cache is shared)
         with database.snapshot_session() as own:
             return hosted_gold(database, track, own)
-    from leaderboard.service.settings import load_settings
-    from leaderboard.tracks.hosting import Hosting
 
     marks = tuple(session.execute(
         select(GoldPart.board, GoldPart.part, GoldPart.sha256)
@@ -176,8 +177,6 @@ def part_versions(track, board: str, hosted: HostedGold) -> dict[str, Any]:
     """What decides a board's numbers, per part: the gold as an opaque id (`opaque_id` of
     the hosted part's sha256), the task's version, and the settings that decide what is
     hosted and published."""
-    from leaderboard.tracks.hosting import opaque_id
-    from tasks import get_task
 
     parts = {}
     for part, payload in sorted(require_board(hosted.gold, track.name, board).items()):
@@ -196,7 +195,6 @@ def version_key(versions: Mapping) -> str:
 @functools.lru_cache(maxsize=1)
 def sumbench_build() -> dict[str, Any]:
     """sumbench's version and the git commit of this process's source (read once)."""
-    from tasks.provenance import git_commit, package_versions
 
     return {"sumbench": package_versions(("sumbench",))["sumbench"], "git": git_commit()}
 

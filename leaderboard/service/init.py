@@ -10,9 +10,10 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from leaderboard.service.auth import QUOTA_KINDS
 from leaderboard.service.boards import read_board, settings_sha256
-from leaderboard.service.db import Database
-from leaderboard.service.gold import boards_of, store_gold
+from leaderboard.service.db import Database, Score, Submission
+from leaderboard.service.gold import boards_of, gold_links, store_gold
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.schema import migrate
 from leaderboard.service.settings import (
@@ -21,7 +22,11 @@ from leaderboard.service.settings import (
     load_settings,
     save_settings,
 )
-from tasks.errors import SumbenchError
+from leaderboard.service.system_rows import add_baseline_rows, add_builtin_rows, add_reference_rows
+from leaderboard.service.worker import Worker
+from leaderboard.tracks.summaries import SummariesEvaluator
+from tasks.plumbing.errors import SumbenchError
+from tasks.usb.archive import release_info
 
 VISIBILITY_REQUIRED = (
     "--gold-visibility is required with --gold: public (participants can hold the test "
@@ -36,7 +41,6 @@ def configure(database: Database, changes: Mapping[str, str], evaluators: Sequen
     hosted and kept private cannot change under published entries before `reveal`: items
     private under the new split would have public numbers from the old one. Public gold
     takes the settings that hide nothing (PUBLIC_GOLD_SETTINGS); it cannot become private."""
-    from leaderboard.tracks.summaries import SummariesEvaluator
 
     before = load_settings(database)
     changes = dict(changes)
@@ -70,9 +74,6 @@ def check_nothing_published(database: Database, before, after) -> None:
     scored under the old one."""
     from sqlalchemy import func, select
 
-    from leaderboard.service.auth import QUOTA_KINDS
-    from leaderboard.service.db import Score, Submission
-
     with database.session() as session:
         scored = session.scalar(select(func.count(Score.id.distinct())).join(
             Submission, Submission.id == Score.submission_id).where(
@@ -103,11 +104,6 @@ def load_all_gold(database: Database, settings, gold: str | None,
 
 
 def add_computed_rows(database: Database, settings) -> dict[str, int]:
-    from leaderboard.service.system_rows import (
-        add_baseline_rows,
-        add_builtin_rows,
-        add_reference_rows,
-    )
 
     tracks = boards_of(database)
     added = {"baseline": 0, "reference": 0, "builtin": 0}
@@ -123,7 +119,6 @@ def add_computed_rows(database: Database, settings) -> dict[str, int]:
 def linked_report(database: Database) -> list[dict]:
     """The linked parts found on the usb track's stored gold (what `keep_linked` decides): on
     the `all` board when there is one (it holds every domain's articles), else on each."""
-    from leaderboard.service.gold import gold_links
 
     if "usb" not in boards_of(database):
         return []
@@ -145,7 +140,6 @@ def gold_visibility_of(database: Database, gold: str | None, given: str | None,
     """The visibility `init` stores: public for the official release (`sumbench data fetch`
     output, by its archive_info.json; private is refused), else the one given; None keeps
     the stored one. `required`: --gold of a new instance must say which (a SumbenchError)."""
-    from tasks.usb.archive import release_info
 
     release = release_info(gold) if gold else None
     if release is not None:
@@ -174,7 +168,6 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
         added = add_computed_rows(database, instance) if computed_rows else {}
         jobs = 0
         if score:  # the server's own rows; submitted models wait for the workers
-            from leaderboard.service.worker import Worker
             jobs = Worker(database, kinds=("score", "analyse")).drain()
         boards = boards_of(database)
         stale = {(c["track"], c["board"]) for c in changes if c["change"] != "unchanged"}

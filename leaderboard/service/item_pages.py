@@ -19,7 +19,13 @@ from collections import OrderedDict
 from sqlalchemy import select
 
 from leaderboard.service.db import Database, Material, Score, Submission, unpack
+from leaderboard.service.entry_view import public_view
+from leaderboard.service.gold import hosted_gold, score_versions
+from leaderboard.service.settings import load_settings
 from leaderboard.service.submissions import NotFound
+from tasks import get_task
+from tasks.item_values import item_kind, item_values
+from tasks.item_view import render_view, view_data
 
 #: pages kept, newest last: (database, ids, task, when each was scored) -> HTML
 _pages: OrderedDict[tuple, str] = OrderedDict()
@@ -30,7 +36,6 @@ ASSET_PATH = "/view-assets/"
 
 def item_pages_offered(database: Database) -> bool:
     """Whether this instance publishes items: its test gold is public."""
-    from leaderboard.service.settings import load_settings
 
     return load_settings(database).gold_is_public
 
@@ -38,7 +43,6 @@ def item_pages_offered(database: Database) -> bool:
 def item_page(database: Database, entry_id: int, task: str, versus: int | None = None) -> str:
     """The viewer page of one entry's records of `task` (with `versus`, two entries'); a
     NotFound where the gold is hidden, for an entry no one may see, or a task it lacks."""
-    from leaderboard.service.entry_view import public_view
 
     if not item_pages_offered(database):
         raise NotFound("item pages are served only where the test gold is public")
@@ -60,9 +64,6 @@ def item_page(database: Database, entry_id: int, task: str, versus: int | None =
 
 
 def _render(database: Database, views: list[dict], task: str) -> str:
-    from leaderboard.service.gold import hosted_gold, score_versions
-    from leaderboard.service.settings import load_settings
-    from tasks.item_view import render_view, view_data
 
     track = load_settings(database).track(views[0]["track"])
     if not hasattr(track, "joined_records"):  # USB: records by task
@@ -82,8 +83,6 @@ def _scored_records(database: Database, track, gold, board: str, key: str, entry
     """(records, result, item values) of an entry's task as the worker scored it: the stored
     predictions joined onto the gold, the score's results, the values of its stored material
     (nothing is scored in a request)."""
-    from tasks import get_task
-    from tasks.item_values import item_kind, item_values
 
     with database.session() as session:
         stored = session.get(Submission, entry_id).predictions

@@ -35,7 +35,7 @@ from leaderboard.service.model_source import (
     resolve_source,
 )
 from leaderboard.service.nofollow import Folder, refuse
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 
 @dataclass(frozen=True)

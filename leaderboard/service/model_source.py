@@ -22,7 +22,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from leaderboard.service.nofollow import Entry, Folder, check_source_name, refuse
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 #: a hub model id: `name` or `owner/name`
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 #: the flag that refuses a link where a name is opened (tests take it away to show the race)
 NO_FOLLOW = os.O_NOFOLLOW

@@ -12,6 +12,7 @@ from typing import Any
 
 from leaderboard.service.boards import SELF_REPORTED
 from leaderboard.service.db import Database
+from leaderboard.service.entry_view import public_view
 from leaderboard.service.submissions import NotFound
 
 #: snapshot groups, as the board page lists them: ranked on the part, then listed apart
@@ -23,7 +24,6 @@ HEAT_LEVELS = 8
 def part_view(database: Database, snapshot: dict, part: str) -> dict[str, Any]:
     """The page's context: the board, the part, its ranked and listed rows, the metric
     names and domains of the table and heatmap."""
-    from leaderboard.service.entry_view import public_view
 
     if part not in snapshot["parts"]:
         raise NotFound(f"board {snapshot['track']}/{snapshot['board']} has no part {part!r}")

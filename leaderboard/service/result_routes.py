@@ -6,9 +6,15 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse, Response
 
+from leaderboard.service.boards import read_board
 from leaderboard.service.db import Database
+from leaderboard.service.entry_view import public_view
+from leaderboard.service.item_pages import ASSET_PATH, item_page
+from leaderboard.service.part_page import part_view
 from leaderboard.service.submissions import NotFound
-from tasks.errors import SumbenchError
+from leaderboard.service.views import compare_view, render
+from tasks.item_view import ASSETS
+from tasks.plumbing.errors import SumbenchError
 
 MEDIA_TYPES = {"view.js": "text/javascript; charset=utf-8",
                "view.css": "text/css; charset=utf-8"}
@@ -17,12 +23,6 @@ MEDIA_TYPES = {"view.js": "text/javascript; charset=utf-8",
 def result_routes(router: APIRouter, database: Database, links) -> None:
     """Add the comparison, task and item pages and the viewer's assets to the page router;
     `links()` makes a request's Links."""
-    from leaderboard.service.boards import read_board
-    from leaderboard.service.entry_view import public_view
-    from leaderboard.service.item_pages import ASSET_PATH, item_page
-    from leaderboard.service.part_page import part_view
-    from leaderboard.service.views import compare_view, render
-    from tasks.item_view import ASSETS
 
     @router.get("/compare", response_class=HTMLResponse)
     def compare_page(a: int, b: int):

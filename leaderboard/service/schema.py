@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from leaderboard.service.db import Base, Database
+from tasks.plumbing.errors import SumbenchError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -52,7 +53,6 @@ def schema_differences(database: Database) -> list:
 
 def check_schema(database: Database) -> None:
     """Refuse a database that is not at the newest revision (run `leaderboard init`)."""
-    from tasks.errors import SumbenchError
 
     revision, head = current_revision(database), head_revision()
     if revision != head:

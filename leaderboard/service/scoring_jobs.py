@@ -28,13 +28,14 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from leaderboard.ranking import bootstrap_distribution
 from leaderboard.service.db import Database, Job, Material, Score, Submission, User, pack, unpack
 from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.jobs import finish
 from leaderboard.service.ladder import ladder_answers, user_bests
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.settings import load_settings
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 logger = logging.getLogger("sumbench.leaderboard.worker")
 
@@ -195,7 +196,6 @@ def _add_score(session, settings, submission: Submission, computed: StoredScore,
 
 
 def analyse_job(database: Database, job) -> None:
-    from leaderboard.ranking import bootstrap_distribution
 
     settings = load_settings(database)
     with database.write_session() as session:

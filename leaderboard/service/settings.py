@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderboard.service.db import Database, Setting
-from tasks.errors import SumbenchError
+from leaderboard.tracks import make_track
+from leaderboard.tracks.summaries import SummariesEvaluator, default_summary_evaluators
+from tasks.plumbing.errors import SumbenchError
 
 SETTINGS_KEY = "instance"
 #: bumped when the way a track's scores are computed or published changes (part of every
@@ -38,7 +40,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _default_evaluators() -> list[dict]:
-    from leaderboard.tracks.summaries import default_summary_evaluators
 
     return [evaluator.to_dict() for evaluator in default_summary_evaluators()]
 
@@ -154,13 +155,11 @@ class InstanceSettings:
         return cls(**data)
 
     def evaluators(self) -> list:
-        from leaderboard.tracks.summaries import SummariesEvaluator
 
         return [SummariesEvaluator.from_dict(item) for item in self.summary_evaluators]
 
     def track(self, name: str):
         """The track called `name`, configured by these settings."""
-        from leaderboard.tracks import make_track
 
         return make_track(name, self.evaluators() if name == "summaries" else None,
                           self.strict_lengths)

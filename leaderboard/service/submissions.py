@@ -18,14 +18,14 @@ from typing import Any
 from sqlalchemy import select
 
 from leaderboard.card import check_card, merged_card
+from leaderboard.intake.validate import Limits, Upload, uploads_sha256, validate_submission
 from leaderboard.service.auth import QUOTA_KINDS, audit, submissions_since, system_user
 from leaderboard.service.db import Database, Job, Submission, User, pack, utcnow
 from leaderboard.service.gold import board_manifest
 from leaderboard.service.probing import item_digests
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.settings import InstanceSettings
-from leaderboard.service.validate import Limits, Upload, uploads_sha256, validate_submission
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.validation import MAX_INDEX
 
 MAX_MODEL_CHARS = 200

@@ -5,7 +5,8 @@
   Pyramid score in the card (`human_pyramid`) beside the automatic scores;
 - evaluators boards: built-in metrics (kind "builtin"): ROUGE-1/2/L recall, lexical Pyramid
   over SCUs, STUs, sentences and QA units;
-- usb boards: non-neural baselines (kind "baseline", trainers.baselines) on the test inputs.
+- usb boards: non-neural baselines (kind "baseline", trainers.inference.baselines) on the test
+inputs.
 
 A row already present (same kind, board and name) is not added again.
 """
@@ -16,11 +17,14 @@ from collections.abc import Iterable
 
 from sqlalchemy import select
 
+from leaderboard.intake.validate import Limits, Upload, validate_submission
 from leaderboard.service.auth import system_user
 from leaderboard.service.db import Database, Job, Submission, pack
 from leaderboard.service.gold import board_manifest, gold_for
 from leaderboard.service.settings import InstanceSettings
-from leaderboard.service.validate import Limits, Upload, validate_submission
+from leaderboard.tracks.evaluators import builtin_metric_records
+from tasks import get_task
+from trainers.inference.baselines import BASELINES, baseline_records
 
 
 def _jsonl(records: Iterable[dict]) -> bytes:
@@ -77,7 +81,6 @@ def add_reference_rows(database: Database, settings: InstanceSettings) -> list[i
 
 
 def add_builtin_rows(database: Database, settings: InstanceSettings) -> list[int]:
-    from leaderboard.tracks.evaluators import builtin_metric_records
 
     gold = gold_for(database, "evaluators")
     added = []
@@ -90,9 +93,7 @@ def add_builtin_rows(database: Database, settings: InstanceSettings) -> list[int
 
 
 def add_baseline_rows(database: Database, settings: InstanceSettings) -> list[int]:
-    """Non-neural baselines on every usb board (trainers.baselines)."""
-    from tasks import get_task
-    from trainers.baselines import BASELINES, baseline_records
+    """Non-neural baselines on every usb board (trainers.inference.baselines)."""
 
     gold = gold_for(database, "usb")
     added = []

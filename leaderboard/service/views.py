@@ -14,10 +14,13 @@ from urllib.parse import quote, urlencode
 import numpy as np
 from sqlalchemy import select
 
-from leaderboard.service.boards import SELF_REPORTED, all_boards, read_board
+from leaderboard.ranking import compare, mean_distribution, mean_of
+from leaderboard.service.boards import SELF_REPORTED, all_boards, read_board, small_parts
 from leaderboard.service.db import Database, Material, Score
 from leaderboard.service.documents import entry_source, entry_training
-from tasks.errors import SumbenchError
+from leaderboard.service.gold import gold_for
+from leaderboard.service.settings import load_settings
+from tasks.plumbing.errors import SumbenchError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -141,7 +144,6 @@ def comparable_score(database: Database, view: Mapping) -> int:
 
 def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
     """Paired comparisons of two entries of one board: per part and of the mean."""
-    from leaderboard.ranking import compare, mean_distribution, mean_of
 
     if (a["track"], a["variant"]) != (b["track"], b["variant"]):
         raise SumbenchError("entries of different boards cannot be compared")
@@ -170,9 +172,6 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
 
 def withheld_parts(database: Database, track: str, board: str) -> set[str]:
     """Parts of a board too small to publish intervals for (see boards.small_parts)."""
-    from leaderboard.service.boards import small_parts
-    from leaderboard.service.gold import gold_for
-    from leaderboard.service.settings import load_settings
 
     settings = load_settings(database)
     if settings.gold_is_public:  # nothing hidden: every interval is published

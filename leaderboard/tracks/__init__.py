@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from leaderboard.tracks.base import PartScore, SubmissionErrors, Track
+from tasks.plumbing.errors import UnknownNameError
 
 TRACK_NAMES = ("usb", "summaries", "evaluators")
 
@@ -10,6 +11,8 @@ TRACK_NAMES = ("usb", "summaries", "evaluators")
 def make_track(name: str, evaluators=None, strict_lengths: bool = True) -> Track:
     """The track called `name`; `evaluators` configures the summaries track,
     `strict_lengths` the usb track."""
+    # a track's module is imported when the track is first made: the summaries and
+    # evaluators tracks bring ROUGE and NLTK, which a usb board or a client never needs
     if name == "usb":
         from leaderboard.tracks.usb import UsbTrack
         return UsbTrack(strict_lengths)
@@ -19,7 +22,6 @@ def make_track(name: str, evaluators=None, strict_lengths: bool = True) -> Track
     if name == "evaluators":
         from leaderboard.tracks.evaluators import EvaluatorsTrack
         return EvaluatorsTrack()
-    from tasks.errors import UnknownNameError
     raise UnknownNameError(f"unknown track {name!r} (known: {', '.join(TRACK_NAMES)})")
 
 

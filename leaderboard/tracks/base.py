@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 from tasks.validation import require_index, require_str
 
 #: (path, 1-based line, record) of a submitted JSON line

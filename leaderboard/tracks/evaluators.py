@@ -17,9 +17,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from leaderboard.evaluators.presence import LexicalBackend
+from leaderboard.evaluators.pyramid import evaluate_system
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, human_pyramid
 from tasks.metrics.correlation import METHODS, correlation, summary_level, system_level
+from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.qapyramid.pyramid_data import sentence_units
 
 LEVELS = ("system", "summary")
 HEADLINE = ("system", "kendall")
@@ -98,10 +102,6 @@ def scores_by_system(records: Sequence[Mapping]) -> dict[str, list[float]]:
 
 def builtin_metric_records(payload: Mapping) -> dict[str, list[dict]]:
     """Submission records of the built-in evaluators for one set: name -> lines."""
-    from leaderboard.evaluators.presence import LexicalBackend
-    from leaderboard.evaluators.pyramid import evaluate_system
-    from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
-    from tasks.qapyramid.pyramid_data import sentence_units
 
     systems = sorted(payload["labels"])
     summaries = {system: payload["summaries"][system] for system in systems}

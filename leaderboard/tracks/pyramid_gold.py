@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from leaderboard.evaluators.pyramid import lexical_calibration
 from leaderboard.tracks.base import (
     ErrorCollector,
     Track,
@@ -22,8 +23,8 @@ from leaderboard.tracks.base import (
     report_missing,
     unplaced_count,
 )
-from tasks.errors import DataError, SumbenchError
-from tasks.io import iter_jsonl
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
 
 QA_FILE = "qas.jsonl"
@@ -64,7 +65,6 @@ def read_qa_units(path: Path, ids: tuple[str, ...]) -> tuple[tuple[str, ...], ..
 
 def load_pyramid_gold(folder: str | Path) -> dict:
     """The gold payload of one REALSumm/PyrXSum-layout folder."""
-    from leaderboard.evaluators.pyramid import lexical_calibration
 
     root = Path(folder).resolve()
     if not root.is_dir():

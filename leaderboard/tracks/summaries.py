@@ -15,9 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from leaderboard.evaluators.presence import LexicalBackend
+from leaderboard.evaluators.pyramid import check_presence_options, evaluate_system, presence_factory
+from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, dataset_of, human_pyramid
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
+from tasks.qapyramid.pyramid_data import sentence_units
 
 
 @dataclass(frozen=True)
@@ -63,17 +67,10 @@ class SummariesEvaluator:
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
         """Pyramid score of each summary (aligned with the set's ids)."""
-        from leaderboard.evaluators.presence import LexicalBackend
-        from leaderboard.evaluators.pyramid import (
-            check_presence_options,
-            evaluate_system,
-            presence_factory,
-        )
 
         dataset = dataset_of(payload)
         units = dataset.units.get(self.units) if self.units != "sentences" else None
         if units is None:
-            from tasks.qapyramid.pyramid_data import sentence_units
             units = sentence_units(dataset.references)
         options = dict(self.options)
         if self.presence == "lexical":
@@ -127,7 +124,6 @@ class SummariesTrack(PyramidSetTrack):
         return {board: PartScore(result, headline, per_evaluator[headline_name])}
 
     def statistic(self, part: str, gold, board: str):
-        from leaderboard.ranking import mean_statistic
 
         return mean_statistic()
 

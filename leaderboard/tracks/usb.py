@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from leaderboard.ranking import headline_statistic
 from leaderboard.tracks.base import (
     ErrorCollector,
     Located,
@@ -31,11 +32,12 @@ from leaderboard.tracks.base import (
     report_missing,
     unplaced_count,
 )
+from leaderboard.tracks.usb_public import apart_articles, hosted_usb, public_inputs
 from tasks import get_task, task_names
 from tasks.base import SPLITS
-from tasks.errors import DataError, SumbenchError, UnknownNameError, json_type
 from tasks.gold import gold_templates
-from tasks.io import file_sha256
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.plumbing.io import file_sha256
 from tasks.scoring import score_task_examples, task_result
 from tasks.validation import require_probabilities
 
@@ -177,15 +179,12 @@ class UsbTrack(Track):
         return gold
 
     def hosted(self, gold, hosting) -> tuple[dict[str, dict[str, dict]], list]:
-        from leaderboard.tracks.usb_public import hosted_usb
         return hosted_usb(gold, hosting)
 
     def apart(self, stored, hosted, board: str) -> dict[str, list[str]]:
-        from leaderboard.tracks.usb_public import apart_articles
         return apart_articles(stored, hosted, board)
 
     def inputs(self, gold, board: str) -> dict[str, list[dict]]:
-        from leaderboard.tracks.usb_public import public_inputs
         return public_inputs(gold, board, item_key)
 
     def subset_result(self, part: str, material: Sequence) -> dict:
@@ -332,7 +331,6 @@ class UsbTrack(Track):
         return gold_match_summary(counts)
 
     def statistic(self, part: str, gold, board: str):
-        from leaderboard.ranking import headline_statistic
 
         return headline_statistic(get_task(part))
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from leaderboard.tracks.hosting import host_boards
+from leaderboard.tracks.linked import find_links
 from tasks import get_task
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
+from tasks.usb.loaders import GOLD_FIELDS, TASK_SCHEMAS
 
 
 def hosted_usb(gold, hosting) -> tuple[dict[str, dict[str, dict]], list]:
     """(board -> part -> hosted payload, links found); a part left without items on a board
     is not hosted there."""
-    from leaderboard.tracks.hosting import host_boards
-    from leaderboard.tracks.linked import find_links
 
     links = [link for board, parts in sorted(gold.items())
              for link in find_links(board, parts)]
@@ -45,7 +46,6 @@ def public_inputs(gold, board: str, item_key) -> dict[str, list[dict]]:
     """part -> the records a submission answers, as the task's dataset holds them (so `sumbench
     predict` reads them) without the fields that hold the answer (GOLD_FIELDS), sorted by item
     (`item_key(task, item)`: never in gold order, which would tell FAC's labels)."""
-    from tasks.usb.loaders import GOLD_FIELDS, TASK_SCHEMAS
 
     parts = {}
     for name, payload in sorted(gold[board].items()):

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from tasks.errors import SumbenchError
 from tasks.metrics.classification import UNDEFINED_REASONS
+from tasks.plumbing.errors import SumbenchError
 
 
 @dataclass(frozen=True)

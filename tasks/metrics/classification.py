@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 CLASSIFICATION_KEYS = ("precision", "recall", "f1", "accuracy", "auc")
 #: the key of a metric dict that maps each undefined (None) metric to the reason

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 METHODS = ("kendall", "pearson", "spearman")
 #: how summary-level correlation treats an example with constant scores on a side

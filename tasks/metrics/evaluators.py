@@ -4,14 +4,15 @@
 An evaluator is a callable `evaluator(summaries, references) -> [score per summary]` (the
 i-th summary against the i-th reference). Built-in: ROUGE-1/2/L recall (rouge-score with
 stemming). Installed packages add theirs through `sumbench.evaluators` entry points
-(tasks.plugins): the entry point's name is the evaluator's.
+(tasks.plumbing.plugins): the entry point's name is the evaluator's.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from tasks.plugins import Once, load_plugins
-from tasks.registry import Registry
+from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.plumbing.plugins import Once, load_plugins
+from tasks.plumbing.registry import Registry
 
 Evaluator = Callable[[Sequence[str], Sequence[str]], list[float]]
 EVALUATORS: Registry = Registry("evaluator")
@@ -19,7 +20,6 @@ EVALUATORS: Registry = Registry("evaluator")
 
 def rouge_recall(metric: str) -> Evaluator:
     def evaluator(summaries: Sequence[str], references: Sequence[str]) -> list[float]:
-        from tasks.metrics.recall import rouge_recall_by_system
 
         return rouge_recall_by_system({"summaries": list(summaries)}, list(references),
                                       [metric])[metric]["summaries"]
@@ -34,7 +34,6 @@ def register_evaluator(name: str, evaluator) -> None:
 
 
 def _register_evaluators() -> None:
-    from tasks.metrics.recall import RECALL_METRICS
 
     for name in RECALL_METRICS:
         EVALUATORS.register(name, rouge_recall(name))

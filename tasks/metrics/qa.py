@@ -21,11 +21,43 @@ rescaling), from `layer` (default: the last hidden layer). It is built on transf
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
-from tasks.errors import SumbenchError
-from tasks.metrics.rouge import rouge_tokens
+from tasks.metrics.rouge import rouge_scores, rouge_tokens
+from tasks.plumbing.errors import SumbenchError
+
+#: words that stand for a QA unit's answer in a question without "?" ("someone did what")
+PLACEHOLDERS = frozenset({"someone", "something", "somewhere", "somebody", "anyone",
+                          "anything"})
+_QUESTION_END = re.compile(r"\?")
+
+
+def split_qa(text: str) -> tuple[str, str]:
+    """ "question? answer" -> ("question?", "answer"), split at the first "?".
+
+    Without a "?", the question runs to the last placeholder word (someone/something/...)
+    and the rest is the answer; with no placeholder either, the whole text is the question.
+    """
+    text = " ".join(text.split())
+    match = _QUESTION_END.search(text)
+    if match:
+        return text[:match.end()].strip(), text[match.end():].strip()
+    words = text.split(" ")
+    cut = max((i for i, word in enumerate(words) if word.lower() in PLACEHOLDERS), default=-1)
+    if cut < 0:
+        return text, ""
+    return " ".join(words[:cut + 1]), " ".join(words[cut + 1:])
+
+
+def join_qa(question: str, answer: str) -> str:
+    """The QA as one unit string "question? answer" (a "?" added when missing)."""
+    question = question.strip()
+    if question and not question.endswith("?"):
+        question += "?"
+    return f"{question} {answer.strip()}".strip()
+
 
 QAPair = tuple[str, str]
 PAIR_SEPARATOR = " | "
@@ -33,7 +65,6 @@ PAIR_SEPARATOR = " | "
 
 def linearize_qas(pairs: Sequence[Sequence[str]]) -> str:
     """ "q1? a1 | q2? a2" (see module docstring)."""
-    from tasks.qapyramid.units import join_qa
 
     return PAIR_SEPARATOR.join(join_qa(question, answer) for question, answer in pairs)
 
@@ -41,8 +72,6 @@ def linearize_qas(pairs: Sequence[Sequence[str]]) -> str:
 def parse_qa_list(text: str) -> list[QAPair]:
     """Generated text -> [(question, answer), ...]; items without any word are dropped."""
     import re
-
-    from tasks.qapyramid.units import split_qa
 
     pairs = []
     for item in re.split(r"\s*(?:\||\n|;)\s*", text or ""):
@@ -112,7 +141,6 @@ def ua_scores(generated_answers: Sequence[Sequence[str]], gold_answers: Sequence
 
 def qa_rougel(generated: Sequence[Sequence[QAPair]], gold: Sequence[Sequence[QAPair]]) -> float:
     """Mean ROUGE-L F between the linearised generated and gold QA lists."""
-    from tasks.metrics.rouge import rouge_scores
 
     return rouge_scores([linearize_qas(pairs) for pairs in generated],
                         [linearize_qas(pairs) for pairs in gold])["rougel"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from rouge_score import rouge_scorer, tokenizers
 
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 #: metric name -> rouge-score type
 RECALL_METRICS = {"rouge1_recall": "rouge1", "rouge2_recall": "rouge2",

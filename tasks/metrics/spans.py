@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from tasks.metrics.char_diff import character_diff
 from tasks.metrics.classification import with_undefined
+from tasks.plumbing.treebank import treebank_spans
 
 SPAN_KEYS = ("precision", "recall", "f1")
 NO_SPANS = "no spans in either the gold or the predicted summaries"
@@ -34,7 +35,6 @@ OPEN_MARK, CLOSE_MARK = "[]", "[/]"
 def word_spans(summary: str) -> list[tuple[int, int]]:
     """(start, end) character offsets of the summary's Treebank words, as the official
     evaluation's `TreebankWordTokenizer().span_tokenize` gave them with NLTK 3.8.1."""
-    from tasks.treebank import treebank_spans
 
     return treebank_spans(summary)
 

@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, UnknownNameError, json_type
-from tasks.io import read_json
-from tasks.qapyramid.units import group_by_predicate, split_qa
+from tasks.metrics.qa import split_qa
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.plumbing.io import iter_jsonl, read_json
+from tasks.qapyramid.judgments import load_qa_judgments
+from tasks.qapyramid.units import group_by_predicate
 
 HUB_REPO_ID = "shiyue/QAPyramid"
 HUB_SPLIT = "cnndm_test"
@@ -161,7 +163,6 @@ def _json_records(path: Path) -> Iterable[tuple[dict, Any]]:
 
 def read_examples(path: str | os.PathLike) -> list[QAPyramidExample]:
     """Records of a local JSON or JSONL file (see module docstring), validated."""
-    from tasks.io import iter_jsonl
 
     path = Path(path)
     if not path.is_file():
@@ -202,7 +203,6 @@ def find_data_file(directory: str | os.PathLike) -> Path:
 
 def hub_downloader(repo_id: str) -> list[dict]:
     """Records of the hub dataset (split `cnndm_test`) via `datasets.load_dataset`."""
-    from tasks.errors import SumbenchError
 
     try:
         from datasets import load_dataset
@@ -232,7 +232,6 @@ def load_examples(source: str | os.PathLike | None = None,
 def raw_predicate_groups(path: str | os.PathLike) -> dict[str, list[tuple[str, list]]]:
     """From QA_presence.json: per example id, [(predicate_id, [(question, answer), ...])]
     in predicate-number order (every system carries the same QAs; the first system's are read)."""
-    from tasks.qapyramid.judgments import load_qa_judgments
 
     grouped: dict[str, dict[str, list]] = {}
     first_system: dict[str, str] = {}

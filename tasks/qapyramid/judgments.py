@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, json_type
-from tasks.io import read_json
+from tasks.plumbing.errors import DataError, json_type
+from tasks.plumbing.io import read_json
 
 
 @dataclass(frozen=True)

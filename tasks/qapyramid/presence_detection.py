@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
-from tasks.errors import DataError, UnknownNameError
+from tasks.metrics.classification import flagged_scores, micro_f1
+from tasks.plumbing.errors import DataError, UnknownNameError
+from tasks.plumbing.registry import TASKS
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, in_split, load_examples
+from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 from tasks.qapyramid.task import QAPyramidTask
 from tasks.qapyramid.units import QA_UNIT_KINDS, unit_text
-from tasks.registry import TASKS
 from tasks.validation import require_binary_label, require_probabilities, require_str
 
 PRESENCE_INSTRUCTION = "Is the content unit present in the summary? : "
@@ -127,7 +129,6 @@ class PresenceDetection(QAPyramidTask):
         if variant == "qapyramid":
             examples = load_examples(data_dir, downloader=self.downloader)
             return qapyramid_instances(examples, split, self.unit_kind, self.split_seed)
-        from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
         dataset = load_pyramid_dataset(pyramid_root(data_dir, variant))
         return pyramid_instances(dataset, split, self.split_seed)
@@ -195,7 +196,6 @@ class PresenceDetection(QAPyramidTask):
     def aggregate_scores(self, examples: Sequence) -> dict:
         """Pooled binary metrics, `micro_f1` (over both classes, rounded predictions), and
         `length_mismatches` (how many predictions were not `[p]` and counted as p = 0)."""
-        from tasks.metrics.classification import flagged_scores, micro_f1
 
         scores = flagged_scores(examples)
         scores["micro_f1"] = micro_f1([v for values, _, _ in examples for v in values],

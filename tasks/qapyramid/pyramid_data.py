@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.errors import DataError, UnknownNameError, did_you_mean
-from tasks.io import read_item_lines, read_text, refuse_non_file
+from tasks.plumbing.errors import DataError, UnknownNameError, did_you_mean
+from tasks.plumbing.io import read_item_lines, read_text, refuse_non_file
 
 #: unit kinds: human SCUs, automatic STUs, reference sentences (SSUs)
 UNIT_KINDS = ("scus", "stus", "sentences")

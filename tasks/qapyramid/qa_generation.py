@@ -28,8 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
-from tasks.errors import DataError
-from tasks.metrics.qa import BERTSCORE_KEYS, linearize_qas, parse_qa_list
+from tasks.metrics.qa import (
+    BERTSCORE_KEYS,
+    bertscore_per_example,
+    linearize_qas,
+    parse_qa_list,
+    prf,
+    ua_counts,
+)
+from tasks.metrics.rouge import rouge_per_example
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.registry import TASKS
 from tasks.qapyramid.dataset import (
     DEFAULT_SPLIT_SEED,
     in_split,
@@ -38,7 +47,6 @@ from tasks.qapyramid.dataset import (
 )
 from tasks.qapyramid.task import QAPyramidTask
 from tasks.qapyramid.units import predicate_word
-from tasks.registry import TASKS
 from tasks.validation import require_str
 
 JUDGMENTS_FILE = "QA_presence.json"
@@ -175,8 +183,6 @@ class QAGeneration(QAPyramidTask):
     def score_examples(self, records: Sequence[dict]) -> list[dict]:
         """Per record (predicate): `rougel` of the linearised lists, `ua` = (matched,
         generated, gold) answer counts, and BERTScore P/R/F when `bertscore_model` is set."""
-        from tasks.metrics.qa import bertscore_per_example, ua_counts
-        from tasks.metrics.rouge import rouge_per_example
 
         generated = [[tuple(pair) for pair in r["prediction"]] for r in records]
         gold = [[tuple(pair) for pair in r["qas"]] for r in records]
@@ -197,8 +203,6 @@ class QAGeneration(QAPyramidTask):
     def aggregate_scores(self, examples: Sequence[dict]) -> dict:
         """Mean ROUGE-L, micro UA precision/recall/F1 over predicates, mean BERTScore."""
         import numpy as np
-
-        from tasks.metrics.qa import prf
 
         if not examples:
             raise ValueError("QA generation scores need at least one record")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import abc
 
 from tasks.base import Task
-from tasks.errors import UnknownNameError
+from tasks.plumbing.errors import UnknownNameError
 from tasks.qapyramid.dataset import check_split
 
 

@@ -28,6 +28,8 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
+from tasks.metrics.qa import PLACEHOLDERS, join_qa
+
 #: unit kinds a presence instance can carry
 UNIT_KINDS = ("qa", "statement", "scu", "stu")
 QA_UNIT_KINDS = ("qa", "statement")
@@ -37,7 +39,6 @@ AUXILIARIES = frozenset("""
 am is are was were be been being do does did done has have had having will would shall should
 can could may might must ought not n't 's 're 'd 'll 've wo ca
 """.split())
-PLACEHOLDERS = frozenset({"someone", "something", "somewhere", "somebody", "anyone", "anything"})
 #: words between the auxiliaries and the verb that are not the verb ("is best known", "was to open")
 NON_VERBS = frozenset({"to", "best", "also", "still", "never", "just", "already", "ever", "even",
                        "only", "really", "well", "often", "always", "some", "way", "by", "means"})
@@ -64,33 +65,7 @@ withdraw withdrew withdrawn; write wrote written
 IRREGULAR_BASE = {form: group.split()[0] for group in _IRREGULAR_FORMS.split(";")
                   for form in group.split()}
 SUBJECT_WORDS = PLACEHOLDERS | {"it", "he", "she", "they", "i", "we", "you", "one"}
-_QUESTION_END = re.compile(r"\?")
 _WORD = re.compile(r"[A-Za-z]+(?=n't\b)|n't\b|[A-Za-z']+|[^\sA-Za-z']+")
-
-
-def split_qa(text: str) -> tuple[str, str]:
-    """ "question? answer" -> ("question?", "answer"), split at the first "?".
-
-    Without a "?", the question runs to the last placeholder word (someone/something/...)
-    and the rest is the answer; with no placeholder either, the whole text is the question.
-    """
-    text = " ".join(text.split())
-    match = _QUESTION_END.search(text)
-    if match:
-        return text[:match.end()].strip(), text[match.end():].strip()
-    words = text.split(" ")
-    cut = max((i for i, word in enumerate(words) if word.lower() in PLACEHOLDERS), default=-1)
-    if cut < 0:
-        return text, ""
-    return " ".join(words[:cut + 1]), " ".join(words[cut + 1:])
-
-
-def join_qa(question: str, answer: str) -> str:
-    """The QA as one unit string "question? answer" (a "?" added when missing)."""
-    question = question.strip()
-    if question and not question.endswith("?"):
-        question += "?"
-    return f"{question} {answer.strip()}".strip()
 
 
 def question_words(question: str) -> list[str]:

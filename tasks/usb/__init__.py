@@ -1,4 +1,4 @@
-"""The eight USB tasks; importing this package registers them in tasks.registry.TASKS."""
+"""The eight USB tasks; importing this package registers them in tasks.plumbing.registry.TASKS."""
 from __future__ import annotations
 
 from tasks.usb import (  # noqa: F401

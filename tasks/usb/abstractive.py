@@ -1,7 +1,7 @@
 """ABS: summarize a whole article (ROUGE against the kept summary sentences)."""
 from __future__ import annotations
 
-from tasks.registry import TASKS
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import TextTask, instructed, joined
 
 

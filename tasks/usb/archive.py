@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from tasks.atomic import atomic_directory
-from tasks.errors import DataError
-from tasks.io import file_sha256, write_json
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import file_sha256, write_json
 from tasks.usb.layout import HOW_TO_GET_DATA, find_data_root
 
 HUB_REPO_ID = "kundank/usb"

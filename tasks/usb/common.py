@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tasks.base import FewShotParts, ModelInput, Task
-from tasks.errors import DataError, SumbenchError
+from tasks.metrics.classification import align_to_labels, flagged_scores
+from tasks.metrics.rouge import (
+    BOOTSTRAP_SAMPLES,
+    ROUGE_AGGREGATES,
+    aggregate_rouge,
+    geometric_mean,
+    rouge_per_example,
+)
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.usb.loaders import GOLD_FIELDS, load_task_split
 from tasks.validation import require_str
 
 ROUGE_METRICS = ("rouge1", "rouge2", "rougel", "exactmatch")
@@ -45,7 +54,6 @@ class UsbTask(Task):
         """The instance fields that hold the answer: inputs without them (a leaderboard's
         public inputs) are predicted all the same, and their records carry no reference.
         The dataset's answer fields (GOLD_FIELDS) unless the task's instances differ."""
-        from tasks.usb.loaders import GOLD_FIELDS
 
         return GOLD_FIELDS[self.name]
 
@@ -54,7 +62,6 @@ class UsbTask(Task):
         return all(field in instance for field in self.answer_fields)
 
     def load(self, split: str, variant: str = "all", data_dir: str | None = None):
-        from tasks.usb.loaders import load_task_split
 
         return load_task_split(self.name, split, variant=variant, data_dir=data_dir)
 
@@ -156,7 +163,6 @@ class TextTask(UsbTask):
     option_names = ("rouge_aggregate", "rouge_seed")
 
     def __init__(self, rouge_aggregate: str = "mean", rouge_seed: int = 0):
-        from tasks.metrics.rouge import ROUGE_AGGREGATES
 
         if rouge_aggregate not in ROUGE_AGGREGATES:
             raise SumbenchError(f"unknown ROUGE aggregate {rouge_aggregate!r} (known: "
@@ -167,7 +173,6 @@ class TextTask(UsbTask):
         """Which ROUGE aggregate ran, as results record it."""
         if self.rouge_aggregate == "mean":
             return "mean"
-        from tasks.metrics.rouge import BOOTSTRAP_SAMPLES
 
         return f"bootstrap-mid (seed {self.rouge_seed}, {BOOTSTRAP_SAMPLES} resamples)"
 
@@ -193,7 +198,6 @@ class TextTask(UsbTask):
         require_str(record, "output_string")
 
     def score_examples(self, records: Sequence[dict]) -> list[dict]:
-        from tasks.metrics.rouge import rouge_per_example
 
         return rouge_per_example([r["prediction"] for r in records],
                                  [r["output_string"] for r in records])
@@ -201,7 +205,6 @@ class TextTask(UsbTask):
     def aggregate_scores(self, examples: Sequence[dict]) -> dict:
         """rouge1, rouge2, rougel, exactmatch, `rouge_gmean` (their R1/R2/RL mean) and
         `rouge_aggregate` (which aggregate ran: mean or the bootstrap median)."""
-        from tasks.metrics.rouge import aggregate_rouge, geometric_mean
 
         scores = aggregate_rouge(examples, self.rouge_aggregate, self.rouge_seed)
         scores["rouge_gmean"] = geometric_mean(
@@ -212,7 +215,6 @@ class TextTask(UsbTask):
     def headline(self, scores: dict) -> float | None:
         if self.main_metric != "rouge_gmean":
             return super().headline(scores)
-        from tasks.metrics.rouge import geometric_mean
 
         return 100.0 * geometric_mean([scores["rouge1"], scores["rouge2"], scores["rougel"]])
 
@@ -298,7 +300,6 @@ class LineLabelTask(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[list[float], list[int], bool]]:
         """Per record: probabilities truncated/padded to the lines, labels, mismatch flag."""
-        from tasks.metrics.classification import align_to_labels
 
         examples = []
         for record in records:
@@ -317,7 +318,6 @@ class LineLabelTask(UsbTask):
                 for values, labels, mismatched in examples]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-        from tasks.metrics.classification import flagged_scores
 
         return flagged_scores(examples)
 

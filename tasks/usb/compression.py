@@ -1,7 +1,7 @@
 """COMP: compress the evidence sentences of one summary sentence into a single line."""
 from __future__ import annotations
 
-from tasks.registry import TASKS
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import TextTask, instructed, joined
 
 

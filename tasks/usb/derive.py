@@ -18,11 +18,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from tasks.atomic import atomic_directory
-from tasks.errors import DataError
-from tasks.io import dumps_record, read_json, write_json
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import dumps_record, read_json, write_json
+from tasks.plumbing.provenance import provenance
+from tasks.plumbing.text import treebank_words, word_tokenizer_name
 from tasks.usb.layout import SPLITS, TASK_FOLDERS
 from tasks.usb.raw import SplitJob, iter_documents, plan_splits, raw_input_digest
+from tasks.usb.split_checks import duplicate_problems, overlap_problems, source_digest
 
 BUILD_INFO_FILE = "build_info.json"
 BUILD_INFO_FORMAT = "sumbench-usb-task-datasets/1"
@@ -106,8 +109,7 @@ def derive_fixing(doc_id: str, annotation: dict) -> list[Record]:
 
 def tokenize_sentence(text: str) -> list[str]:
     """Penn Treebank-style words of a summary sentence, as the official script tokenizes it
-    (``nltk.word_tokenize``, sentence splitting included; see tasks.text)."""
-    from tasks.text import treebank_words
+    (``nltk.word_tokenize``, sentence splitting included; see tasks.plumbing.text)."""
 
     return treebank_words(text)
 
@@ -187,7 +189,6 @@ def derive_documents(documents: Iterable[tuple[str, dict]]) -> TaskDatasets:
 
 def _derive_jobs(raw_dir: Path, jobs: list[SplitJob], progress: bool,
                  digests: dict[str, str] | None = None) -> dict[str, dict]:
-    from tasks.usb.split_checks import source_digest
 
     result: dict[str, dict] = {}
     for variant, split, documents in iter_documents(raw_dir, jobs, progress):
@@ -215,7 +216,6 @@ def derive_all(raw_dir: str | Path, variants: Iterable[str] | None = None, *,
                ) -> dict[str, dict[str, dict[str, list[Record]]]]:
     """variant -> task -> split -> records. Reads and validates every input first. A list
     given as `problems` receives the split files' duplicates and cross-split overlaps."""
-    from tasks.usb.split_checks import duplicate_problems, overlap_problems
 
     raw_dir = Path(raw_dir)
     jobs, digests = plan_splits(raw_dir, variants), {}
@@ -275,8 +275,6 @@ def build_task_datasets(raw_dir: str | Path, out_dir: str | Path,
     documents in a split and documents shared by two splits are printed as warnings, or
     with `strict` raised as a DataError before anything is written.
     """
-    from tasks.provenance import provenance
-    from tasks.text import word_tokenizer_name
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     check_output_folder(out_dir, raw_dir)
     problems: list[str] = []

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tasks.errors import DataError
-from tasks.registry import TASKS
+from tasks.metrics.classification import evidence_line_labels
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import LineLabelTask, instructed
 from tasks.validation import is_int, require, require_probabilities, require_str_list
 
@@ -65,6 +66,5 @@ class EvidenceExtraction(LineLabelTask):
                             field="labels")
 
     def record_line_labels(self, record: dict) -> list[int]:
-        from tasks.metrics.classification import evidence_line_labels
 
         return evidence_line_labels(record["labels"], len(record["input_lines"]))

@@ -1,7 +1,7 @@
 """EXT: label each article sentence as important (in the summary's evidence) or not."""
 from __future__ import annotations
 
-from tasks.registry import TASKS
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import LineLabelTask
 from tasks.validation import require_binary_labels, require_probabilities
 

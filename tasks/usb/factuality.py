@@ -5,7 +5,8 @@ import re
 from collections.abc import Sequence
 
 from tasks.base import ModelInput
-from tasks.registry import TASKS
+from tasks.metrics.classification import fac_probability, flagged_scores
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import CLASSIFICATION_METRICS, UsbTask, instructed, joined
 from tasks.validation import require_binary_label, require_probabilities
 
@@ -65,12 +66,10 @@ class FactualityClassification(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[list[float], list[int], bool]]:
         """Per record: [probability of "unsupported"], [label], whether the list had length != 1."""
-        from tasks.metrics.classification import fac_probability
 
         return [([fac_probability(r["prediction"])], [r["label"]], len(r["prediction"]) != 1)
                 for r in records]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-        from tasks.metrics.classification import flagged_scores
 
         return flagged_scores(examples)

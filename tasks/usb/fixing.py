@@ -1,7 +1,7 @@
 """FIX: rewrite an unsupported summary sentence so its evidence supports it."""
 from __future__ import annotations
 
-from tasks.registry import TASKS
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import TextTask, instructed, joined
 
 

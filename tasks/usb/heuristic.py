@@ -26,10 +26,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.atomic import atomic_directory
-from tasks.errors import SumbenchError
-from tasks.io import dumps_record, write_json
+from tasks.plumbing.atomic import atomic_directory
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import dumps_record, write_json
+from tasks.plumbing.provenance import provenance
 from tasks.usb.corruptions import Corruption, corrupt, names
+from tasks.usb.derive import _article, check_output_folder
+from tasks.usb.raw import read_documents
 
 EVIDENCE_METHODS = ("rougeL", "entity", "superpal")
 CORRUPTION_METHODS = ("factcc", "infill")
@@ -116,7 +119,6 @@ BUILT_IN_EVIDENCE = {"rougeL": rouge_l_evidence, "entity": entity_evidence}
 def article_records(doc_id: str, annotation: dict, evidence_fn: EvidenceFn,
                     corrupt_fn: CorruptFn, seed: int) -> tuple[dict, list[dict], list[tuple]]:
     """(task -> records, corruption notes, (human refs, heuristic refs) per sentence)."""
-    from tasks.usb.derive import _article
 
     article = _article(annotation)
     kept = [i for i, sentence in enumerate(article.after) if sentence]
@@ -166,9 +168,6 @@ def build_heuristic_datasets(raw_dir: str | Path, out_dir: str | Path, spec: Heu
                              corrupt_fn: CorruptFn | None = None) -> dict:
     """Write OUT/<variant>/<task>/<split>.jsonl (+ .corruptions.jsonl) and OUT/build_info.json
     for every variant of the raw folder; all or nothing. Returns the report."""
-    from tasks.provenance import provenance
-    from tasks.usb.derive import check_output_folder
-    from tasks.usb.raw import read_documents
 
     check_output_folder(Path(out_dir), Path(raw_dir))
     evidence_fn = evidence_fn or BUILT_IN_EVIDENCE.get(spec.evidence)

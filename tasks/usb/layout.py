@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 TASK_FOLDERS = (
     "abstractive_summarization",

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import DataError, json_type
-from tasks.io import iter_jsonl, refuse_non_file
+from tasks.plumbing.errors import DataError, json_type
+from tasks.plumbing.io import iter_jsonl, refuse_non_file
 from tasks.usb.archive import (  # noqa: F401  (re-exported)
     ARCHIVE_INFO_FILE,
     CACHE_ENV,

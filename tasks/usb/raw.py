@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from tasks.errors import DataError, json_type
-from tasks.io import file_sha256, read_json, read_text
+from tasks.plumbing.errors import DataError, json_type
+from tasks.plumbing.io import file_sha256, read_json, read_text
 from tasks.usb.layout import SPLITS
 
 

@@ -1,7 +1,7 @@
 """TOPIC: summarize an article for one of its section topics."""
 from __future__ import annotations
 
-from tasks.registry import TASKS
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import TextTask, instructed, joined
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tasks.registry import TASKS
+from tasks.metrics.spans import aggregate_spans, span_example_counts
+from tasks.plumbing.registry import TASKS
 from tasks.usb.common import SPAN_METRICS, UsbTask, instructed, joined
 from tasks.validation import require_str
 
@@ -46,12 +47,10 @@ class UnsupportedSpanPrediction(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[int, int, int]]:
         """Per record: (correct, predicted, gold) span counts (`span_example_counts`)."""
-        from tasks.metrics.spans import span_example_counts
 
         return [span_example_counts(r["prediction"], r["summary"], r["annotated_summary"])
                 for r in records]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-        from tasks.metrics.spans import aggregate_spans
 
         return aggregate_spans(examples)

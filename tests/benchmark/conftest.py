@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, str]:
     """The files the CLI cases point at (built once)."""
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     root = tmp_path_factory.mktemp("bad-input")
     good = (usb_fixture_dir / "predictions" / PRED).read_bytes().splitlines(keepends=True)
@@ -67,7 +67,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
     """The experiments' raw corpus (4 training domains + landmarks, test-only) and a
     tiny T5."""
     from benchmark.synthetic import SyntheticSpec, generate_corpus
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     root = tmp_path_factory.mktemp("experiments")
     generate_corpus(root / "raw", SyntheticSpec(seed=2, docs=24, domains=EXPERIMENT_DOMAINS,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.provenance import cpu_model
+from tasks.plumbing.provenance import cpu_model
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))

@@ -260,7 +260,7 @@ def test_model_names_a_new_user_mistypes_are_one_line(workspace, tmp_path, capsy
 
 
 def test_load_failures_say_damaged_only_when_the_library_says_so(tmp_path, monkeypatch):
-    from trainers.model_loading import load_failure
+    from trainers.models.model_loading import load_failure
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -204,7 +204,7 @@ class _RawServer(_TcpServer):
     ("no-reply-text", "response body is not JSON"),
 ])
 def test_chat_faults_are_retried_then_fail_with_a_reason(tmp_path, kind, reason):
-    from trainers.chat_client import ChatClient, ChatError
+    from trainers.fewshot.chat_client import ChatClient, ChatError
 
     server = _RawServer(_raw_reply(kind))
     waits = []
@@ -219,7 +219,7 @@ def test_chat_faults_are_retried_then_fail_with_a_reason(tmp_path, kind, reason)
 
 
 def test_retry_after_is_capped_and_logged(tmp_path):
-    from trainers.chat_client import ChatClient, ChatError
+    from trainers.fewshot.chat_client import ChatClient, ChatError
 
     server = _RawServer(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\n"
                         b"Content-Length: 0\r\n\r\n")
@@ -238,8 +238,8 @@ def test_retry_after_is_capped_and_logged(tmp_path):
 def test_a_truncated_checkpoint_names_its_file(tmp_path):
     import torch
 
-    from tasks.errors import SumbenchError
-    from trainers.checkpoints import _torch_file
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.checkpoints import _torch_file
 
     path = tmp_path / "step-4" / "optimizer.pt"
     path.parent.mkdir()

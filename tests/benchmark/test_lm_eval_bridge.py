@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tasks import get_task
-from tasks.io import read_jsonl
+from tasks.plumbing.io import read_jsonl
 
 from helpers import sumbench
 
@@ -23,7 +23,7 @@ TASKS = ("factuality_classification", "multisentence_compression")
 
 @pytest.fixture(scope="module")
 def tiny_causal(tmp_path_factory, usb_tokenizer):
-    from trainers.tiny import build_tiny_causal_lm
+    from trainers.models.tiny import build_tiny_causal_lm
 
     folder = tmp_path_factory.mktemp("tiny-causal")
     build_tiny_causal_lm(usb_tokenizer, save_dir=folder)

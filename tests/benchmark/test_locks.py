@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 @contextlib.contextmanager
 def live_lock(out, command: str):
     """The lock of `out` held by another live process (its pid) for the block."""
-    from tasks.locks import _process_start, lock_path
+    from tasks.plumbing.locks import _process_start, lock_path
 
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -41,7 +41,7 @@ def live_lock(out, command: str):
 
 def test_a_second_process_on_the_same_out_refuses_and_a_stale_lock_is_replaced(
         workspace, tmp_path, capsys):
-    from tasks.locks import lock_path
+    from tasks.plumbing.locks import lock_path
 
     out = tmp_path / "run"
     with live_lock(out, "predict") as owner:
@@ -64,7 +64,7 @@ def test_a_writable_out_under_a_read_only_parent_runs_without_the_lock(tmp_path,
     still an error naming it."""
     import errno as errnos
 
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     def read_only(folder, command, owner=None):
         raise OSError(errnos.EROFS, "Read-only file system", str(locks.lock_path(folder)))
@@ -88,7 +88,7 @@ def test_another_hosts_lock_is_stale_once_its_owner_stops_refreshing_it(tmp_path
     counts as alive while its owner refreshes it, and is replaced once it has not been
     refreshed for STALE_AFTER_SECONDS (a job killed with SIGKILL used to block the folder until
     someone deleted the lock by hand)."""
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     out = tmp_path / "run"
     path = locks.lock_path(out)
@@ -127,7 +127,7 @@ def test_a_stale_lock_is_removed_only_while_it_is_still_the_stale_one(tmp_path, 
     the pid, is not it)."""
     import fcntl
 
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     path = locks.lock_path(tmp_path / "run")
     stale = {"pid": 4242, "host": "node-7", "command": "train", "since": "2026-11-25"}
@@ -169,7 +169,7 @@ def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeyp
     is still writing it (file systems without hard links)."""
     import errno as errnos
 
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     def no_links(source, target):
         raise OSError(errnos.ENOSYS, "Function not implemented")
@@ -222,7 +222,7 @@ def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeyp
 RACER = """
 import json, os, sys, time
 from pathlib import Path
-from tasks.locks import FolderInUseError, output_lock
+from tasks.plumbing.locks import FolderInUseError, output_lock
 out, start = Path(sys.argv[1]), Path(sys.argv[2])
 (out.parent / "ready" / str(os.getpid())).touch()
 while not start.exists():
@@ -259,7 +259,7 @@ def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind
     """Eight processes find the same stale lock at once (a requeued cluster array): whoever
     takes the folder holds it alone. Five rounds per kind (a damaged or empty lock let two
     processes in about one round in 40)."""
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for round_number in range(5):
@@ -294,7 +294,7 @@ def test_a_zombie_owner_an_interrupt_and_a_vanishing_parent(tmp_path, monkeypatc
     an interrupt right after the lock was linked in left it behind; a sibling command that
     removed the parent folder it had made, between this one's mkdir and its lock, failed
     this one."""
-    import tasks.locks as locks
+    import tasks.plumbing.locks as locks
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     started = locks._process_start(child.pid)
@@ -364,7 +364,7 @@ def test_baseline_and_experiments_hold_their_out_folder_too(workspace, tmp_path,
 
 
 def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
-    from tasks.atomic import atomic_directory
+    from tasks.plumbing.atomic import atomic_directory
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

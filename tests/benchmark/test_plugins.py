@@ -93,7 +93,7 @@ def title_data(root: Path) -> Path:
 
 
 def test_the_pages_task_package_works_end_to_end(venv, tmp_path, usb_tokenizer):
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     listed = sumbench_in(venv, "tasks", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr

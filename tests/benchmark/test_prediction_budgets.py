@@ -7,7 +7,7 @@ import pytest
 
 from benchmark.results import RunSpec
 from benchmark.run import finetune_spec, predict_spec
-from trainers.profiles import profile_names
+from trainers.finetuning.profiles import profile_names
 
 #: profile -> (max input tokens, max new tokens, window budget) of its test predictions
 EXPECTED = {

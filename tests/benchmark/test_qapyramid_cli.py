@@ -81,7 +81,7 @@ def tiny_t5(tmp_path_factory):
     emits words instead (nonsense, which is all these tests need)."""
     import torch
 
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     folder = tmp_path_factory.mktemp("tiny-t5")
     texts = [r["reference"] for r in DATASET] + [qa for r in DATASET for qa in r["QAs"]]
@@ -217,7 +217,7 @@ def test_auto_with_a_model_presence_backend_and_predicates_file(dataset, tiny_t5
 @pytest.fixture(scope="module")
 def refuted_supported_nli(tmp_path_factory):
     """A tiny two-class classifier whose labels are refuted / supported (no "entailment")."""
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     folder = tmp_path_factory.mktemp("nli")
     texts = [r["reference"] for r in DATASET] + [qa for r in DATASET for qa in r["QAs"]] + \
@@ -319,7 +319,7 @@ def predicate_copier(tmp_path_factory):
     import torch
 
     from tasks.qapyramid.qa_generation import QAGeneration
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     words = ("opened", "sold")
     prompts = [QAGeneration.source_text(REPEATED_REFERENCE, word) for word in words]
@@ -368,7 +368,7 @@ def test_auto_with_a_predicate_detector(tmp_path, predicate_copier, capsys):
     results name the detector."""
     from transformers import AutoTokenizer
 
-    from trainers.tiny import build_tiny_token_classifier
+    from trainers.models.tiny import build_tiny_token_classifier
     tokenizer = AutoTokenizer.from_pretrained(str(predicate_copier))
     detector = build_tiny_token_classifier(tokenizer, labels=("O", "PREDICATE"),
                                            save_dir=tmp_path / "detector", favour=1)
@@ -380,7 +380,7 @@ def test_auto_with_a_predicate_detector(tmp_path, predicate_copier, capsys):
     report = run_json(capsys, *OWN_AUTO, "--dataset", str(path), "--qa-model",
                       str(predicate_copier), "--max-new-tokens", "1", "--presence", "lexical",
                       "--predicate-model", str(detector), "--out", str(out))
-    from trainers.predicate_detector import PredicateDetector
+    from trainers.models.predicate_detector import PredicateDetector
     assert PredicateDetector(str(detector))("Maria opened shops.") == ["Maria", "opened",
                                                                        "shops"]
     written = json.loads(out.read_text())

@@ -19,7 +19,7 @@ from benchmark.results import (
     results_table,
     write_results,
 )
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
 
 
 def full_spec() -> RunSpec:

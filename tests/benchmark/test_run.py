@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory, usb_tokenizer) -> dict[str, Path]:
     """A tiny tokenizer shared by a tiny T5 ("t5") and a tiny Llama ("causal")."""
-    from trainers.tiny import build_tiny_causal_lm, build_tiny_t5
+    from trainers.models.tiny import build_tiny_causal_lm, build_tiny_t5
 
     root = tmp_path_factory.mktemp("tiny-models")
     build_tiny_t5(usb_tokenizer, save_dir=root / "t5", seed=1)
@@ -157,7 +157,7 @@ def test_predictions_use_the_windows_of_the_finetuning_spec(tmp_path, capsys, ti
     from transformers import AutoTokenizer
 
     from tasks import get_task
-    from trainers.predict import PredictSpec, format_windows
+    from trainers.inference.predict import PredictSpec, format_windows
 
     out = tmp_path / "windows"
     code, _, stderr = sumbench(

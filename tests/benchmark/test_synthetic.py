@@ -15,8 +15,8 @@ from benchmark.synthetic import (
     generate_corpus,
     read_corpus_info,
 )
-from tasks.errors import SumbenchError
-from tasks.io import read_jsonl
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_jsonl
 from tasks.usb.derive import annotate_deleted_spans, build_task_datasets
 from tasks.usb.loaders import TASK_FOLDERS
 from tasks.usb.raw import validate_annotation

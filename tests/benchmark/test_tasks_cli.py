@@ -71,7 +71,7 @@ def test_parse_task_list_names_aliases_commas_and_all():
 ])
 def test_parse_task_list_refuses(names, message):
     from tasks import parse_task_list
-    from tasks.errors import SumbenchError
+    from tasks.plumbing.errors import SumbenchError
 
     with pytest.raises(SumbenchError, match=message):
         parse_task_list(names)
@@ -79,15 +79,15 @@ def test_parse_task_list_refuses(names, message):
 
 def test_parse_task_list_unknown_name_suggests():
     from tasks import parse_task_list
-    from tasks.errors import UnknownNameError
+    from tasks.plumbing.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError, match="factuality"):
         parse_task_list(["factuality_clasification"])
 
 
 def test_resolve_tasks_uses_the_same_rules():
-    from tasks.errors import SumbenchError
-    from trainers.data import resolve_tasks
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.data import resolve_tasks
 
     fac = get_task("FAC")
     assert [t.name for t in resolve_tasks(["FAC,EXT"])] == ["factuality_classification",

@@ -111,7 +111,7 @@ def test_autoqapyramid_with_a_fake_generator():
 
 
 def test_seq2seq_generator_with_a_tiny_t5():
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer(["Who scored something? Arango | What was scored? a goal"]
                                      * 20, vocab_size=300)

@@ -183,7 +183,7 @@ def _realized(folder, records: list[dict]) -> dict[tuple, float]:
     from pathlib import Path
 
     from tasks import get_task
-    from trainers.predict import PredictSpec, load_model, run_task
+    from trainers.inference.predict import PredictSpec, load_model, run_task
 
     task = get_task(FAC)
     model, tokenizer, _ = load_model(str(folder), safetensors_only=True)
@@ -301,7 +301,7 @@ def _hash_guesses(demo, published: set[bytes]) -> int:
     them and hashed: how many of their digests appear in a public answer. The guesses take the
     true labels but for 10 pairs, whose 1,024 combinations are all tried (so the true file is
     among them: the check that the enumeration is right)."""
-    from tasks.io import dumps_record, file_sha256
+    from tasks.plumbing.io import dumps_record, file_sha256
 
     path = min(demo["data"].glob(f"*/{FAC}/test.jsonl"), key=lambda p: p.stat().st_size)
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from leaderboard.intake.validate import Upload
 from leaderboard.service.auth import authenticate, create_token
 from leaderboard.service.db import Database
 from leaderboard.service.settings import load_settings
 from leaderboard.service.submissions import accept
-from leaderboard.service.validate import Upload
 from leaderboard.service.worker import Worker
 
 from helpers import screenshot_path

@@ -292,7 +292,7 @@ def task_instances(task, records):
 def test_records_of_items_the_board_does_not_host_are_left_out(instance, corpus):
     from tasks import get_task
     from tasks.gold import gold_templates
-    from trainers.baselines import baseline_records
+    from trainers.inference.baselines import baseline_records
 
     lines = []
     for name in ("fixing_factuality", FAC):

@@ -141,7 +141,7 @@ def _adapter(base: Path, out: Path, recorded_base: str, seed: int) -> None:
 @pytest.mark.parametrize("inner_base", ["absolute", "bare name"])
 def test_an_adapter_on_an_adapter_on_an_outside_model_is_refused(lab, tmp_path, monkeypatch,
                                                                  inner_base):
-    from trainers.predict import load_model
+    from trainers.inference.predict import load_model
 
     team = lab["models"] / "team"
     outside_model = lab["outside"] / "model"
@@ -187,7 +187,7 @@ def _indexed(lab, name: str, shard_path: str) -> str:
 
 def test_an_index_naming_files_outside_the_folder_is_refused_whatever_they_are(lab,
                                                                              tmp_path):
-    from trainers.predict import load_model
+    from trainers.inference.predict import load_model
 
     outside_shard = str(lab["outside"] / "model" / "model.safetensors")
     source = _indexed(lab, "indexed", outside_shard)
@@ -370,7 +370,7 @@ def test_a_tokenizer_config_naming_an_outside_vocabulary_is_refused(lab, tmp_pat
                                                                    monkeypatch):
     """transformers opens a tokenizer_config.json `vocab` given as a string: an outside file
     would become the model's vocabulary (and flow into its outputs)."""
-    from trainers.predict import load_model
+    from trainers.inference.predict import load_model
 
     secret = lab["outside"] / "vocabulary.txt"
     secret.write_text("[PAD]\n[UNK]\nTOP-SECRET-LINE\nhunter2\n")

@@ -18,8 +18,8 @@ from leaderboard.ranking import (
     rank_entries,
 )
 from tasks import get_task
-from tasks.io import read_jsonl
 from tasks.metrics.bootstrap import resample_indices
+from tasks.plumbing.io import read_jsonl
 from tasks.scoring import score_files
 
 

@@ -121,7 +121,7 @@ def test_of_two_snapshots_with_the_same_horizon_the_first_stored_stays(board_db)
 def test_an_init_that_failed_after_saving_settings_rebuilds_the_boards_when_run_again(
         board_db, tmp_path):
     from leaderboard.service.init import initialise
-    from tasks.errors import SumbenchError
+    from tasks.plumbing.errors import SumbenchError
 
     database, _, _ = board_db
     with pytest.raises(SumbenchError, match="no-such-gold"):

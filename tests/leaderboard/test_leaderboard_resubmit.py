@@ -71,9 +71,9 @@ def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir
                                                                usb_fixture_dir, monkeypatch):
     """The duplicate's audit row is written in a write transaction: a read transaction that
     then writes fails on SQLite ("database is locked") when another request wrote meanwhile."""
+    from leaderboard.intake.validate import Upload
     from leaderboard.service import submissions
     from leaderboard.service.auth import audit, authenticate
-    from leaderboard.service.validate import Upload
 
     shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
     database = Database(make_database(tmp_path / "lb.sqlite", usb_data=tmp_path / "gold",
@@ -110,10 +110,10 @@ def test_concurrent_identical_submissions_store_one_on_postgres(tmp_path, data_d
     transaction, for an admin (no quota) too: two requests that both validated store one."""
     import threading
 
+    from leaderboard.intake.validate import Upload
     from leaderboard.service import submissions
     from leaderboard.service.auth import authenticate, ensure_user
     from leaderboard.service.init import initialise
-    from leaderboard.service.validate import Upload
 
     from servers import postgres_cluster
 

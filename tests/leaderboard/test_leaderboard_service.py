@@ -11,10 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from leaderboard.intake.validate import Upload
 from leaderboard.service.auth import create_token
 from leaderboard.service.db import AuditEntry, Database, Score, Submission, Token
 from leaderboard.service.settings import load_settings, save_settings
-from leaderboard.service.validate import Upload
 from leaderboard.service.worker import Worker
 from leaderboard.tracks import SubmissionErrors
 from tasks.scoring import score_files
@@ -200,7 +200,7 @@ def test_bad_model_cards_are_refused_naming_the_field(service, usb_fixture_dir, 
 
 def test_card_text_in_any_script_is_kept_and_only_hidden_controls_are_refused():
     from leaderboard.card import check_card
-    from tasks.errors import DataError
+    from tasks.plumbing.errors import DataError
 
     texts = ["line one\r\nline two\ttab", "nbsp\u00a0here \u202f and \u3000 full width",
              "family \U0001F468\u200d\U0001F469\u200d\U0001F467, Persian "
@@ -638,11 +638,11 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
 
 def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_change(
         tmp_path, data_dir, usb_fixture_dir):
+    from leaderboard.intake.validate import Limits, validate_submission
     from leaderboard.service.auth import authenticate
     from leaderboard.service.entry_view import public_view
     from leaderboard.service.init import initialise
     from leaderboard.service.submissions import accept
-    from leaderboard.service.validate import Limits, validate_submission
     from leaderboard.tracks import make_track
 
     gold = tmp_path / "gold"
@@ -742,7 +742,7 @@ def per_item_scores(database) -> set[str]:
 
 def test_migrations_build_exactly_the_models_schema(tmp_path):
     from leaderboard.service.schema import check_schema, head_revision, migrate, schema_differences
-    from tasks.errors import SumbenchError
+    from tasks.plumbing.errors import SumbenchError
 
     database = Database(str(tmp_path / "fresh.sqlite"))
     with pytest.raises(SumbenchError, match="revision none"):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from leaderboard.charts import chart_bars, task_bar_chart
+from leaderboard.intake.validate import Limits, Upload, validate_submission
 from leaderboard.published import PUBLISHED_BADGE, published_usb_rows
-from leaderboard.service.validate import Limits, Upload, validate_submission
 from leaderboard.tracks import SubmissionErrors, make_track
 from leaderboard.tracks.evaluators import builtin_metric_records
 from tasks import task_names
@@ -326,7 +326,7 @@ def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path)
     from leaderboard.evaluators.pyramid import evaluate_dataset
     from leaderboard.tracks.pyramid_gold import dataset_of
     from leaderboard.tracks.summaries import SummariesEvaluator
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     texts = (tiny_pyramid / "references.txt").read_text().splitlines()
     tokenizer = build_tiny_tokenizer(texts * 3, vocab_size=300)

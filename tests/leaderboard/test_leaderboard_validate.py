@@ -9,9 +9,9 @@ import zipfile
 
 import pytest
 
-from leaderboard.service.validate import Limits, Upload, expand, validate_submission
+from leaderboard.intake.validate import Limits, Upload, expand, validate_submission
 from leaderboard.tracks import SubmissionErrors, make_track
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 from lb_helpers import minimal_lines
 
@@ -147,7 +147,7 @@ def test_a_zip_listing_too_long_for_the_member_limit_is_refused_before_it_is_par
     """ZipFile makes an object for every listed member at once (300,000 empty members in
     25 MB took 165 MB and 1.6 s before they could be counted), so the listing's size, as
     the end record gives it, is bounded first."""
-    import leaderboard.service.archives as archives
+    import leaderboard.intake.archives as archives
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -354,7 +354,7 @@ def test_check_applies_the_limits_and_length_rule_the_server_states(abs_lines):
 
 def test_the_line_limit_is_an_instance_setting():
     from leaderboard.service.settings import InstanceSettings
-    from tasks.errors import SumbenchError
+    from tasks.plumbing.errors import SumbenchError
 
     settings = InstanceSettings().with_changes({"max_line_bytes": "4096"})
     assert Limits.of(settings).max_line_bytes == 4096 == settings.to_dict()["max_line_bytes"]

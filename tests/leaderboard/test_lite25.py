@@ -24,7 +24,7 @@ from leaderboard.evaluators.stu_extraction import (
     ReferenceSentences,
     reference_sentences,
 )
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 from helpers import SRL_FRAMES
 

@@ -14,7 +14,7 @@ from leaderboard.evaluators.lite_pyramid import (
     scu_examples,
     weighted_pyramid_score,
 )
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
 

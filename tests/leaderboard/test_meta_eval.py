@@ -10,9 +10,9 @@ from rouge_score import rouge_scorer
 from benchmark.cli import main
 from leaderboard.evaluators.pyramid import pyramid_scores
 from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
-from tasks.errors import DataError, SumbenchError
 from tasks.metrics.correlation import correlation
 from tasks.metrics.recall import rouge_recall, rouge_recall_by_system
+from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
 METRIC = {"A": [0.9, 0.1, 0.5], "B": [0.5, 0.2, 0.5], "C": [0.1, 0.3, 0.5], "D": [0.2, 0.2, 0.5]}

@@ -20,7 +20,7 @@ from leaderboard.evaluators.penalties import (
     sentence_words,
     with_alpha,
 )
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 # QAPyramid dataset (shiyue/QAPyramid, cnndm_test,
 # example 000571afe702684d90c1d222ce70b1e1375c1016):

@@ -41,14 +41,14 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from trainers.tiny import build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_tokenizer
 
     return build_tiny_tokenizer(TEXTS * 3, vocab_size=400)
 
 
 @pytest.fixture(scope="module")
 def classifier_dir(tokenizer, tmp_path_factory):
-    from trainers.tiny import build_tiny_classifier
+    from trainers.models.tiny import build_tiny_classifier
 
     path = tmp_path_factory.mktemp("nli")
     build_tiny_classifier(tokenizer, labels=("contradiction", "entailment", "neutral"),
@@ -218,7 +218,7 @@ def test_nli_stale_label2id_is_an_error(classifier_dir, tmp_path):
 
 
 def test_nli_entailment_label_option(tokenizer, tmp_path):
-    from trainers.tiny import build_tiny_classifier
+    from trainers.models.tiny import build_tiny_classifier
 
     build_tiny_classifier(tokenizer, labels=("refuted", "supported"), save_dir=tmp_path / "m",
                           seed=4)
@@ -276,7 +276,7 @@ def outlier_pairs() -> list[tuple[str, str, str]]:
 
 
 def test_nli_cache_key_changes_with_weights(tokenizer, tmp_path):
-    from trainers.tiny import build_tiny_classifier
+    from trainers.models.tiny import build_tiny_classifier
 
     labels = ("entailment", "neutral", "contradiction")
     build_tiny_classifier(tokenizer, labels=labels, save_dir=tmp_path / "m", seed=1)
@@ -289,7 +289,7 @@ def test_model_revision_covers_tokenizer_and_config_files(classifier_dir, tmp_pa
     import json
     import shutil
 
-    from trainers.disk_cache import model_folder_files, model_revision
+    from trainers.models.disk_cache import model_folder_files, model_revision
 
     folder = tmp_path / "m"
     shutil.copytree(classifier_dir, folder)
@@ -335,7 +335,7 @@ def test_nli_cache_misses_after_a_tokenizer_change(classifier_dir, tmp_path):
 def test_seq2seq_yes_no_probability(tokenizer):
     import torch
 
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     model = build_tiny_t5(tokenizer, seed=0)
     backend = Seq2SeqYesNoBackend(model, tokenizer, batch_size=2)
@@ -354,7 +354,7 @@ def test_seq2seq_yes_no_probability(tokenizer):
 def test_seq2seq_cache_key_is_the_model_input(tokenizer, tmp_path, monkeypatch):
     """Another instruction text means another model input: not the cached output."""
     from tasks.qapyramid import presence_detection
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     model = build_tiny_t5(tokenizer, seed=0)
     cache = tmp_path / "s2s.sqlite"

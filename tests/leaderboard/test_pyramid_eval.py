@@ -21,7 +21,7 @@ from leaderboard.evaluators.pyramid import (
     pyramid_scores,
     system_score,
 )
-from tasks.errors import SumbenchError, UnknownNameError
+from tasks.plumbing.errors import SumbenchError, UnknownNameError
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
 # shared/README.md: mean over examples of present SCUs / all SCUs (the Lite2-3Pyramid
@@ -287,7 +287,7 @@ def _nli_expected(model_dir, summaries, units) -> float:
 
 
 def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, tmp_path):
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     folder = pyramid_data_dir / "pyrxsum"
     systems = ["ptgen", "t5-large"]
@@ -338,7 +338,7 @@ def test_human_presence_imports_no_model_library(pyramid_data_dir):
 def test_cli_nli_entailment_label(small_folder, capsys, tmp_path):
     """A two-class checkpoint named refuted/supported: --entailment-label picks the class;
     the two choices' probabilities add up to 1 for every pair, so the scores too."""
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     texts = [line for name in ("references.txt", "STUs.txt", "summaries/sys.summary")
              for line in (small_folder / name).read_text().splitlines()]

@@ -13,7 +13,7 @@ from leaderboard.evaluators.qapyramid import (
     summary_scores,
     system_scores,
 )
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 from tasks.qapyramid.judgments import QAJudgment, load_qa_judgments
 
 # Published human QAPyramid (QAPyramid paper; seeds-digest.md) by the JSON's system keys.

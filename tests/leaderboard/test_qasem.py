@@ -20,7 +20,7 @@ from leaderboard.evaluators.qasem import (
     prompt,
     role_labels,
 )
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 
 FOX = ["The", "fox", "jumped", "over", "the", "fence", "."]
 
@@ -129,7 +129,7 @@ def qasem_parrot(tmp_path_factory):
     32 + k + 1: the next token's."""
     import torch
 
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer([ANSWER, REFERENCE] * 50, vocab_size=400)
     tokenizer.add_special_tokens({"additional_special_tokens": [

@@ -12,7 +12,7 @@ import pytest
 
 from benchmark.cli import main
 from leaderboard.evaluators.srl_frames import ModelFrames, bio_constraints, viterbi
-from tasks.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError
 
 LABELS = ("O", "B-ARG0", "I-ARG0", "B-V", "I-V")
 NEG = float("-inf")
@@ -46,7 +46,7 @@ def models(tmp_path_factory):
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertForTokenClassification, PreTrainedTokenizerFast
 
-    from trainers.tiny import _tiny_bert_config, build_tiny_token_classifier
+    from trainers.models.tiny import _tiny_bert_config, build_tiny_token_classifier
 
     root = tmp_path_factory.mktemp("srl")
     wordpiece = BertWordPieceTokenizer(lowercase=True)
@@ -194,7 +194,7 @@ def test_spacys_words_are_the_released_realsumm_stus_words(pyramid_data_dir):
     import re
 
     from leaderboard.evaluators.srl_frames import spacy_words
-    from tasks.treebank import word_tokenize
+    from tasks.plumbing.treebank import word_tokenize
 
     root = pyramid_data_dir / "realsumm"
     references = (root / "references.txt").read_text(encoding="utf-8").splitlines()

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from tasks import chunk_workers
-from tasks.chunk_workers import ChunkWorkers
-from tasks.errors import SumbenchError
+from tasks.plumbing import chunk_workers
+from tasks.plumbing.chunk_workers import ChunkWorkers
+from tasks.plumbing.errors import SumbenchError
 from tasks.scoring import read_prediction_files, score_files, score_records
 
 needs_fork = pytest.mark.skipif(not chunk_workers.fork_available(),
@@ -189,8 +189,8 @@ def test_objects_frozen_by_the_caller_stay_frozen(monkeypatch):
 INTERRUPTED_SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from tasks import chunk_workers
-from tasks.chunk_workers import ChunkWorkers
+from tasks.plumbing import chunk_workers
+from tasks.plumbing.chunk_workers import ChunkWorkers
 
 chunk_workers.WARM_ITEMS = 0  # every chunk in a child
 

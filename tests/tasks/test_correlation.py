@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from tasks.errors import SumbenchError
 from tasks.metrics.correlation import correlation, per_example, summary_level, system_level
+from tasks.plumbing.errors import SumbenchError
 
 X = [1, 2, 3, 4, 5]
 Y = [2, 4, 5, 4, 5]

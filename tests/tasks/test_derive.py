@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
 from tasks.usb.derive import (
     BUILD_INFO_FILE,
     annotate_deleted_spans,
@@ -298,7 +298,7 @@ def test_unsupported_spans_split_sentences_like_the_official_tokenizer(before, a
 def test_word_tokenizer_is_recorded_and_is_nltks_own():
     import nltk
 
-    from tasks import text
+    from tasks.plumbing import text
 
     assert "punkt_tab English" in text.word_tokenizer_name()
     assert text.treebank_words("A b. C d.") == ["A", "b", ".", "C", "d", "."]

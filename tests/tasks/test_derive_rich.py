@@ -42,10 +42,10 @@ def test_the_installed_nltk_alone_would_drift(tmp_path, monkeypatch):
     tokenizes this corpus as 3.8.1 did)."""
     import nltk
 
-    from tasks import text
+    from tasks.usb import derive
     from tasks.usb.derive import build_task_datasets
 
-    monkeypatch.setattr(text, "treebank_words", nltk.word_tokenize)
+    monkeypatch.setattr(derive, "treebank_words", nltk.word_tokenize)
     build_task_datasets(RICH / "raw", tmp_path / "data", progress=False)
     unsup = [path for path in OFFICIAL if path.parts[1] == "unsupported_span_prediction"]
     drifted = [path for path in unsup if (tmp_path / "data" / path).read_bytes() !=

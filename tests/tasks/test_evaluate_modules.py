@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.io import read_jsonl
 from tasks.metrics import classification, evaluate_module_path, rouge, spans
+from tasks.plumbing.io import read_jsonl
 
 MODULES = Path(__file__).resolve().parents[2] / "tasks" / "metrics" / "evaluate_modules"
 

@@ -5,7 +5,7 @@ import pytest
 
 from tasks import get_task
 from tasks.base import FewShotParts
-from trainers.fewshot_parsers import (
+from trainers.fewshot.parsers import (
     clean_text_output,
     parse_fewshot_output,
     parse_id_list,

@@ -10,8 +10,8 @@ import pytest
 
 from benchmark.cli import main
 from tasks import get_task
-from tasks.errors import SumbenchError
-from tasks.io import read_jsonl
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_jsonl
 from tasks.usb.corruptions import (
     corrupt,
     date_swap,
@@ -106,7 +106,7 @@ def test_agreement_with_the_human_evidence_of_the_fixture(heuristic_data):
 
 
 def test_model_backed_evidence_and_infill_with_tiny_models(usb_fixture_dir, tmp_path, capsys):
-    from trainers.tiny import build_tiny_classifier, build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_t5, build_tiny_tokenizer
 
     texts = [line["txt"] for path in (usb_fixture_dir / "raw" / "annotations").rglob("*.json")
              for line in json.loads(path.read_text())["annotations"]["source"]]

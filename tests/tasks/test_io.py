@@ -1,5 +1,6 @@
-"""tasks.atomic (through tasks.io's writers too): atomic writes keep ordinary permissions and
-never lose the old output; tasks.io's readers."""
+"""tasks.plumbing.atomic (through tasks.plumbing.io's writers too): atomic writes keep ordinary
+permissions and
+never lose the old output; tasks.plumbing.io's readers."""
 from __future__ import annotations
 
 import contextlib
@@ -9,10 +10,10 @@ import threading
 
 import pytest
 
-import tasks.io as io_module
-from tasks.atomic import atomic_directory, atomic_path, current_umask
-from tasks.errors import DataError, SumbenchError
-from tasks.io import read_json, read_jsonl, write_json, write_jsonl
+import tasks.plumbing.io as io_module
+from tasks.plumbing.atomic import atomic_directory, atomic_path, current_umask
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_json, read_jsonl, write_json, write_jsonl
 
 
 @contextlib.contextmanager
@@ -268,7 +269,7 @@ def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
 def test_a_lone_surrogate_as_deep_as_json_allows_is_found_without_recursion():
     import sys
 
-    from tasks.io import json_line_object
+    from tasks.plumbing.io import json_line_object
 
     def nested(depth: int) -> bytes:
         return b'{"a": ' + b"[" * depth + b'"\\udc00"' + b"]" * depth + b"}"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tasks.plugins import Once
+from tasks.plumbing.plugins import Once
 
 from servers import child_env
 

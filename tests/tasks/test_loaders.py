@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.errors import DataError
-from tasks.io import file_sha256
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import file_sha256
 from tasks.usb.loaders import (
     ARCHIVE_INFO_FILE,
     TASK_FOLDERS,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk_metrics
 
-from tasks.io import read_jsonl
 from tasks.metrics import classification as C
+from tasks.plumbing.io import read_jsonl
 
 
 @pytest.fixture(scope="module")

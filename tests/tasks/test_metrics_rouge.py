@@ -7,8 +7,8 @@ import random
 import pytest
 from rouge_score import rouge_scorer, tokenize
 
-from tasks.io import read_jsonl
 from tasks.metrics import rouge
+from tasks.plumbing.io import read_jsonl
 
 ROUGE_TASKS = ("abstractive_summarization", "multisentence_compression",
                "topicbased_summarization", "fixing_factuality")

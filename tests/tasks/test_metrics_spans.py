@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from tasks.io import read_jsonl
 from tasks.metrics import char_diff, spans
 from tasks.metrics.classification import UNDEFINED_REASONS
+from tasks.plumbing.io import read_jsonl
 
 SUMMARY = ("The 1911 Tarrow flood was opened in Kent by the council during 1934 after a long "
            "review of its finances.")

@@ -7,9 +7,9 @@ from collections import defaultdict
 
 import pytest
 
-from tasks.errors import DataError
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.registry import TASKS
 from tasks.qapyramid.presence_detection import PresenceDetection
-from tasks.registry import TASKS
 
 
 @pytest.fixture(scope="module")

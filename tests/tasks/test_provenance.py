@@ -1,4 +1,4 @@
-"""tasks.provenance: the git state of a real temporary repository, and the record."""
+"""tasks.plumbing.provenance: the git state of a real temporary repository, and the record."""
 from __future__ import annotations
 
 import shutil
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.provenance import cpu_model, git_commit, package_versions, provenance
+from tasks.plumbing.provenance import cpu_model, git_commit, package_versions, provenance
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -107,3 +107,11 @@ def test_torch_runtime_names_the_build_and_only_gpus_this_process_used(monkeypat
         assert runtime["gpus"] == [] and runtime["cudnn"] is None
     monkeypatch.delitem(sys.modules, "torch")
     assert provenance()["torch_runtime"] is None
+
+
+def test_without_a_path_it_is_the_commit_of_the_checkout_sumbench_runs_from():
+    """The default root is the repository's top, wherever provenance.py sits in the tree."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("the tests do not run from a git checkout")
+    assert git_commit()["commit"] == git(root, "rev-parse", "HEAD")

@@ -38,7 +38,7 @@ def test_abbreviations_do_not_end_sentences(text, sentences):
 
 
 def test_the_model_holds_nltks_english_parameters():
-    from tasks.punkt import english_parameters
+    from tasks.plumbing.punkt import english_parameters
 
     parameters = english_parameters()
     assert {"mr", "dr", "jan", "corp", "inc", "u.s", "ph.d"} <= parameters.abbrev_types

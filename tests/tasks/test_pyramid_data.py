@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.errors import DataError, UnknownNameError
+from tasks.plumbing.errors import DataError, UnknownNameError
 from tasks.qapyramid.pyramid_data import clean_reference, load_pyramid_dataset, sentence_units
 
 TINY = {

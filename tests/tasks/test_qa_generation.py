@@ -5,21 +5,23 @@ import json
 
 import pytest
 
-from tasks.errors import DataError
 from tasks.metrics.qa import (
     BertScoreUnavailable,
     answer_tokens,
     bertscore,
+    join_qa,
     linearize_qas,
     matched_answers,
     parse_qa_list,
     qa_rougel,
+    split_qa,
     token_iou,
     ua_scores,
 )
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.registry import TASKS
 from tasks.qapyramid.qa_generation import QAGeneration
-from tasks.qapyramid.units import join_qa, predicate_word, qa_to_statement, question_verb, split_qa
-from tasks.registry import TASKS
+from tasks.qapyramid.units import predicate_word, qa_to_statement, question_verb
 
 REFERENCE = "Juan Arango escaped punishment . He might face a retrospective ban ."
 QAS = ["Who escaped from something? Juan Arango", "What did someone escape from? punishment",
@@ -103,7 +105,7 @@ def test_qa_rougel_known_value():
 def test_bertscore_needs_a_path_and_runs_on_a_tiny_model(tmp_path):
     with pytest.raises(BertScoreUnavailable, match="needs a model"):
         bertscore(["a"], ["a"], None)
-    from trainers.tiny import build_tiny_classifier, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer(["who won the cup", "the team"] * 5, vocab_size=300)
     build_tiny_classifier(tokenizer, save_dir=tmp_path / "enc")

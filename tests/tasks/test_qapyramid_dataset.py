@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tasks.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.qapyramid.dataset import (
     HUB_REPO_ID,
     hub_downloader,

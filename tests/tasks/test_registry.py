@@ -1,7 +1,7 @@
 import pytest
 
-from tasks.errors import UnknownNameError
-from tasks.registry import DuplicateNameError, Registry
+from tasks.plumbing.errors import UnknownNameError
+from tasks.plumbing.registry import DuplicateNameError, Registry
 
 
 def make_registry():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.cli import main
-from tasks.io import read_jsonl
+from tasks.plumbing.io import read_jsonl
 from tests.tasks.test_windowed_files import official_windows
 
 GOLD_ITEMS = {"abstractive_summarization": 3, "evidence_extraction": 13,

@@ -10,9 +10,9 @@ import pytest
 from benchmark.cli import main
 from tasks import get_task, scoring
 from tasks.identity import record_digest
-from tasks.io import read_jsonl
 from tasks.metrics import rouge
 from tasks.metrics.bootstrap import bootstrap, percentile_interval, resample_indices
+from tasks.plumbing.io import read_jsonl
 
 HEADLINE = {"abstractive_summarization": "gmean", "multisentence_compression": "gmean",
             "topicbased_summarization": "gmean", "fixing_factuality": "exactmatch",

@@ -1,16 +1,16 @@
 """Word tokenization pinned to NLTK 3.8.1, the version the official USB derivation and
-evaluation ran with (tasks.treebank), against outputs recorded once from NLTK 3.8.1
+evaluation ran with (tasks.plumbing.treebank), against outputs recorded once from NLTK 3.8.1
 (tests/fixtures/nltk381/: texts.json, tokens.json, and record.py, which made them): texts with
 leading and trailing single quotes, elisions ('90s, 'Tis), en, em and figure dashes, curly and
 straight quotes, decimals, abbreviations, contractions, brackets and several sentences.
 
 What was checked for version drift on the official paths, and where it stands:
 - `nltk.word_tokenize` (UNSUP derivation's showdiff): drifted (3.9.3 dashes, 3.10.1 opening
-  single quotes, space runs): pinned (tasks.treebank.word_tokenize), tested here.
+  single quotes, space runs): pinned (tasks.plumbing.treebank.word_tokenize), tested here.
 - `TreebankWordTokenizer.span_tokenize` (UNSUP scoring): the same rules in 3.8.1 and today,
-  pinned anyway (tasks.treebank.treebank_spans), tested here.
+  pinned anyway (tasks.plumbing.treebank.treebank_spans), tested here.
 - Punkt sentence splitting (inside word_tokenize): the parameters are the shipped English
-  model (tasks.punkt); the algorithm is the installed NLTK's, checked here against 3.8.1's
+  model (tasks.plumbing.punkt); the algorithm is the installed NLTK's, checked here against 3.8.1's
   splits of every text.
 - difflib's Differ (showdiff): the standard library's, unchanged in behaviour across the
   supported Pythons; cydifflib is its compiled copy, checked against it on random edits
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks import treebank
+from tasks.plumbing import treebank
 
 RECORDED = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "nltk381" /
                        "tokens.json").read_text(encoding="utf-8"))
@@ -58,7 +58,7 @@ def test_treebank_spans_are_nltk_381s(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_punkt_splits_sentences_as_381_did(case):
-    from tasks.punkt import english_sentences
+    from tasks.plumbing.punkt import english_sentences
 
     assert english_sentences(RECORDED["texts"][case]) == RECORDED["sent_tokenize"][case]
 

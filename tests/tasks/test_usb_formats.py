@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tasks import get_task, task_names
-from tasks.io import read_jsonl
+from tasks.plumbing.io import read_jsonl
 
 HOLLOW_LINES = (
     "Hollow Creek Bridge", "Aftermath.",

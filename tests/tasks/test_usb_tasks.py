@@ -7,9 +7,9 @@ import math
 import pytest
 
 from tasks import canonical_task_name, get_task, task_names
-from tasks.errors import DataError, UnknownNameError
-from tasks.io import read_jsonl
-from tasks.registry import TASKS
+from tasks.plumbing.errors import DataError, UnknownNameError
+from tasks.plumbing.io import read_jsonl
+from tasks.plumbing.registry import TASKS
 
 ALIASES = {"ABS": "abstractive_summarization", "EXT": "extractive_summarization",
            "TOPIC": "topicbased_summarization", "COMP": "multisentence_compression",

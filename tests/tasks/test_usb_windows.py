@@ -15,7 +15,7 @@ import pytest
 
 from tasks import get_task
 from tasks.base import ModelInput
-from tasks.io import read_jsonl
+from tasks.plumbing.io import read_jsonl
 from tasks.usb.common import sent_source, sentence_windows
 
 EXT_PREFIX = "For each sentence, predict if it is important. "  # 10 words and marks

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sklearn import metrics
 
-from tasks.errors import DataError
-from tasks.io import read_jsonl
+from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import read_jsonl
 from tasks.scoring import score_files
 
 

@@ -1,4 +1,5 @@
-"""The non-neural baselines (trainers.baselines) on hand-made instances with known outputs, and
+"""The non-neural baselines (trainers.inference.baselines) on hand-made instances with known
+outputs, and
 `sumbench baseline` end to end on the shared USB fixture (files that `sumbench score` reads)."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from tasks import get_task, task_names
 from tasks.scoring import score_files, score_records
-from trainers.baselines import (
+from trainers.inference.baselines import (
     BASELINES,
     baseline_prediction,
     baseline_records,

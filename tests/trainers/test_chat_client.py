@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from leaderboard.evaluators.presence import ChatBackend, PresenceBackendError, parse_yes_no
-from trainers.chat_client import ChatClient, ChatError
-from trainers.disk_cache import DiskCache, cache_key
+from trainers.fewshot.chat_client import ChatClient, ChatError
+from trainers.models.disk_cache import DiskCache, cache_key
 
 from servers import LocalServer, send_json
 

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from tasks import get_task
-from tasks.io import read_json, read_jsonl
+from tasks.plumbing.io import read_json, read_jsonl
 
 from helpers import assert_same_weights, model_weights
 
@@ -42,8 +42,8 @@ def same_records(first: list[dict], second: list[dict], tolerance: float) -> boo
 
 def test_predictions_on_the_gpu_equal_the_cpus(cuda, tmp_path, fac_test_records,
                                                fac_tokenizer):
-    from trainers.label_probs import build_tiny_labeler
-    from trainers.predict import PredictSpec, run_task
+    from trainers.inference.label_probs import build_tiny_labeler
+    from trainers.inference.predict import PredictSpec, run_task
 
     task = get_task("FAC")
     instances = task.instances(fac_test_records)
@@ -66,8 +66,8 @@ def test_bf16_training_on_the_gpu_resumes_to_the_same_weights(cuda, tiny_base, d
     a run stopped after 3 steps and resumed equals the uninterrupted run bit for bit."""
     import torch
 
-    from trainers.finetune import finetune
-    from trainers.profiles import get_profile
+    from trainers.finetuning.finetune import finetune
+    from trainers.finetuning.profiles import get_profile
 
     if not torch.cuda.is_bf16_supported():
         pytest.skip("this GPU has no bfloat16")

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tasks.io import read_jsonl
-from trainers.profiles import get_profile
+from tasks.plumbing.io import read_jsonl
+from trainers.finetuning.profiles import get_profile
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def setting(tmp_path_factory, data_dir):
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     texts = [" ".join(record["input_lines"]) for record in
              read_jsonl(data_dir / "all/factuality_classification/train.jsonl")]
@@ -106,8 +106,8 @@ def test_a_process_without_a_gpu_of_its_own_is_told_how_to_launch(monkeypatch):
     device ordinal' from deep inside torch."""
     import torch
 
-    from tasks.errors import SumbenchError
-    from trainers.distributed import init_distributed
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.distributed import init_distributed
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
@@ -121,8 +121,8 @@ def test_a_process_without_a_gpu_of_its_own_is_told_how_to_launch(monkeypatch):
 def test_the_training_device_is_the_one_asked_for(monkeypatch):
     import torch
 
-    from tasks.errors import SumbenchError
-    from trainers.distributed import training_device
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.distributed import training_device
 
     assert training_device("cpu") == torch.device("cpu")
     with pytest.raises(SumbenchError, match=r"auto, cpu, cuda or \(one process\) cuda:N; "
@@ -145,8 +145,8 @@ def test_the_training_device_is_the_one_asked_for(monkeypatch):
 def test_an_operation_without_a_deterministic_kernel_names_the_way_out():
     import torch
 
-    from tasks.errors import SumbenchError
-    from trainers.distributed import deterministic_algorithms
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.distributed import deterministic_algorithms
 
     message = "kthvalue CUDA does not have a deterministic implementation"
     with pytest.raises(SumbenchError, match=r"(?s)kthvalue.*--set deterministic=false"):
@@ -161,8 +161,8 @@ def test_an_operation_without_a_deterministic_kernel_names_the_way_out():
 
 
 def test_the_cublas_workspace_is_set_for_training_only_and_a_bad_one_is_named(monkeypatch):
-    from tasks.errors import SumbenchError
-    from trainers.distributed import deterministic_algorithms
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.finetuning.distributed import deterministic_algorithms
 
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     with deterministic_algorithms(True, "cuda"):

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from tasks import get_task
-from tasks.errors import SumbenchError
-from tasks.io import read_jsonl
-from trainers.fewshot import PromptPlanner, build_shot_pool, fewshot_predict, instance_label
-from trainers.prompts import get_style, render_output
-from trainers.shots import select_for_item, shot_budget
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.prompts import get_style, render_output
+from trainers.fewshot.runner import PromptPlanner, build_shot_pool, fewshot_predict, instance_label
+from trainers.fewshot.shots import select_for_item, shot_budget
 
 #: task: (headline metric, style, prompt limit in whitespace tokens, what the limit causes)
 PERFECT = {"ABS": ("rouge_gmean", "llama", 600, "truncated_items"),
@@ -163,7 +163,7 @@ def test_interrupted_runs_resume_where_they_stopped(usb_fixture_dir, tmp_path):
 def test_a_damaged_finished_run_file_is_a_data_error_naming_it(usb_fixture_dir, tmp_path):
     """Malformed meta.json: a DataError naming file and line; valid JSON that is no run's
     meta (a list): the run is not reused but generated again."""
-    from tasks.errors import DataError
+    from tasks.plumbing.errors import DataError
 
     task = get_task("FAC")
     test, train = split(usb_fixture_dir, task, "test")[:3], split(usb_fixture_dir, task, "train")
@@ -209,8 +209,8 @@ def test_meta_json_records_provenance_that_never_decides_reuse(usb_fixture_dir, 
 
 
 def test_tiny_causal_model_gibberish_is_counted_not_fatal(usb_fixture_dir, tmp_path):
-    from trainers.fewshot_backends import CausalLMBackend
-    from trainers.tiny import build_tiny_causal_lm, build_tiny_tokenizer
+    from trainers.fewshot.backends import CausalLMBackend
+    from trainers.models.tiny import build_tiny_causal_lm, build_tiny_tokenizer
 
     task = get_task("FAC")
     test, train = split(usb_fixture_dir, task, "test")[:6], split(usb_fixture_dir, task, "train")

@@ -6,10 +6,9 @@ from pathlib import Path
 import pytest
 
 from tasks import get_task
-from tasks.errors import SumbenchError
-from tasks.io import read_jsonl
-from trainers.fewshot import fewshot_predict, instance_label
-from trainers.fewshot_backends import (
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.backends import (
     BackendError,
     CausalLMBackend,
     ChatBackend,
@@ -19,7 +18,8 @@ from trainers.fewshot_backends import (
     load_hf_backend,
     whitespace_token_count,
 )
-from trainers.prompts import Prompt, get_style, render
+from trainers.fewshot.prompts import Prompt, get_style, render
+from trainers.fewshot.runner import fewshot_predict, instance_label
 
 from servers import ChatServer
 
@@ -34,7 +34,7 @@ def text_prompt(text: str, stops=()) -> Prompt:
 
 @pytest.fixture(scope="module")
 def tiny(usb_fixture_dir):
-    from trainers.tiny import build_tiny_causal_lm, build_tiny_t5, build_tiny_tokenizer
+    from trainers.models.tiny import build_tiny_causal_lm, build_tiny_t5, build_tiny_tokenizer
 
     records = read_jsonl(usb_fixture_dir / "task_datasets" / "all" /
                          "abstractive_summarization" / "train.jsonl")
@@ -92,7 +92,7 @@ def test_responses_are_cached_on_disk(tiny, tmp_path):
     assert second.generate(prompts, caps) == outputs and second.generated == 0
     second.generate(prompts[:1], [6])  # other parameters: another request
     assert second.generated == 1
-    from trainers.tiny import build_tiny_causal_lm
+    from trainers.models.tiny import build_tiny_causal_lm
 
     other = CausalLMBackend(build_tiny_causal_lm(tokenizer, seed=1), tokenizer,
                             cache=tmp_path / "cache.sqlite")
@@ -128,7 +128,7 @@ def test_seq2seq_backend(tiny, tmp_path):
 @pytest.fixture(scope="module")
 def gpt2(tiny):
     """A tiny GPT-2 with absolute positions and a context of 256 tokens."""
-    from trainers.tiny import build_tiny_gpt2
+    from trainers.models.tiny import build_tiny_gpt2
 
     return build_tiny_gpt2(tiny["tokenizer"], n_positions=256, seed=0)
 
@@ -224,7 +224,7 @@ def hub_cached_model(folder_of, repo_id: str, commit: str):
 def test_loaded_hub_models_record_their_commit(tiny, tmp_path):
     import shutil
 
-    from trainers.tiny import build_tiny_gpt2
+    from trainers.models.tiny import build_tiny_gpt2
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = hub_cached_model(lambda folder: build_tiny_gpt2(tiny["tokenizer"], save_dir=folder,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from benchmark.cli import main
-from tasks.io import read_jsonl
-from trainers.fewshot_official import CONTEXT, build_prompts, replay_shot_choices, shot_pool
-from trainers.official_prompts import (
+from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.official import CONTEXT, build_prompts, replay_shot_choices, shot_pool
+from trainers.fewshot.official_prompts import (
     INSTRUCTIONS,
     convert,
     count,

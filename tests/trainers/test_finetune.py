@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from tasks.errors import SumbenchError, UnknownNameError
-from tasks.io import read_json, read_jsonl
-from trainers.profiles import FinetuneSpec, SpecError, get_profile
+from tasks.plumbing.errors import SumbenchError, UnknownNameError
+from tasks.plumbing.io import read_json, read_jsonl
+from trainers.finetuning.profiles import FinetuneSpec, SpecError, get_profile
 
 from helpers import assert_same_weights, model_weights
 
@@ -60,7 +60,7 @@ def test_spec_round_trips_and_overrides():
 def test_fp16_is_refused_and_auto_precision_is_fp32_on_cpu():
     import torch
 
-    from trainers.finetune import resolve_precision
+    from trainers.finetuning.finetune import resolve_precision
 
     with pytest.raises(SpecError, match="fp16.*bf16"):
         get_profile("flan-t5-large", precision="fp16")
@@ -72,7 +72,7 @@ def test_fp16_is_refused_and_auto_precision_is_fp32_on_cpu():
 # ---- runs ----------------------------------------------------------------------------------
 
 def test_full_finetune_writes_model_config_and_log(spec, data_dir, tmp_path):
-    from trainers.finetune import finetune, validation_loss_fn
+    from trainers.finetuning.finetune import finetune, validation_loss_fn
 
     run_spec = dataclasses.replace(spec, max_steps=4, eval_every_steps=2)
     evaluate = validation_loss_fn(run_spec, ["FAC", "COMP"], data_dir)
@@ -110,7 +110,7 @@ def spec_model_path(spec):
 
 
 def test_resume_reproduces_an_uninterrupted_run(spec, data_dir, tmp_path):
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     # FAC: 14 examples, batch 4 -> 4 steps per epoch (the last one short); 6 steps cross epochs
     run_spec = dataclasses.replace(spec, max_steps=6, save_every_steps=None)
@@ -138,7 +138,7 @@ def _assert_one_resume_and_the_same_result(run_spec, whole, parts):
     """parts/train_config.json keeps the first run's provenance and lists the resume from
     step 3 (the no-op call on the finished run adds none); train_result.json records the
     provenance of the run that finished, and matches the uninterrupted run's but its time."""
-    from trainers.checkpoints import RESUME_KEYS
+    from trainers.finetuning.checkpoints import RESUME_KEYS
 
     first, resumed = (json.loads((folder / "train_config.json").read_text())
                       for folder in (whole, parts))
@@ -157,7 +157,7 @@ def _assert_one_resume_and_the_same_result(run_spec, whole, parts):
 
 
 def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     scripted = iter([1.0, 0.5, 0.7, 2.0])
     calls = []
@@ -180,8 +180,8 @@ def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data
                                                                       tmp_path):
     """The early-stopping choice is part of what a resumed run must share (a changed one
     made train_result.json contradict the weights); best/ must hold the best step's weights."""
-    from trainers.checkpoints import check_best_step
-    from trainers.finetune import finetune
+    from trainers.finetuning.checkpoints import check_best_step
+    from trainers.finetuning.finetune import finetune
 
     def constant(model, tokenizer):
         return 1.0
@@ -211,7 +211,7 @@ def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data
 def test_resume_before_any_checkpoint_still_checks_the_settings(spec, data_dir, tmp_path):
     import shutil
 
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     def interrupting(model, tokenizer):
         raise KeyboardInterrupt
@@ -250,7 +250,7 @@ def test_gradient_checkpointing_gives_the_same_lora_training(spec, data_dir, tmp
     import torch
     from safetensors.torch import load_file
 
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     adapters = []
     for checkpointing in (False, True):
@@ -286,7 +286,7 @@ def _copy_data(data_dir, target):
 
 def _flip_first_fac_label(data_dir) -> bytes:
     """Flip the first FAC train label in place (inputs unchanged); returns the old bytes."""
-    from tasks.io import write_jsonl
+    from tasks.plumbing.io import write_jsonl
 
     path = data_dir / "all/factuality_classification/train.jsonl"
     before = path.read_bytes()
@@ -297,7 +297,7 @@ def _flip_first_fac_label(data_dir) -> bytes:
 
 
 def test_resume_refuses_other_training_data(spec, data_dir, tmp_path):
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     run_spec = dataclasses.replace(spec, max_steps=2, save_every_steps=None)
     data = _copy_data(data_dir, tmp_path / "data")
@@ -320,8 +320,8 @@ def test_resume_refuses_other_training_data(spec, data_dir, tmp_path):
 
 
 def test_a_damaged_train_config_is_a_data_error_naming_file_and_key(spec, data_dir, tmp_path):
-    from tasks.errors import DataError
-    from trainers.finetune import finetune
+    from tasks.plumbing.errors import DataError
+    from trainers.finetuning.finetune import finetune
 
     run_spec = dataclasses.replace(spec, max_steps=2, save_every_steps=None)
     finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, stop_after_steps=1)
@@ -340,9 +340,9 @@ def test_a_damaged_train_config_is_a_data_error_naming_file_and_key(spec, data_d
 def test_an_undefined_headline_counts_as_no_improvement(spec, data_dir, tmp_path):
     import math
 
-    from tasks.io import write_jsonl
-    from trainers.evaluation import headline_metric_fn, mean_headline
-    from trainers.finetune import finetune
+    from tasks.plumbing.io import write_jsonl
+    from trainers.finetuning.evaluation import headline_metric_fn, mean_headline
+    from trainers.finetuning.finetune import finetune
 
     assert mean_headline([50.0, 70.0]) == 60.0
     assert math.isnan(mean_headline([50.0, None])) and math.isnan(mean_headline([]))
@@ -396,7 +396,7 @@ def test_model_commit_reads_the_hub_cache(tmp_path, monkeypatch):
     """The commit a hub id and revision resolve to in the local hub cache (offline)."""
     import huggingface_hub.constants
 
-    from trainers.finetune import model_commit
+    from trainers.finetuning.finetune import model_commit
 
     main, tagged = "a" * 40, "b" * 40
     repo = tmp_path / "models--someone--tiny"
@@ -418,7 +418,7 @@ def test_training_runs_with_deterministic_kernels_and_restores_the_setting(spec,
     in train_config.json, and the caller's setting is back afterwards; off is off."""
     import torch
 
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     seen = []
 
@@ -449,7 +449,7 @@ def test_deterministic_may_change_on_resume_and_each_part_records_its_own(spec, 
     """`deterministic` decides only whether a GPU adds up in a fixed order: a run resumes with
     it changed (or recorded before the field existed), and `resumes` keeps each part's value;
     a finished run is reused whatever it says."""
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     run_spec = dataclasses.replace(spec, max_steps=4, save_every_steps=None)
     finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, stop_after_steps=2)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.errors import SumbenchError
-from trainers.generation import GeneratedRow
-from trainers.label_probs import (
+from tasks.plumbing.errors import SumbenchError
+from trainers.inference.generation import GeneratedRow
+from trainers.inference.label_probs import (
     LabelTokens,
     build_tiny_labeler,
     fit_to_lines,
@@ -16,7 +16,7 @@ from trainers.label_probs import (
     official_label_probabilities,
     official_label_steps,
 )
-from trainers.predict import PredictSpec, label_probabilities
+from trainers.inference.predict import PredictSpec, label_probabilities
 
 
 @pytest.fixture(scope="module")

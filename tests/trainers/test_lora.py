@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tasks.io import read_jsonl
-from trainers.profiles import get_profile
+from tasks.plumbing.io import read_jsonl
+from trainers.finetuning.profiles import get_profile
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def trained_adapter(tmp_path_factory, data_dir):
     """(base folder, adapter folder, tokenizer) after a few LoRA steps on COMP."""
-    from trainers.finetune import finetune
-    from trainers.tiny import build_tiny_t5, build_tiny_tokenizer
+    from trainers.finetuning.finetune import finetune
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     texts = [" ".join(record["input_lines"])
              for record in read_jsonl(data_dir / "all/multisentence_compression/train.jsonl")]
@@ -31,7 +31,7 @@ def trained_adapter(tmp_path_factory, data_dir):
 
 
 def test_lora_defaults_for_t5():
-    from trainers.lora import lora_config
+    from trainers.finetuning.lora import lora_config
 
     spec = get_profile("flan-t5-large", lora=True)
     config = lora_config(spec)
@@ -45,7 +45,7 @@ def test_lora_initialisation_is_seeded(trained_adapter):
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
-    from trainers.lora import apply_lora
+    from trainers.finetuning.lora import apply_lora
 
     base = trained_adapter[0]
     spec = get_profile("tiny", model=str(base), lora=True)
@@ -82,7 +82,7 @@ def test_merged_model_matches_the_adapter_model(trained_adapter, data_dir, tmp_p
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
-    from trainers.lora import load_adapter_model, merge_lora
+    from trainers.finetuning.lora import load_adapter_model, merge_lora
 
     base, adapter, tokenizer = trained_adapter
     merged_path = merge_lora(None, adapter, tmp_path / "merged")
@@ -109,7 +109,7 @@ def test_merged_model_matches_the_adapter_model(trained_adapter, data_dir, tmp_p
 def test_adapter_of_a_relative_base_path_loads_from_anywhere(trained_adapter, data_dir,
                                                               tmp_path, monkeypatch, capsys):
     from benchmark.commands.train import main
-    from trainers.predict import load_model
+    from trainers.inference.predict import load_model
 
     base = trained_adapter[0]
     monkeypatch.chdir(base.parent)

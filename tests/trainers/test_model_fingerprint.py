@@ -1,5 +1,5 @@
-"""Model fingerprints (trainers.prediction_io.model_fingerprint, the digests of
-trainers.disk_cache): by content (every weight byte, the config, the tokenizer), never by the
+"""Model fingerprints (trainers.inference.prediction_io.model_fingerprint, the digests of
+trainers.models.disk_cache): by content (every weight byte, the config, the tokenizer), never by the
 folder a model was loaded from, so a prediction run moved with its model is reused."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import torch
 from transformers import AutoTokenizer, ByT5Tokenizer
 
 from tasks import get_task
-from trainers.disk_cache import tensor_blocks, tokenizer_digest, weights_digest
-from trainers.predict import PredictSpec, load_model, run_task
-from trainers.prediction_io import model_fingerprint
-from trainers.tiny import build_tiny_t5
+from trainers.inference.predict import PredictSpec, load_model, run_task
+from trainers.inference.prediction_io import model_fingerprint
+from trainers.models.disk_cache import tensor_blocks, tokenizer_digest, weights_digest
+from trainers.models.tiny import build_tiny_t5
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -10,9 +10,14 @@ import pytest
 
 from benchmark.cli import main
 from tasks.base import FewShotParts
-from tasks.io import read_jsonl
-from trainers.chat_client import ChatClient, reply_text, token_alternatives, yes_probabilities
-from trainers.fewshot_parsers import parse_fewshot_output
+from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.chat_client import (
+    ChatClient,
+    reply_text,
+    token_alternatives,
+    yes_probabilities,
+)
+from trainers.fewshot.parsers import parse_fewshot_output
 
 from servers import OpenAIServer
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.padding import right_padded, row_mask
+from trainers.models.padding import right_padded, row_mask
 
 
 @pytest.mark.parametrize("kind", [tuple, list, np.array])

@@ -9,11 +9,15 @@ import re
 import pytest
 
 from tasks import get_task
-from tasks.errors import SumbenchError
-from tasks.io import read_json, read_jsonl
-from trainers.generation import clean_up_spaces, cut_generated
-from trainers.label_probs import build_tiny_labeler, fit_to_lines, official_label_probabilities
-from trainers.predict import (
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.io import read_json, read_jsonl
+from trainers.inference.generation import clean_up_spaces, cut_generated
+from trainers.inference.label_probs import (
+    build_tiny_labeler,
+    fit_to_lines,
+    official_label_probabilities,
+)
+from trainers.inference.predict import (
     PredictSpec,
     generate_texts,
     label_probabilities,
@@ -21,7 +25,7 @@ from trainers.predict import (
     predict_task,
     run_task,
 )
-from trainers.tiny import build_tiny_t5
+from trainers.models.tiny import build_tiny_t5
 
 from helpers import files_under
 
@@ -173,10 +177,10 @@ def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer
                                                               tmp_path, monkeypatch):
     from benchmark.commands import predict as command
     from tasks.scoring import score_files
-    from trainers import disk_cache
+    from trainers.inference import prediction_io
 
-    hashed, weights_digest = [], disk_cache.weights_digest
-    monkeypatch.setattr(disk_cache, "weights_digest",
+    hashed, weights_digest = [], prediction_io.weights_digest
+    monkeypatch.setattr(prediction_io, "weights_digest",
                         lambda model: hashed.append(1) or weights_digest(model))
 
     model_dir = tmp_path / "model"
@@ -211,7 +215,7 @@ def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenize
     """Other tasks of the same model add to the folder and its predict_config.json; another
     model or an output-changing spec is refused before anything is written; the config is
     written before the first prediction, so an interrupted run has its provenance."""
-    import trainers.predict
+    import benchmark.commands.predict
     from benchmark.cli import main
 
     models = {}
@@ -250,7 +254,7 @@ def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenize
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(trainers.predict, "run_task", interrupted)
+    monkeypatch.setattr(benchmark.commands.predict, "run_task", interrupted)
     fresh = out = tmp_path / "fresh"
     assert predict("writer", "--tasks", "ABS") == 130
     config = json.loads((fresh / "predict_config.json").read_text())
@@ -322,8 +326,8 @@ def test_load_model_names_a_missing_model(tmp_path):
 
 
 def test_windows_never_exceed_the_input_budget(labeler, tokenizer, data_dir):
-    from trainers.generation import encode_sources
-    from trainers.predict import format_windows
+    from trainers.inference.generation import encode_sources
+    from trainers.inference.predict import format_windows
 
     assert PredictSpec().window_budget == 1024
     assert PredictSpec(window_tokens=None, max_input_tokens=300).window_budget == 300

@@ -8,10 +8,10 @@ import importlib.metadata
 import pytest
 
 from tasks import get_task
-from tasks.errors import DataError, SumbenchError
-from tasks.io import read_jsonl
-from trainers.label_probs import build_tiny_labeler
-from trainers.predict import PredictSpec, run_task
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_jsonl
+from trainers.inference.label_probs import build_tiny_labeler
+from trainers.inference.predict import PredictSpec, run_task
 
 TASK_FILE = "factuality_classification.jsonl"
 

@@ -1,4 +1,4 @@
-"""What fails after training is refused before the first step (trainers.preflight): label
+"""What fails after training is refused before the first step (trainers.finetuning.preflight): label
 words that are not single tokens, a tokenizer larger than the model's embedding table,
 budgets beyond a model's absolute positions; and throughput figures that read right at any
 speed."""
@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from trainers.finetune import finetune, throughput
-from trainers.preflight import check_before_training
-from trainers.profiles import SpecError, get_profile
+from trainers.finetuning.finetune import finetune, throughput
+from trainers.finetuning.preflight import check_before_training
+from trainers.finetuning.profiles import SpecError, get_profile
 
 from helpers import sumbench
 
@@ -34,7 +34,7 @@ def _tokenizer_without_yes(texts):
 
 @pytest.fixture(scope="module")
 def no_yes_model(tmp_path_factory):
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     tokenizer = _tokenizer_without_yes(["the cat sat on the mat ."] * 20)
     assert len(tokenizer("Yes", add_special_tokens=False)["input_ids"]) > 1
@@ -62,7 +62,7 @@ def test_label_words_are_checked_before_the_first_step(no_yes_model, data_dir, t
 
 
 def test_a_tokenizer_larger_than_the_embedding_table_is_refused(usb_tokenizer):
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     model = build_tiny_t5(usb_tokenizer, vocab_size=len(usb_tokenizer) - 10)
     with pytest.raises(SpecError, match=f"the tokenizer has {len(usb_tokenizer)} tokens but "
@@ -74,7 +74,7 @@ def test_a_tokenizer_larger_than_the_embedding_table_is_refused(usb_tokenizer):
 def test_budgets_beyond_absolute_positions_are_refused(usb_tokenizer):
     from transformers import BartConfig, BartForConditionalGeneration
 
-    from trainers.tiny import build_tiny_t5
+    from trainers.models.tiny import build_tiny_t5
 
     bart = BartForConditionalGeneration(BartConfig(
         vocab_size=len(usb_tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,

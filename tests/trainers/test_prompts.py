@@ -5,8 +5,8 @@ import pytest
 
 from tasks import get_task, task_names
 from tasks.base import FewShotParts
-from tasks.io import read_jsonl
-from trainers.prompts import (
+from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.prompts import (
     INSTRUCTIONS,
     STYLE_SPECS,
     VICUNA_SYSTEM,

@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from trainers.shots import (
+from trainers.fewshot.shots import (
     ShotBudget,
     ShotCandidate,
     item_rng,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.tiny import (
+from trainers.models.tiny import (
     REQUIRED_WORDS,
     build_tiny_causal_lm,
     build_tiny_classifier,

@@ -6,8 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tasks.io import read_jsonl
-from trainers import data as train_data
+from tasks.plumbing.io import read_jsonl
+from trainers.finetuning import data as train_data
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -163,7 +163,7 @@ def test_collate_pads_and_shifts():
 @pytest.fixture(scope="module")
 def long_article_data(tmp_path_factory, data_dir):
     """A data folder whose EXT train split holds one article 8 times the fixture's longest."""
-    from tasks.io import write_jsonl
+    from tasks.plumbing.io import write_jsonl
 
     rows = read_jsonl(data_dir / "all/extractive_summarization/train.jsonl")
     longest = max(rows, key=lambda row: len(row["input_lines"]))
@@ -176,10 +176,10 @@ def long_article_data(tmp_path_factory, data_dir):
 
 def test_training_windows_are_the_prediction_windows(long_article_data, tokenizer):
     from tasks import get_task
-    from trainers.evaluation import validation_predict_spec
-    from trainers.generation import encode_sources
-    from trainers.predict import PredictSpec, format_windows
-    from trainers.profiles import get_profile
+    from trainers.finetuning.evaluation import validation_predict_spec
+    from trainers.finetuning.profiles import get_profile
+    from trainers.inference.generation import encode_sources
+    from trainers.inference.predict import PredictSpec, format_windows
 
     spec = get_profile("flan-t5-large")                 # 8192 input tokens, windows of 1024
     assert (spec.window_tokens, spec.window_budget) == (1024, 1024)

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during fine-tuning (trainers.interrupts) on a tiny T5 and the USB
+"""Ctrl-C and SIGTERM during fine-tuning (trainers.finetuning.interrupts) on a tiny T5 and the USB
 fixture: signals held while a step is applied, a checkpoint of the last completed step saved
 when an interrupt stops a step or an evaluation, resumed to the uninterrupted run's weights,
 result and log; a second interrupt while saving or deleting checkpoints; and a real SIGTERM
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.io import read_json, read_jsonl
-from trainers.profiles import get_profile
+from tasks.plumbing.io import read_json, read_jsonl
+from trainers.finetuning.profiles import get_profile
 
 from helpers import assert_same_weights, model_weights, sumbench
 
@@ -37,7 +37,7 @@ def evaluation(run_spec, data_dir, interrupt: tuple[str, int] | None = None):
     raises KeyboardInterrupt (Ctrl-C during an evaluation); ("step", n): the second
     micro-batch of the step after its nth call does (Ctrl-C mid-step: one micro-batch's
     gradients accumulated, nothing applied)."""
-    from trainers.finetune import validation_loss_fn
+    from trainers.finetuning.finetune import validation_loss_fn
 
     minus_loss = validation_loss_fn(run_spec, ["FAC"], data_dir)
     calls: list[int] = []
@@ -60,7 +60,7 @@ def evaluation(run_spec, data_dir, interrupt: tuple[str, int] | None = None):
 
 
 def train(run_spec, data_dir, out, interrupt=None, resume=False):
-    from trainers.finetune import finetune
+    from trainers.finetuning.finetune import finetune
 
     return finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=out, resume=resume,
                     evaluate_fn=evaluation(run_spec, data_dir, interrupt))
@@ -105,7 +105,7 @@ def saved_line(step: int, saved) -> str:
 
 def test_signals_are_held_while_a_step_is_applied_and_a_second_one_goes_through():
     from benchmark.cli import Terminated, sigterm_as_interrupt
-    from trainers.interrupts import deferred_interrupts
+    from trainers.finetuning.interrupts import deferred_interrupts
 
     before, done = signal.getsignal(signal.SIGINT), []
     try:
@@ -133,7 +133,7 @@ def test_signals_are_held_while_a_step_is_applied_and_a_second_one_goes_through(
 def test_interrupts_mid_step_and_mid_evaluation_resume_to_the_uninterrupted_run(
         run_spec, data_dir, whole, tmp_path, capsys):
     from benchmark.run import training_record
-    from trainers.checkpoints import checkpoint_folders
+    from trainers.finetuning.checkpoints import checkpoint_folders
 
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
@@ -221,7 +221,7 @@ def test_an_interrupt_while_the_final_model_is_saved_keeps_the_last_step(
         run_spec, data_dir, whole, tmp_path, capsys, monkeypatch):
     """Every step is done when save_final runs: a Ctrl-C there saves the last step, so a
     resume only saves the final model again (the periodic checkpoint is at step 6)."""
-    from trainers import checkpoints
+    from trainers.finetuning import checkpoints
 
     out, result_record = tmp_path / "run", checkpoints.result_record
 
@@ -244,7 +244,7 @@ def test_an_interrupt_while_the_final_model_is_saved_keeps_the_last_step(
 def test_a_deletion_stopped_half_way_leaves_no_partial_checkpoint(tmp_path, monkeypatch):
     import shutil
 
-    from trainers.checkpoints import checkpoint_folders, remove_checkpoints
+    from trainers.finetuning.checkpoints import checkpoint_folders, remove_checkpoints
 
     for step in (1, 2, 3):
         folder = tmp_path / "checkpoints" / f"step-{step:08d}"
@@ -271,9 +271,9 @@ def test_resuming_a_step_still_to_evaluate_drops_its_logged_evaluation(tmp_path)
     """A checkpoint saved while step 5 was evaluated, resumed, evaluated, then killed
     (SIGKILL) before the next checkpoint: resuming it again drops the later lines and step
     5's evaluation, which is done again (logged once)."""
-    from tasks.io import write_jsonl
-    from trainers.checkpoints import truncate_log
-    from trainers.training_run import TrainState
+    from tasks.plumbing.io import write_jsonl
+    from trainers.finetuning.checkpoints import truncate_log
+    from trainers.finetuning.training_run import TrainState
 
     log = tmp_path / "train_log.jsonl"
     lines = [{"step": 4, "loss": 1.0}, {"step": 4, "metric": -1.0}, {"step": 5, "loss": 0.9},
@@ -294,7 +294,7 @@ CHILD = """
 import pathlib, sys, time
 import torch
 torch.set_num_threads(1)
-import trainers.finetune as finetune
+import trainers.finetuning.finetune as finetune
 from benchmark.cli import main
 
 ready, pause = pathlib.Path(sys.argv.pop(1)), int(sys.argv.pop(1))

@@ -1,0 +1,1 @@
+"""Bridges to other harnesses: USB tasks inside EleutherAI's lm-evaluation-harness."""
