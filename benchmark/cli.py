@@ -14,7 +14,9 @@ import threading
 
 from benchmark.commands import COMMANDS
 from benchmark.commands.config_file import apply_config
+from benchmark.commands.options import add_option
 from benchmark.commands.out_file import check_out_file
+from tasks import use_plugins
 from tasks.plumbing.errors import SumbenchError, did_you_mean
 from tasks.plumbing.locks import output_lock
 
@@ -77,7 +79,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             loaded.add(module_name)
         else:
             subparsers.add_parser(name, help=help_text, add_help=False)
+    for leaf in leaf_parsers(parser):
+        if leaf.add_help:  # not a placeholder
+            add_option(leaf, "plugins")
     return parser
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers under `parser` that run a command (those without subcommands)."""
+    children = [child for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)
+                for child in dict.fromkeys(action.choices.values())]
+    if not children:
+        return [parser]
+    return [leaf for child in children for leaf in leaf_parsers(child)]
 
 
 def command_word(argv: list[str]) -> str:
@@ -192,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             command = _command_chain(parser, args, argv)[-1][0]
             args = apply_config(command, args, argv)
             args.parser = command
+        if getattr(args, "plugins", None):  # for this process and the ones it starts
+            use_plugins(args.plugins)
         with sigterm_as_interrupt():
             code = _handle(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit

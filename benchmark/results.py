@@ -22,8 +22,6 @@ batch size), which a resumed run may change.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,8 +30,9 @@ from typing import Any
 
 from tasks import get_task
 from tasks.plumbing.atomic import atomic_path
-from tasks.plumbing.errors import DataError, SumbenchError, json_type, unknown_names
+from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import file_sha256, json_text, read_json
+from tasks.plumbing.json_fields import JsonFields
 from tasks.plumbing.provenance import provenance
 from trainers.finetuning.profiles import RESUMABLE_SPEC_FIELDS
 
@@ -52,7 +51,7 @@ RESULT_KEYS = ("format", "spec", "scores", "table", "predictions", "models", "tr
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class RunSpec(JsonFields):
     """Everything that determines a `sumbench run` apart from its output folder."""
 
     model: str
@@ -143,24 +142,7 @@ class RunSpec:
         return self.train_tasks or self.tasks
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data.update(tasks=list(self.tasks), train_tasks=list(self.train_tasks),
-                    train_overrides={key: value for key, value in self.train_overrides})
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
-        unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
-        if unknown:
-            raise SumbenchError(f"unknown RunSpec field(s): {unknown}")
-        return cls(**data)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> RunSpec:
-        return cls.from_dict(json.loads(text))
+        return {**super().to_dict(), "train_overrides": dict(self.train_overrides)}
 
     def result_fields(self) -> dict[str, Any]:
         """The fields a resumed run must share with the run it continues (train_overrides

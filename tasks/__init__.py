@@ -3,15 +3,27 @@
 The built-in tasks register when first asked for, and so do tasks of installed packages
 (`sumbench.tasks` entry points, tasks.plumbing.plugins); `task_source(name)` names the package a
 task comes from. Importing `tasks` makes `nltk.word_tokenize` and `nltk.sent_tokenize` work
-offline with NLTK's English Punkt model (tasks.plumbing.punkt)."""
+offline with NLTK's English Punkt model (tasks.plumbing.punkt).
+
+Plug-ins named by path or module (`--plugins`, `SUMBENCH_PLUGINS`; tasks.plumbing.plugins)
+register every whole Task class with a `name` they define, on first use of the registry and
+whenever the variable names one more."""
 from __future__ import annotations
 
 import importlib
+import inspect
+import threading
 from collections.abc import Sequence
 
 from tasks.base import Task
 from tasks.plumbing.errors import SumbenchError
-from tasks.plumbing.plugins import Once, load_plugins
+from tasks.plumbing.plugins import (
+    Once,
+    add_named_plugins,
+    import_plugin,
+    load_plugins,
+    named_plugins,
+)
 from tasks.plumbing.punkt import install_english_punkt
 from tasks.plumbing.registry import TASKS
 
@@ -33,8 +45,47 @@ def _register_tasks() -> None:
     TASK_SOURCES.update(load_plugins("sumbench.tasks", register_task_class))
 
 
-#: registers the built-in and plug-in tasks once, whichever thread asks first
-_load_builtin_tasks = Once(_register_tasks)
+#: registers the built-in and installed plug-in tasks once, whichever thread asks first
+_load_installed_tasks = Once(_register_tasks)
+#: the named plug-ins loaded so far, and the lock of loading more
+_NAMED_LOADED: set[str] = set()
+_NAMED_LOCK = threading.RLock()
+
+
+def _load_all_tasks() -> None:
+    """Every task: built-ins and installed plug-ins once, then the named plug-ins not loaded
+    yet (`SUMBENCH_PLUGINS`; a failure is a SumbenchError naming the plug-in)."""
+    _load_installed_tasks()
+    with _NAMED_LOCK:
+        for source in named_plugins():
+            if source not in _NAMED_LOADED:
+                _register_module_tasks(source, import_plugin(source))
+                _NAMED_LOADED.add(source)
+
+
+def use_plugins(sources: Sequence[str]) -> None:
+    """Load the plug-ins `--plugins` names now (an error names the one that fails) and add
+    them to `SUMBENCH_PLUGINS`, so that the processes this one starts load them too."""
+    add_named_plugins(sources)
+    _load_all_tasks()
+
+
+def _register_module_tasks(source: str, module) -> list[str]:
+    """Register the whole Task classes with a `name` that `module` (or a module of its
+    package) defines; a name already taken is a SumbenchError naming the plug-in."""
+    prefix, registered = module.__name__, []
+    for value in list(vars(module).values()):
+        if not (isinstance(value, type) and issubclass(value, Task) and
+                (value.__module__ == prefix or value.__module__.startswith(prefix + ".")) and
+                not inspect.isabstract(value) and getattr(value, "name", None)):
+            continue
+        try:
+            register_task_class(value.name, value)
+        except (SumbenchError, TypeError, ValueError) as error:
+            raise SumbenchError(f"plug-in {source}: {error}") from None
+        TASK_SOURCES[value.name] = source
+        registered.append(value.name)
+    return registered
 
 
 def register_task_class(name: str, task_class) -> None:
@@ -55,26 +106,26 @@ def register_task_class(name: str, task_class) -> None:
 
 def task_source(name: str) -> str:
     """The package a registered task comes from."""
-    _load_builtin_tasks()
+    _load_all_tasks()
     return TASK_SOURCES.get(TASKS.canonical_name(name), "unknown")
 
 
 def get_task(name: str, **options):
     """An instance of the task registered as `name` (or an alias); unknown names suggest matches."""
-    _load_builtin_tasks()
+    _load_all_tasks()
     return TASKS.get(name)(**options)
 
 
 def task_names(suite: str | None = None) -> list[str]:
     """Registered task names, sorted; only those of one suite (e.g. "usb") when given."""
-    _load_builtin_tasks()
+    _load_all_tasks()
     if suite is None:
         return TASKS.names()
     return [name for name in TASKS.names() if TASKS.get(name).suite == suite]
 
 
 def canonical_task_name(name: str) -> str:
-    _load_builtin_tasks()
+    _load_all_tasks()
     return TASKS.canonical_name(name)
 
 

@@ -72,3 +72,22 @@ def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_a
     cuda = dict(labels[0], device="cuda", command="labels FAC on a GPU")
     assert "labels FAC on a GPU" in bench_report().page([*labels, cuda])
     assert "| label probabilities vs one generate per example | not measured" in page
+
+
+def test_the_nav_is_grouped_into_guide_reference_and_development():
+    import yaml
+
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    groups = [next(iter(entry)) for entry in nav]
+    assert groups == ["Home", "Guide", "Reference", "Development"]
+    pages = {page for entry in nav[1:] for group in entry.values() for item in group
+             for page in item.values()}
+    assert pages | {"index.md"} == {path.name for path in (REPO / "docs").glob("*.md")}
+
+
+def test_the_license_file_is_the_one_pyproject_names():
+    license_text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^license = \{ text = "Apache-2.0" \}$', pyproject, re.M)
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text

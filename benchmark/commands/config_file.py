@@ -90,6 +90,8 @@ def checked_value(action: argparse.Action, value: Any, path: str, key: str) -> A
                 raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
             return value
         if isinstance(action, argparse._AppendAction):
+            if value is None:  # as results.json records an option left out
+                return action.default
             if isinstance(value, dict):
                 texts = [f"{name}={json_text(item)}" for name, item in value.items()]
             elif isinstance(value, list):

@@ -110,6 +110,9 @@ SHARED: dict[str, Option] = {
                     help="seed of every random choice (default 0)"),
     "out_dir": _option("--out", metavar="DIR", help="output folder"),
     "out_file": _option("--out", metavar="FILE", help="output file"),
+    "plugins": _option("--plugins", action="append", metavar="MODULE_OR_PATH",
+                       help="load tasks from a .py file, a package folder or a module "
+                            "(repeatable; also $SUMBENCH_PLUGINS)"),
     "resume": _option("--resume", action="store_true",
                       help="continue the work in --out where it stopped"),
     # ---- models --------------------------------------------------------------------------
@@ -328,6 +331,12 @@ def add_option(parser, kind: str, *, required: bool = False, renamed_from: tuple
                             extend=option.action == "extend", nargs=option.nargs,
                             help=argparse.SUPPRESS)
     return action
+
+
+def add_options(parser, *kinds: str) -> None:
+    """`add_option` for each kind, in order (none required)."""
+    for kind in kinds:
+        add_option(parser, kind)
 
 
 def shared_kinds(flag: str) -> list[str]:

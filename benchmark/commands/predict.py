@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from benchmark.commands import command_help, positive_int
-from benchmark.commands.options import add_option, given_or_default
+from benchmark.commands.options import add_option, add_options, given_or_default
 from tasks import get_task, parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json, write_json
@@ -39,22 +39,16 @@ def register(subparsers) -> None:
     add_option(parser, "model", required=True)
     add_option(parser, "revision")
     add_option(parser, "tasks", required=True)
-    add_option(parser, "variant")
-    add_option(parser, "split")
-    add_option(parser, "data")
+    add_options(parser, "variant", "split", "data")
     add_option(parser, "out_dir", required=True)
-    add_option(parser, "spec")
-    add_option(parser, "batch_size")
-    add_option(parser, "max_input_tokens")
+    add_options(parser, "spec", "batch_size", "max_input_tokens")
     parser.add_argument("--window-tokens", type=positive_int,
                         help="token budget of one window of windowed tasks (1024; capped at "
                              "--max-input-tokens so no window is truncated)")
-    add_option(parser, "max_new_tokens")
-    add_option(parser, "num_beams")
+    add_options(parser, "max_new_tokens", "num_beams")
     parser.add_argument("--label-num-beams", type=positive_int,
                         help="beams for label tasks (default 1: greedy, as the release)")
-    add_option(parser, "label_rule")
-    add_option(parser, "device")
+    add_options(parser, "label_rule", "device")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")

@@ -11,7 +11,7 @@ import sys
 
 from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, sigterm_as_interrupt
 from benchmark.commands import command_help, fraction
-from benchmark.commands.options import add_option, given_or_default, training_device
+from benchmark.commands.options import add_option, add_options, given_or_default, training_device
 from tasks import parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json
@@ -35,21 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "tasks", required=True)
     add_option(parser, "data")
     add_option(parser, "out_dir", required=True)
-    add_option(parser, "profile")
-    add_option(parser, "spec")
-    add_option(parser, "model")
-    add_option(parser, "revision")
-    add_option(parser, "variant")
-    add_option(parser, "lora")
+    add_options(parser, "profile", "spec", "model", "revision", "variant", "lora")
     parser.add_argument("--train-fraction", type=fraction, help="fraction of training documents")
     parser.add_argument("--mixing", choices=("proportional", "temperature"))
-    add_option(parser, "seed")
-    add_option(parser, "max_steps")
-    add_option(parser, "set_spec")
-    add_option(parser, "early_stopping")
-    add_option(parser, "device")
-    add_option(parser, "resume")
-    add_option(parser, "print_spec")
+    add_options(parser, "seed", "max_steps", "set_spec", "early_stopping", "device", "resume",
+                "print_spec")
 
 
 def build_spec(args: argparse.Namespace):

@@ -252,10 +252,12 @@ def same_model(session, submission: Submission, evaluation: dict) -> int | None:
 
 
 #: what the evaluation process may see of the worker's environment (no credentials, no
-#: database address); it runs offline
+#: database address; the operator's task plug-ins, so that their tasks evaluate); it runs
+#: offline
 CHILD_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
                      "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM")
+                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+                     "SUMBENCH_PLUGINS")
 
 
 def child_environment(scratch: Path) -> dict[str, str]:

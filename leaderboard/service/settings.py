@@ -2,7 +2,6 @@
 reading and writing them."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from leaderboard.service.db import Database, Setting
 from leaderboard.tracks import make_track
 from leaderboard.tracks.summaries import SummariesEvaluator, default_summary_evaluators
 from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.json_fields import JsonFields
 
 SETTINGS_KEY = "instance"
 #: bumped when the way a track's scores are computed or published changes (part of every
@@ -45,8 +45,9 @@ def _default_evaluators() -> list[dict]:
 
 
 @dataclass(frozen=True)
-class InstanceSettings:
+class InstanceSettings(JsonFields):
     """Limits, ranking parameters and the summaries track's evaluators."""
+    field_kind = "leaderboard setting(s)"
     n_resamples: int = 1000          # bootstrap resamples for intervals, tests and bands
     seed: int = 0                    # seed of the resample indices (shared by all entries)
     alpha: float = 0.05              # significance level of the paired tests (rank bands)
@@ -142,17 +143,8 @@ class InstanceSettings:
                 **({"gold_visibility": "public"} if self.gold_is_public else {})}
 
     def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["summary_evaluators"] = [dict(item) for item in self.summary_evaluators]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> InstanceSettings:
-        known = {item.name for item in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SumbenchError(f"unknown leaderboard setting(s): {', '.join(unknown)}")
-        return cls(**data)
+        return {**super().to_dict(),
+                "summary_evaluators": [dict(item) for item in self.summary_evaluators]}
 
     def evaluators(self) -> list:
 

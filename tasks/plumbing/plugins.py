@@ -1,4 +1,5 @@
-"""Plug-ins: what installed packages add to sumbench's registries through entry points.
+"""Plug-ins: what installed packages add to sumbench's registries through entry points, and
+modules named by path or import name (`--plugins`, `SUMBENCH_PLUGINS`).
 
 A package names its objects in its own `pyproject.toml`:
 
@@ -11,13 +12,27 @@ summary metric; tasks.metrics.evaluators). Each group is read once per process, 
 registry is first used. A plug-in that cannot be imported, is not of the kind its group takes,
 or whose name is taken (by a built-in or another plug-in) is skipped with one warning line on
 stderr naming it and its package; the rest of the program runs on.
+
+`--plugins MODULE_OR_PATH` (any command, repeatable) and the environment variable
+`SUMBENCH_PLUGINS` (entries separated by os.pathsep) name plug-ins without packaging: a .py
+file, a package folder (with __init__.py) or an importable module. The command line's are
+added to the variable, so every process a command starts (Slurm jobs, workers) loads them too.
+A plug-in named this way must load: one that cannot is an error naming it, not a warning.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from tasks.plumbing.errors import SumbenchError
 
 #: group -> what its entry points name (for messages)
 GROUPS = {"sumbench.tasks": "task", "sumbench.presence_backends": "presence backend",
@@ -81,3 +96,86 @@ class Once:
                 self._done = True
             finally:
                 self._running = False
+
+
+#: the environment variable naming plug-ins for this process and the ones it starts
+PLUGINS_VARIABLE = "SUMBENCH_PLUGINS"
+
+
+def named_plugins(environ=None) -> list[str]:
+    """The plug-ins `SUMBENCH_PLUGINS` names, in order (empty entries left out)."""
+    value = (os.environ if environ is None else environ).get(PLUGINS_VARIABLE, "")
+    return [entry for entry in value.split(os.pathsep) if entry.strip()]
+
+
+def checked_source(source: str, origin: str = "--plugins") -> str:
+    """A plug-in source as every process can find it: an existing .py file or package
+    folder as an absolute path, or the name of an importable module; else a SumbenchError
+    naming where it was given (`origin`)."""
+    path = Path(source).expanduser()
+    if source.endswith(".py") or os.sep in source or path.exists():
+        if path.is_file() and path.suffix == ".py":
+            return str(path.resolve())
+        if path.is_dir() and (path / "__init__.py").is_file():
+            return str(path.resolve())
+        what = "a folder without __init__.py" if path.is_dir() else "no such file"
+        raise SumbenchError(f"{origin} {source}: {what} (give a .py file, a package folder "
+                            f"or an importable module)")
+    try:
+        found = importlib.util.find_spec(source)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise SumbenchError(f"{origin} {source}: no such file, folder or importable module")
+    return source
+
+
+def add_named_plugins(sources) -> list[str]:
+    """Check `sources` (`checked_source`) and add them to `SUMBENCH_PLUGINS`; returns them."""
+    checked = [checked_source(source) for source in sources]
+    entries = named_plugins()
+    entries += [source for source in checked if source not in entries]
+    os.environ[PLUGINS_VARIABLE] = os.pathsep.join(entries)
+    return checked
+
+
+def import_plugin(source: str) -> ModuleType:
+    """Import a plug-in `SUMBENCH_PLUGINS` names (`checked_source`'s forms); a failure is one
+    SumbenchError line naming it."""
+    source = checked_source(source, PLUGINS_VARIABLE)
+    try:
+        if not os.path.isabs(source):
+            return importlib.import_module(source)
+        return _import_path(Path(source))
+    except SumbenchError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a plug-in may raise anything on import
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise SumbenchError(f"plug-in {source} failed to import: {type(error).__name__}"
+                            f"{': ' + reason if reason else ''}") from None
+
+
+def _import_path(path: Path) -> ModuleType:
+    """A .py file as module sumbench_plugin_<stem>_<digest of its path>; a package folder
+    under its own name (so that its modules import each other as usual)."""
+    if path.is_dir():
+        name, location, search = path.name, path / "__init__.py", [str(path)]
+    else:
+        digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+        name, location, search = f"sumbench_plugin_{path.stem}_{digest}", path, None
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "") or "").resolve() != location.resolve():
+            raise SumbenchError(f"plug-in {path}: a module named {name!r} is already loaded "
+                                f"from elsewhere; rename the folder")
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, location,
+                                                  submodule_search_locations=search)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -207,3 +207,112 @@ def test_broken_or_clashing_plug_ins_are_one_warning_each_and_the_rest_runs(venv
     assert pyramid.returncode == 0, pyramid.stderr
     assert json.loads(pyramid.stdout) == {"alpha": 1.0, "beta": pytest.approx(2 / 3),
                                           "gamma": pytest.approx(1 / 3)}
+
+
+# ---- plug-ins named by path (--plugins, SUMBENCH_PLUGINS) ------------------------------------
+def sumbench(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "benchmark", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def test_the_pages_task_file_loads_with_plugins_and_runs_end_to_end(tmp_path, usb_tokenizer):
+    """No packaging: the page's titles.py, named by --plugins (a relative path) and by
+    SUMBENCH_PLUGINS, is listed, scores known values and runs fine-tune -> predict -> score."""
+    from trainers.models.tiny import build_tiny_t5
+
+    (tmp_path / "titles.py").write_text(page_files()["titles.py"], encoding="utf-8")
+    listed = sumbench("tasks", "--json", "--plugins", "titles.py", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    task = next(row for row in json.loads(listed.stdout) if row["name"] == "title_generation")
+    assert (task["source"], task["aliases"], task["main_metric"], task["suite"]) == (
+        str(tmp_path / "titles.py"), ["title"], "token_f1", "titles")
+    data = title_data(tmp_path)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(record) + "\n" for record in [
+        {"task": "TITLE", "id": "a", "title": "River and bridge", "prediction": "river AND bridge"},
+        {"task": "TITLE", "id": "b", "title": "mayor and storm", "prediction": "the storm"},
+        {"task": "TITLE", "id": "c", "title": "cup", "prediction": "city"}]))
+    scored = sumbench("score", predictions, "--plugins", tmp_path / "titles.py", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    result = json.loads(scored.stdout)["title_generation"]
+    # exact: 1 of 3; token F1: 1, 2*1/(2+3) = 0.4, 0
+    assert result["exactmatch"] == pytest.approx(1 / 3)
+    assert result["token_f1"] == pytest.approx(1.4 / 3)
+    assert result["headline"] == pytest.approx(100 * 1.4 / 3)
+    build_tiny_t5(usb_tokenizer, save_dir=tmp_path / "tiny")
+    run = sumbench("run", "--model", tmp_path / "tiny", "--tasks", "TITLE", "--data", data,
+                   "--mode", "finetune", "--max-steps", "2", "--batch-size", "4",
+                   "--device", "cpu", "--out", tmp_path / "run", cwd=tmp_path,
+                   env={"SUMBENCH_PLUGINS": str(tmp_path / "titles.py")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["scores"]["title_generation"]["n_records"] == 4
+    assert (tmp_path / "run" / "predictions" / "title_generation.jsonl").is_file()
+
+
+CLASH = '''
+from tasks.jsonl_task import JsonlTask
+
+
+class Clash(JsonlTask):
+    name, description = "abstractive_summarization", "takes a built-in's name"
+    metric_names, main_metric = ("exactmatch",), "exactmatch"
+    metrics = staticmethod(lambda predictions, references: {"exactmatch": 0.0})
+'''
+
+
+@pytest.mark.parametrize("files, source, message", [
+    ({}, "missing.py", "missing.py: no such file (give a .py file, a package folder or an "
+                       "importable module)"),
+    ({"folder/a.py": ""}, "folder", "folder: a folder without __init__.py"),
+    ({}, "sumbench_no_such_module", "sumbench_no_such_module: no such file, folder or "
+                                    "importable module"),
+    ({"broken.py": "raise RuntimeError('half written')\n"}, "broken.py",
+     "broken.py failed to import: RuntimeError: half written"),
+    ({"clash.py": CLASH}, "clash.py",
+     "clash.py: task name 'abstractive_summarization' is already registered"),
+    ({"nometric.py": CLASH.replace("    metrics = staticmethod", "    # ")}, "nometric.py",
+     "nometric.py failed to import: TypeError: Clash names no metrics function"),
+])
+def test_a_named_plug_in_that_cannot_load_stops_the_command_naming_it(tmp_path, files, source,
+                                                                       message):
+    """Given on the command line (a relative path) or in SUMBENCH_PLUGINS (an absolute one),
+    a plug-in that cannot load is one error line naming it; nothing runs."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    given_here = sumbench("tasks", "--plugins", source, cwd=tmp_path)
+    named = str(tmp_path / source) if files else source
+    given_in_environment = sumbench("tasks", cwd=tmp_path, env={"SUMBENCH_PLUGINS": named})
+    for completed in (given_here, given_in_environment):
+        assert completed.returncode == 2 and completed.stdout == "", completed.stderr
+        lines = completed.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], completed.stderr
+    if source in ("missing.py", "folder", "sumbench_no_such_module"):  # refused unimported
+        assert f"--plugins {source}:" in given_here.stderr
+        assert f"SUMBENCH_PLUGINS {named}:" in given_in_environment.stderr
+
+
+def test_every_command_takes_plugins():
+    from benchmark.cli import build_parser, leaf_parsers
+
+    leaves = leaf_parsers(build_parser())
+    assert len(leaves) >= 35
+    missing = [leaf.prog for leaf in leaves
+               if "--plugins" not in {flag for action in leaf._actions
+                                      for flag in action.option_strings}]
+    assert missing == []
+
+
+def test_the_page_documents_every_hook_of_a_task():
+    from tasks.base import Task
+
+    hooks = {name for name in [*vars(Task), *Task.__annotations__]
+             if not name.startswith("_")} | {"aliases"}
+    text = PAGE.read_text(encoding="utf-8")
+    table = text[text.index("## Every hook"):text.index("## A task as a package")]
+    undocumented = sorted(name for name in hooks if f"| `{name}" not in table)
+    assert undocumented == []

@@ -86,7 +86,7 @@ def test_spec_round_trips_through_json():
 @pytest.mark.parametrize("fields, message", [
     ({"batch_size": 0}, "batch_size"), ({"num_beams": 1.5}, "num_beams"),
     ({"label_rule": "first"}, "label_rule"), ({"dtype": "int8"}, "dtype"),
-    ({"batch": 4}, "unknown PredictSpec fields: batch")])
+    ({"batch": 4}, r"unknown PredictSpec field\(s\): batch")])
 def test_spec_rejects_bad_values(fields, message):
     with pytest.raises(SumbenchError, match=message):
         PredictSpec.from_dict(fields)
@@ -349,7 +349,7 @@ def test_windows_never_exceed_the_input_budget(labeler, tokenizer, data_dir):
 
 @pytest.mark.parametrize("content, message", [
     ('{"batch_size": 0}', r"spec\.json, field 'batch_size': PredictSpec\.batch_size must be"),
-    ('{"batchsize": 4}', r"spec\.json, field 'batchsize': unknown PredictSpec fields"),
+    ('{"batchsize": 4}', r"spec\.json, field 'batchsize': unknown PredictSpec field\(s\)"),
     ('{"dtype": "int8"}', r"spec\.json, field 'dtype': PredictSpec\.dtype must be one of"),
     ('[1, 2]', r"spec\.json: expected a JSON object"),
     ('{"batch_size": ', r"spec\.json:1: malformed JSON"),

@@ -8,12 +8,12 @@ choices and are marked as such below; every value can be overridden with
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean, unknown_names
+from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.json_fields import JsonFields
 
 PRECISIONS = ("auto", "bf16", "fp32")
 #: spec fields a resumed run may change: they decide only whether a GPU adds up in a fixed
@@ -31,8 +31,9 @@ class SpecError(SumbenchError, ValueError):
 
 
 @dataclass(frozen=True)
-class FinetuneSpec:
+class FinetuneSpec(JsonFields):
     """Everything that determines a fine-tuning run, apart from the task list and data folder."""
+    unknown_field_error, field_kind = SpecError, "spec field(s)"
 
     profile: str = "custom"
     model: str = ""                       # hub id or local folder
@@ -130,25 +131,6 @@ class FinetuneSpec:
                 f"per_device_batch_size x world size ({self.per_device_batch_size} x "
                 f"{world_size}); choose a per_device_batch_size that divides it")
         return self.batch_size // per_step
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["lora_target_modules"] = list(self.lora_target_modules)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FinetuneSpec:
-        unknown = unknown_names(data, (f.name for f in dataclasses.fields(cls)))
-        if unknown:
-            raise SpecError(f"unknown spec field(s): {unknown}")
-        return cls(**data)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> FinetuneSpec:
-        return cls.from_dict(json.loads(text))
 
     def override(self, values: dict[str, Any]) -> FinetuneSpec:
         """A copy with `values` applied; strings (from a command line) are parsed by field type."""

@@ -6,11 +6,10 @@ take a spec, do not import the runner that uses them.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 
-from tasks.plumbing.errors import SumbenchError, unknown_names
+from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.json_fields import JsonFields
 
 DTYPES = ("float32", "bfloat16", "float16")
 #: which generated steps give Yes/No probabilities (see trainers.inference.label_probs)
@@ -35,7 +34,7 @@ def is_device_name(name: object) -> bool:
 
 
 @dataclass(frozen=True)
-class PredictSpec:
+class PredictSpec(JsonFields):
     """How to run a model for prediction. Defaults follow the USB release's Flan-T5 scripts:
     inputs truncated at 8192 tokens, windowed tasks (EXT, EVEXT) cut into windows of 1024
     tokens (`window_tokens`), max_length 768 = 767 new tokens, greedy decoding for labels,
@@ -46,6 +45,8 @@ class PredictSpec:
     never truncated during encoding (which would drop its last SENT markers). `batch_size`
     and `device` change results only by floating-point noise and are not part of a run's
     fingerprint."""
+    json_indent = None  # one line: the spec is recorded in prediction files
+
     batch_size: int = 8
     max_input_tokens: int = 8192
     window_tokens: int | None = 1024
@@ -75,23 +76,6 @@ class PredictSpec:
     def window_budget(self) -> int:
         """Tokens of one window of a windowed task: min(window_tokens, max_input_tokens)."""
         return min(self.window_tokens or self.max_input_tokens, self.max_input_tokens)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> PredictSpec:
-        unknown = unknown_names(data, (item.name for item in dataclasses.fields(cls)))
-        if unknown:
-            raise SumbenchError(f"unknown PredictSpec fields: {unknown}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> PredictSpec:
-        return cls.from_dict(json.loads(text))
 
     def result_fields(self) -> dict:
         """The fields that can change predictions (what a resumed run must share)."""
