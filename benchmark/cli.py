@@ -19,6 +19,7 @@ from benchmark.commands.out_file import check_out_file
 from tasks import use_plugins
 from tasks.plumbing.errors import SumbenchError, did_you_mean
 from tasks.plumbing.locks import output_lock
+from tasks.plumbing.plugins import named_plugins
 
 #: commands that write one output folder (--out): one process per folder at a time
 LOCKED_COMMANDS = ("train", "predict", "run", "demo", "baseline", "experiment")
@@ -102,9 +103,11 @@ def command_word(argv: list[str]) -> str:
 
 def _handle(args: argparse.Namespace) -> int:
     """Run the command's handler, holding the lock of its output folder where it has one;
-    a command writing one --out file has it checked first (benchmark.commands.out_file)."""
-
+    a command writing one --out file has it checked first (benchmark.commands.out_file). A
+    command whose --out has a default of its own names it in `default_out`."""
     check_out_file(args)
+    if getattr(args, "out", None) is None and getattr(args, "default_out", None):
+        args.out = args.default_out
     out = getattr(args, "out", None)
     if _takes_lock(args) and out:
         from pathlib import Path
@@ -207,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             command = _command_chain(parser, args, argv)[-1][0]
             args = apply_config(command, args, argv)
             args.parser = command
-        if getattr(args, "plugins", None):  # for this process and the ones it starts
-            use_plugins(args.plugins)
+        if getattr(args, "plugins", None) or named_plugins():  # now, and for the children
+            use_plugins(getattr(args, "plugins", None) or [])
         with sigterm_as_interrupt():
             code = _handle(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit

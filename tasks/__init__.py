@@ -72,20 +72,27 @@ def use_plugins(sources: Sequence[str]) -> None:
 
 def _register_module_tasks(source: str, module) -> list[str]:
     """Register the whole Task classes with a `name` that `module` (or a module of its
-    package) defines; a name already taken is a SumbenchError naming the plug-in."""
-    prefix, registered = module.__name__, []
-    for value in list(vars(module).values()):
-        if not (isinstance(value, type) and issubclass(value, Task) and
-                (value.__module__ == prefix or value.__module__.startswith(prefix + ".")) and
-                not inspect.isabstract(value) and getattr(value, "name", None)):
-            continue
+    package) defines, all or none: a name already taken (or taken twice) is a SumbenchError
+    naming the plug-in."""
+    prefix = module.__name__
+    found = list(dict.fromkeys(
+        value for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, Task) and
+        (value.__module__ == prefix or value.__module__.startswith(prefix + ".")) and
+        not inspect.isabstract(value) and getattr(value, "name", None)))
+    names = [key for value in found for key in (value.name, *getattr(value, "aliases", ()))]
+    taken = sorted({key for key in names if key in TASKS or
+                    [other.lower() for other in names].count(key.lower()) > 1})
+    if taken:
+        raise SumbenchError(f"plug-in {source}: task name(s) already registered or given "
+                            f"twice: {', '.join(taken)}")
+    for value in found:
         try:
             register_task_class(value.name, value)
         except (SumbenchError, TypeError, ValueError) as error:
             raise SumbenchError(f"plug-in {source}: {error}") from None
         TASK_SOURCES[value.name] = source
-        registered.append(value.name)
-    return registered
+    return [value.name for value in found]
 
 
 def register_task_class(name: str, task_class) -> None:

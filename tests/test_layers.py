@@ -72,8 +72,9 @@ FLOORS = {
               ("tasks.base", "tasks.validation", "tasks.identity", "tasks.windowed", "tasks"),
               ("tasks.usb", "tasks.qapyramid"),
               ("tasks.scoring", "tasks.gold", "tasks.item_values", "tasks.item_view")),
-    "trainers": (("trainers",), ("trainers.models",), ("trainers.inference",),
-                 ("trainers.fewshot",), ("trainers.finetuning",), ("trainers.bridges",)),
+    "trainers": (("trainers.models",), ("trainers.inference",), ("trainers.fewshot",),
+                 ("trainers.finetuning",), ("trainers.bridges",),
+                 ("trainers",)),  # the package's own module: an old name kept one release
     "leaderboard": (("leaderboard",), ("leaderboard.evaluators",),
                     ("leaderboard.ranking", "leaderboard.card", "leaderboard.charts",
                      "leaderboard.published", "leaderboard.meta_eval"),
@@ -280,3 +281,23 @@ def test_the_house_rules_of_ruff_hold():
                                 "--output-format", "concise", "."], cwd=REPO,
                                capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-1000:]
+
+
+@pytest.mark.parametrize("old, new, names", [
+    ("tasks.errors", "tasks.plumbing.errors", ("DataError", "SumbenchError", "did_you_mean")),
+    ("trainers.lm_eval_bridge", "trainers.bridges.lm_eval_harness",
+     ("aggregate", "doc_to_target", "doc_to_text", "process_results")),
+])
+def test_an_old_module_name_works_one_more_release_and_says_so(old, new, names):
+    """Plug-ins written against `tasks.errors` and lm-eval folders exported with
+    `trainers.lm_eval_bridge` in their utils.py still import, with a DeprecationWarning."""
+    probe = (f"import warnings\nwarnings.simplefilter('always')\n"
+             f"with warnings.catch_warnings(record=True) as caught:\n"
+             f"    import {old} as old, {new} as new\n"
+             f"assert all(getattr(old, name) is getattr(new, name) for name in {names!r})\n"
+             f"print([str(item.message) for item in caught if "
+             f"item.category is DeprecationWarning])")
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                               text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert f"{old} is renamed {new}" in completed.stdout

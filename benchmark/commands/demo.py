@@ -78,7 +78,7 @@ def register(subparsers) -> None:
     add_option(parser, "batch_size")
     parser.add_argument("--threads", type=positive_int, default=2,
                         help="torch CPU threads (default 2)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, default_out=DEFAULT_OUT)
 
 
 def demo_settings(docs: int, max_steps: int, seed: int) -> dict:

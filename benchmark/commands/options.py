@@ -31,7 +31,6 @@ from tasks.plumbing.errors import SumbenchError
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE, style_names
 from trainers.finetuning.distributed import check_training_device_name
 
-SPLITS = ("train", "validation", "test")
 ROUGE_AGGREGATES = ("mean", "bootstrap-mid")
 LABEL_RULES = ("official", "positional")
 EXECUTORS = ("local", "slurm")
@@ -51,6 +50,13 @@ def prompt_style(text: str) -> str:
     known = [*style_names(), OFFICIAL_GPT35_STYLE]
     if text not in known:
         raise argparse.ArgumentTypeError(f"must be one of {', '.join(known)}, got {text!r}")
+    return text
+
+
+def split_name(text: str) -> str:
+    """An argparse type: a split name, one plain file-name word (each task checks it has it)."""
+    if not text or text.startswith(".") or any(mark in text for mark in ("/", "\\", "\0")):
+        raise argparse.ArgumentTypeError(f"expected a split name such as test, got {text!r}")
     return text
 
 
@@ -105,7 +111,9 @@ SHARED: dict[str, Option] = {
     "variants": _option("--variants", metavar="V", nargs="+", action="extend",
                         renamed_from=("--variant",),
                         help="data variants, several (default: all there are)"),
-    "split": _option("--split", choices=SPLITS, help="data split (default test)"),
+    "split": _option("--split", type=split_name, metavar="SPLIT",
+                     help="data split: train, validation or test (a plug-in task may name "
+                          "others; default test)"),
     "seed": _option("--seed", type=non_negative_int, metavar="S",
                     help="seed of every random choice (default 0)"),
     "out_dir": _option("--out", metavar="DIR", help="output folder"),

@@ -30,6 +30,7 @@ from benchmark.run import run_benchmark
 from tasks import parse_task_list
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_json
+from tasks.plumbing.plugins import checked_source
 from trainers.finetuning.profiles import get_profile
 
 
@@ -187,10 +188,13 @@ def record_run_config(args: argparse.Namespace, out_dir: str | Path) -> None:
     options = effective_options(parser, args)
     options.update({key: local_or_id(options[key]) for key in ("model", "data", "raw")})
     options["out"] = None  # a repeat names its own folder
+    if options.get("plugins"):  # as every folder finds them
+        options["plugins"] = [checked_source(source) for source in options["plugins"]]
     write_json(path, {**results, RUN_CONFIG: options})
 
 
 def _run_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sumbench run")
     add_arguments(parser)
+    add_option(parser, "plugins")
     return parser

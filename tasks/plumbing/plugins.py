@@ -133,10 +133,19 @@ def checked_source(source: str, origin: str = "--plugins") -> str:
 def add_named_plugins(sources) -> list[str]:
     """Check `sources` (`checked_source`) and add them to `SUMBENCH_PLUGINS`; returns them."""
     checked = [checked_source(source) for source in sources]
-    entries = named_plugins()
+    entries = [_absolute(entry) for entry in named_plugins()]
     entries += [source for source in checked if source not in entries]
-    os.environ[PLUGINS_VARIABLE] = os.pathsep.join(entries)
+    if entries:
+        os.environ[PLUGINS_VARIABLE] = os.pathsep.join(entries)
     return checked
+
+
+def _absolute(entry: str) -> str:
+    """An entry of `SUMBENCH_PLUGINS` that is an existing path, made absolute (processes
+    started in other folders find it too); other entries unchanged."""
+    path = Path(entry).expanduser()
+    looks_like_path = entry.endswith(".py") or os.sep in entry
+    return str(path.resolve()) if looks_like_path and path.exists() else entry
 
 
 def import_plugin(source: str) -> ModuleType:
@@ -160,6 +169,10 @@ def _import_path(path: Path) -> ModuleType:
     under its own name (so that its modules import each other as usual)."""
     if path.is_dir():
         name, location, search = path.name, path / "__init__.py", [str(path)]
+        other = _installed_location(name)
+        if other is not None and other != location.resolve():
+            raise SumbenchError(f"plug-in {path}: its name {name!r} is a module already "
+                                f"installed ({other}); rename the folder")
     else:
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
         name, location, search = f"sumbench_plugin_{path.stem}_{digest}", path, None
@@ -179,3 +192,14 @@ def _import_path(path: Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def _installed_location(name: str) -> Path | None:
+    """Where the importable module `name` lives (None when nothing of that name is)."""
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(found, "origin", None) if found else None
+    return Path(origin).resolve() if origin and origin not in ("built-in", "frozen") else (
+        None if found is None else Path(name))

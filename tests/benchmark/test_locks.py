@@ -379,3 +379,18 @@ def test_stale_staging_folders_of_a_killed_process_are_removed(tmp_path):
 
 
 # ---------------------------------------------------------------- resource limits, signals
+
+
+def test_the_demo_locks_its_default_out_folder_too(tmp_path, monkeypatch, capsys):
+    """`sumbench demo` without --out writes ./sumbench-demo: that folder is checked and locked
+    like a given one (a second demo there is refused before it starts)."""
+    from benchmark.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sumbench-demo").write_text("not a folder")
+    assert main(["demo"]) == 2
+    assert "--out sumbench-demo is a file; give a folder" in capsys.readouterr().err
+    (tmp_path / "sumbench-demo").unlink()
+    with live_lock(tmp_path / "sumbench-demo", "demo") as pid:
+        assert main(["demo"]) == 2
+    assert f"pid {pid}" in capsys.readouterr().err

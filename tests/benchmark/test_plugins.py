@@ -235,7 +235,8 @@ def test_the_pages_task_file_loads_with_plugins_and_runs_end_to_end(tmp_path, us
         {"task": "TITLE", "id": "a", "title": "River and bridge", "prediction": "river AND bridge"},
         {"task": "TITLE", "id": "b", "title": "mayor and storm", "prediction": "the storm"},
         {"task": "TITLE", "id": "c", "title": "cup", "prediction": "city"}]))
-    scored = sumbench("score", predictions, "--plugins", tmp_path / "titles.py", cwd=tmp_path)
+    scored = sumbench("score", predictions, cwd=tmp_path,
+                      env={"SUMBENCH_PLUGINS": "titles.py"})  # relative to the folder
     assert scored.returncode == 0, scored.stderr
     result = json.loads(scored.stdout)["title_generation"]
     # exact: 1 of 3; token F1: 1, 2*1/(2+3) = 0.4, 0
@@ -245,11 +246,12 @@ def test_the_pages_task_file_loads_with_plugins_and_runs_end_to_end(tmp_path, us
     build_tiny_t5(usb_tokenizer, save_dir=tmp_path / "tiny")
     run = sumbench("run", "--model", tmp_path / "tiny", "--tasks", "TITLE", "--data", data,
                    "--mode", "finetune", "--max-steps", "2", "--batch-size", "4",
-                   "--device", "cpu", "--out", tmp_path / "run", cwd=tmp_path,
-                   env={"SUMBENCH_PLUGINS": str(tmp_path / "titles.py")})
+                   "--device", "cpu", "--out", tmp_path / "run", "--plugins", "titles.py",
+                   cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["scores"]["title_generation"]["n_records"] == 4
+    assert results["run_config"]["plugins"] == [str(tmp_path / "titles.py")]  # --config repeats
     assert (tmp_path / "run" / "predictions" / "title_generation.jsonl").is_file()
 
 
@@ -273,9 +275,11 @@ class Clash(JsonlTask):
     ({"broken.py": "raise RuntimeError('half written')\n"}, "broken.py",
      "broken.py failed to import: RuntimeError: half written"),
     ({"clash.py": CLASH}, "clash.py",
-     "clash.py: task name 'abstractive_summarization' is already registered"),
+     "clash.py: task name(s) already registered or given twice: abstractive_summarization"),
     ({"nometric.py": CLASH.replace("    metrics = staticmethod", "    # ")}, "nometric.py",
      "nometric.py failed to import: TypeError: Clash names no metrics function"),
+    ({"mine/email/__init__.py": ""}, "mine/email",
+     "its name 'email' is a module already installed"),
 ])
 def test_a_named_plug_in_that_cannot_load_stops_the_command_naming_it(tmp_path, files, source,
                                                                        message):
@@ -316,3 +320,16 @@ def test_the_page_documents_every_hook_of_a_task():
     table = text[text.index("## Every hook"):text.index("## A task as a package")]
     undocumented = sorted(name for name in hooks if f"| `{name}" not in table)
     assert undocumented == []
+
+
+def test_a_package_folder_loads_with_its_own_modules(tmp_path):
+    """A folder with __init__.py is imported under its own name, so its modules import each
+    other as in any package; tasks defined in them register."""
+    package = tmp_path / "title_tasks"
+    package.mkdir()
+    (package / "titles.py").write_text(page_files()["titles.py"], encoding="utf-8")
+    (package / "__init__.py").write_text("from title_tasks.titles import TitleGeneration\n")
+    listed = sumbench("tasks", "--json", "--plugins", package, cwd=tmp_path.parent)
+    assert listed.returncode == 0, listed.stderr
+    task = next(row for row in json.loads(listed.stdout) if row["name"] == "title_generation")
+    assert task["source"] == str(package)

@@ -485,3 +485,24 @@ def test_train_command_trains_where_it_is_told(spec, data_dir, tmp_path, capsys)
         assert main([*args, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 2
         assert "torch sees no CUDA GPU" in capsys.readouterr().err
         assert not (tmp_path / "gpu").exists()
+
+
+@pytest.mark.parametrize("kind, recorded", [
+    ("metric", "trainers.evaluation.headline_metric_fn.<locals>.evaluate"),
+    ("loss", "trainers.finetune.validation_loss_fn.<locals>.evaluate"),
+])
+def test_a_run_recorded_before_trainers_was_grouped_by_job_still_resumes(spec, tmp_path,
+                                                                          kind, recorded):
+    """train_config.json names the best-model selection by its function's module; the
+    modules moved (trainers.evaluation -> trainers.finetuning.evaluation), the functions
+    did not change, so an earlier run's record matches and another selection still does not."""
+    from trainers.finetuning.checkpoints import check_settings, evaluation_name
+    from trainers.finetuning.evaluation import early_stopping_fn
+
+    evaluate = early_stopping_fn(kind, spec, ["FAC"], None)
+    config = {"spec": spec.to_dict(), "evaluation": recorded, "tasks": ["FAC"],
+              "data_dir": None}
+    assert evaluation_name(evaluate) != recorded
+    check_settings(tmp_path, config, spec, ["FAC"], None, evaluate)
+    with pytest.raises(SumbenchError, match="selected its best model otherwise"):
+        check_settings(tmp_path, config, spec, ["FAC"], None, None)

@@ -154,6 +154,20 @@ def evaluation_name(evaluate_fn) -> str | None:
     return f"{getattr(evaluate_fn, '__module__', None)}.{name}"
 
 
+#: where the evaluate functions lived before trainers/ was grouped by job: a run recorded then
+#: names its selection by the old module, which means the same function
+EARLIER_EVALUATION_MODULES = {"trainers.evaluation.": "trainers.finetuning.evaluation.",
+                              "trainers.finetune.": "trainers.finetuning.finetune."}
+
+
+def recorded_evaluation(name: str | None) -> str | None:
+    """A recorded `evaluation_name`, in today's module names."""
+    for old, new in EARLIER_EVALUATION_MODULES.items():
+        if name and name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
 def resolved_data_dir(data_dir: str | Path | None) -> str | None:
     return None if data_dir is None else str(Path(data_dir).resolve())
 
@@ -192,7 +206,7 @@ def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: 
     if changed:
         raise SumbenchError(f"cannot resume {out_dir}: the run used a different "
                             f"{', '.join(changed)}")
-    if config["evaluation"] != evaluation_name(evaluate_fn):
+    if recorded_evaluation(config["evaluation"]) != evaluation_name(evaluate_fn):
         raise SumbenchError(f"cannot resume {out_dir}: the run selected its best model "
                             f"otherwise (early stopping by {config['evaluation']}; now "
                             f"{evaluation_name(evaluate_fn)})")
