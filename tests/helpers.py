@@ -58,3 +58,16 @@ def screenshot_path(tmp_path: Path, name: str) -> Path:
     folder = Path(os.environ.get("SUMBENCH_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / name
+
+
+#: Debian's Chromium, which the browser tests drive through Playwright
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def launch_chromium(playwright):
+    """Headless Chromium for a test (the caller closes it): no sandbox (tests run as root), no
+    GPU, no background traffic."""
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run"])

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from pathlib import Path
 
 import pytest
 
 from benchmark.viewer import build_view, write_view
 
-from helpers import screenshot_path, sumbench
+from helpers import CHROMIUM, launch_chromium, screenshot_path, sumbench
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 
 
@@ -74,10 +72,7 @@ def test_the_page_works_offline_from_a_file(runs, tmp_path):
     write_view([runs / "a", runs / "b"], out)
     requests, dialogs, errors = [], [], []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        browser = launch_chromium(playwright)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             context.route("**/*", lambda route: route.continue_() if route.request.url
