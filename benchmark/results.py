@@ -147,7 +147,6 @@ class RunSpec(JsonFields):
     def result_fields(self) -> dict[str, Any]:
         """The fields a resumed run must share with the run it continues (train_overrides
         without the fine-tuning fields a resumed training may change)."""
-
         fields = {key: value for key, value in self.to_dict().items()
                   if key not in NON_RESULT_FIELDS}
         overrides = fields["train_overrides"]
@@ -167,7 +166,6 @@ def results_table(scores: Mapping[str, Mapping[str, Any]],
                   order: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per task: its headline metric's name and value (x100; None when undefined),
     in `order`."""
-
     rows = []
     for name in order or sorted(scores):
         task = get_task(name)
@@ -211,7 +209,6 @@ def build_results(spec: RunSpec, scores: Mapping[str, Mapping[str, Any]], *,
                   config: Mapping[str, Any] | None = None,
                   seeds: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document (see the module docstring); `config` adds resolved settings."""
-
     full_config = {"run": spec.to_dict(), "models": dict(models), **dict(config or {})}
     return {"format": RESULTS_FORMAT, "spec": spec.to_dict(), "scores": dict(scores),
             "decoding": decoding_settings(spec, config),
@@ -254,7 +251,6 @@ def format_decoding(decoding: Mapping[str, Any]) -> str:
 
 def write_results(out_dir: str | Path, results: Mapping[str, Any]) -> Path:
     """Write DIR/results.json atomically (whole or not at all); returns its path."""
-
     validate_results(results, RESULTS_FILE)
     path = Path(out_dir) / RESULTS_FILE
     text = json_text(results) + "\n"

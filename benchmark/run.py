@@ -72,7 +72,6 @@ class RunState:
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """Run every stage and write DIR/results.json; returns the results document."""
-
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
@@ -101,7 +100,6 @@ def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
 
 def canonical_spec(spec: RunSpec) -> RunSpec:
     """The spec with registered task names in place of aliases."""
-
     return dataclasses.replace(
         spec, tasks=tuple(canonical_task_name(name) for name in spec.tasks),
         train_tasks=tuple(canonical_task_name(name) for name in spec.train_tasks))
@@ -182,7 +180,6 @@ def load_instances(task, split: str, spec: RunSpec, data_dir: str | None) -> lis
 def finetune_spec(spec: RunSpec):
     """The FinetuneSpec of the run: the profile, the run's model/seed/variant/LoRA, then the
     explicit overrides (strings parsed by field type, as `sumbench train --set`)."""
-
     values = {"model": spec.model, "revision": spec.revision, "variant": spec.variant,
               "seed": spec.seed}
     if spec.lora:
@@ -229,7 +226,6 @@ def train_stage(fspec, task_names: Sequence[str], data_dir: str | None, folder: 
     training data: one with other settings or changed data is refused; the prediction that
     follows, with `prediction_budgets`, is checked before the first step); returns the
     model/adapter folder."""
-
     evaluate_fn = early_stopping_fn(early_stopping, fspec, task_names, data_dir)
     final = finished_output(folder, fspec, list(task_names), data_dir, evaluate_fn)
     if final is not None:
@@ -264,7 +260,6 @@ def predict_spec(spec: RunSpec, fspec):
     predictions), the input and output budgets of `trainers.finetuning.profiles.prediction_budgets`
     (the USB release's 8192 and 767 for its profiles) unless the run overrides them, and
     the run's decoding."""
-
     trained = validation_predict_spec(fspec, spec.device)
     max_input, max_new = prediction_budgets(fspec)
     return dataclasses.replace(
@@ -356,7 +351,6 @@ def run_official_fewshot(state: RunState, tasks: Sequence[Any], backend) -> dict
     """The USB release's GPT-3.5 protocol (trainers.fewshot.official) for every task:
     predictions/<task>.jsonl, outputs/<task>.jsonl (prompts and raw answers) and a report.
     Answers come from the backend's response cache when a run is repeated."""
-
     spec = state.spec
     if spec.fewshot_backend != "openai" or spec.openai_api != "chat":
         raise SumbenchError(f"--style {OFFICIAL_GPT35_STYLE} reproduces the release's "

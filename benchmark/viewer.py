@@ -19,7 +19,6 @@ from tasks.scoring import read_prediction_files
 
 def read_run(folder: str | Path) -> dict[str, list[dict]]:
     """A run folder's prediction records by task, as `sumbench score` reads them."""
-
     folder = Path(folder)
     paths = sorted((folder / "predictions").glob("*.jsonl")) if folder.is_dir() else []
     if not paths:
@@ -30,7 +29,6 @@ def read_run(folder: str | Path) -> dict[str, list[dict]]:
 
 def build_view(runs: list[str | Path]) -> dict:
     """The page's data of one or two run folders, each named by its folder."""
-
     if not 1 <= len(runs) <= 2:
         raise SumbenchError(f"view takes one or two run folders, got {len(runs)}")
     return view_data([(Path(folder).name or str(folder), scored_run(read_run(folder)))
@@ -39,7 +37,6 @@ def build_view(runs: list[str | Path]) -> dict:
 
 def write_view(runs: list[str | Path], out: str | Path) -> dict:
     """Write the page to `out` (atomically); a summary of what it holds."""
-
     data = build_view(runs)
     with atomic_path(out) as staging:
         Path(staging).write_text(render_view(data), encoding="utf-8")

@@ -119,7 +119,6 @@ def check(uploads: Sequence[Upload], track: str, variant: str,
     """Run the server's validator here, with the limits and length rule the manifest states;
     with the server's manifest it also checks that every test item is present once.
     Returns a report; raises SubmissionErrors."""
-
     limits, strict_lengths = stated_validation(manifest)
     result = validate_submission(make_track(track, strict_lengths=strict_lengths), uploads,
                                  manifest, limits, variant)

@@ -89,7 +89,6 @@ class GoldCheck:
 
     def _split_file(self, task) -> str:
         """The gold split's file (the folder when the task has no such file)."""
-
         try:
             return str(task_split_path(Path(self.data_dir), task.name, self.split,
                                        self.variant))
@@ -132,7 +131,6 @@ class GoldCheck:
     def _split_holding(self, task, digest: int) -> str | None:
         """The other split of the variant that holds the item (read only on this error path:
         predictions of the validation split checked against test, say), or None."""
-
         for split in SPLITS:
             if split == self.split:
                 continue

@@ -62,7 +62,6 @@ class Texts:
 def scored_run(by_task: Mapping[str, Sequence[dict]]) -> dict[str, tuple]:
     """task -> (records, the task's result as `sumbench score` gives it, each record's item
     values): a run's records scored by the code of `sumbench score`."""
-
     scored = {}
     for name, records in by_task.items():
         task = get_task(name)
@@ -87,7 +86,6 @@ def view_data(runs: Sequence[tuple[str, Mapping[str, tuple]]]) -> dict:
     """The data the page shows of one or two named runs (name, task -> (records, result,
     item values) as `scored_run` gives them): runs and their scores, tasks, the string table
     and the items."""
-
     if not 1 <= len(runs) <= 2:
         raise SumbenchError(f"the viewer takes one or two runs, got {len(runs)}")
     texts, items, tasks, run_scores = Texts(), {}, {}, []

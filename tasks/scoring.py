@@ -56,7 +56,6 @@ class _Tasks:
 
     def get(self, name: str):
         if name not in self._by_name:
-
             taken = TASKS.get(canonical_task_name(name)).option_names
             self._by_name[name] = get_task(name, **{key: value for key, value in
                                                     self.options.items() if key in taken})

@@ -96,7 +96,6 @@ def stitch_windows(located: Iterable[Located]) -> Iterator[Located]:
     pass through at once (streaming). Windows are held until the input ends (an item's windows
     may lie anywhere in it), then their stitched records follow in the order of each item's
     first window."""
-
     groups: dict[tuple, list[Located]] = {}
     for entry in located:
         record = entry[2]

@@ -94,7 +94,6 @@ def fraction(text: str) -> float:
 def device_name(text: str) -> str:
     """An argparse type: a prediction device (auto, cpu, cuda, cuda:N, mps, xpu), checked
     before any model loads."""
-
     if not is_device_name(text):
         raise argparse.ArgumentTypeError(f"must be {DEVICES}, got {text!r}")
     return text
@@ -102,7 +101,6 @@ def device_name(text: str) -> str:
 
 def training_device_name(text: str) -> str:
     """An argparse type: a training device (auto, cpu, cuda, or cuda:N for one process)."""
-
     try:
         check_training_device_name(text)
     except SumbenchError as error:

@@ -53,7 +53,6 @@ def register(subparsers) -> None:
 
 def baseline_task_names(tasks: list[str]) -> list[str]:
     """Canonical USB task names of a task list (the baselines cover the USB tasks only)."""
-
     names = list(parse_task_list(tasks))
     outside = [name for name in names if name not in BASELINES]
     if outside:
@@ -66,7 +65,6 @@ def write_baselines(data_dir: str | None, names: list[str], out: Path, *,
                     variant: str = "all", split: str = "test") -> dict:
     """Write the baselines' prediction files and scores under `out` (all or nothing);
     returns {"scores": ..., "settings": ..., "predictions": {task: path}}."""
-
     records, locations, settings = {}, {}, {}
     for name in names:
         records[name], locations[name], settings[name] = task_baseline(
@@ -89,7 +87,6 @@ def task_baseline(name: str, data_dir: str | None, *, variant: str,
                   split: str) -> tuple[list[dict], list[tuple[str, int]], dict]:
     """One task's baseline prediction records on `split`, the (file, line) of the data
     record each comes from, and the baseline's settings (fitted on the train split)."""
-
     task = get_task(name)
     train = task.instances(read_task_records(name, "train", variant, data_dir))
     path, numbered = read_numbered_task_records(name, split, variant, data_dir)
@@ -108,7 +105,6 @@ def task_baseline(name: str, data_dir: str | None, *, variant: str,
 
 def untrained_warnings(settings: dict) -> list[str]:
     """One line per baseline that needed a train split and found it empty (defaults used)."""
-
     return [f"warning: the train split of {name} holds no records; its {fitted['baseline']} "
             f"baseline uses {FITTED_ON_TRAIN[name]}" for name, fitted in settings.items()
             if name in FITTED_ON_TRAIN and fitted["train_instances"] == 0]

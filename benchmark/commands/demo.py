@@ -91,7 +91,6 @@ def demo_settings(docs: int, max_steps: int, seed: int) -> dict:
 def claim_folder(out: Path, settings: dict) -> bool:
     """True when `out` holds this same demo already (reuse it); False for a new folder.
     A folder with other content, or a demo with other settings, is refused."""
-
     marker = out / DEMO_FILE
     if marker.is_file():
         if read_json(marker) != settings:
@@ -106,7 +105,6 @@ def claim_folder(out: Path, settings: dict) -> bool:
 
 def build_corpus(out: Path, docs: int, seed: int, log) -> Path:
     """raw/ (synthetic corpus) and data/ (derived task datasets); reused when present."""
-
     spec = SyntheticSpec(seed=seed, docs=docs)
     raw, data = out / "raw", out / "data"
     info = read_corpus_info(raw)
@@ -121,7 +119,6 @@ def build_corpus(out: Path, docs: int, seed: int, log) -> Path:
 
 def training_texts(data_dir: Path) -> list[str]:
     """Model inputs and targets of every task's train split (the tokenizer's corpus)."""
-
     texts = []
     for name in task_names("usb"):
         task = get_task(name)
@@ -133,7 +130,6 @@ def training_texts(data_dir: Path) -> list[str]:
 
 def build_model(out: Path, data_dir: Path, seed: int, log) -> Path:
     """tiny-model/: a byte-level BPE tokenizer and a seeded random T5, built once."""
-
     folder = out / "tiny-model"
     if (folder / "config.json").is_file():
         return folder
@@ -151,7 +147,6 @@ def build_model(out: Path, data_dir: Path, seed: int, log) -> Path:
 def demo_run_spec(model: Path, data_dir: Path, max_steps: int, seed: int, batch_size: int,
                   trained: bool = True):
     """The fine-tuning run (or, `trained=False`, the untrained model's evaluation)."""
-
     training = {"training": "multitask", "early_stopping": "none",
                 "train_overrides": {**DEMO_OVERRIDES, "max_steps": max_steps}} \
         if trained else {"training": "none"}
@@ -165,7 +160,6 @@ def demo_run_spec(model: Path, data_dir: Path, max_steps: int, seed: int, batch_
 def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = DEFAULT_STEPS,
              seed: int = 0, batch_size: int = 16, log=None) -> dict:
     """Run the demo in `out_dir`; returns the results document (also in results.json)."""
-
     log = log or demo_log
     out = Path(out_dir).resolve()
     settings = demo_settings(docs, max_steps, seed)
@@ -188,7 +182,6 @@ def run_demo(out_dir: str | Path, *, docs: int = DEFAULT_DOCS, max_steps: int = 
 
 def baseline_scores(out: Path, data_dir: Path, log) -> dict:
     """The non-neural baselines' scores on the test split (baseline/, written once)."""
-
     folder = out / "baseline"
     if not (folder / SCORES_FILE).is_file():
         log("scoring the non-neural baselines")
@@ -205,7 +198,6 @@ def demo_comparison(*columns: dict) -> dict:
 
 def format_comparison(comparison: dict) -> str:
     """The three columns per task, as printed at the end of the demo."""
-
     rows = [("task", "metric", *COLUMNS)]
     for task, values in comparison.items():
         rows.append((task, get_task(task).main_metric,

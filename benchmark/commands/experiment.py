@@ -135,7 +135,6 @@ def _common(parser) -> None:
 def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
     """The experiment's ModelSettings: every field from the option of its name, left at
     its default when not given; the tasks canonical (`default_tasks` when not given)."""
-
     values = {name: getattr(args, name, None)
               for name in (spec_field.name for spec_field in dataclasses.fields(ModelSettings))}
     values.update(model=local_or_id(args.model),
@@ -169,7 +168,6 @@ def check_settings(settings, model: bool = True) -> None:
     failing on it would leave a folder of failed jobs): the tasks (the USB suite's), the
     profile and --set fields, and (`model`) a local model that does not exist; a --plan
     may name a path that exists only where its jobs will run."""
-
     try:
         check_training_device_name(settings.device)
     except SumbenchError as error:

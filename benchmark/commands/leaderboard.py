@@ -256,7 +256,6 @@ def demo_folder(db: str):
 
 def demo_gold(db: str, docs: int = DEMO_DOCS):
     """A synthetic corpus (all six domains) and its derived task datasets; reused when there."""
-
     folder = demo_folder(db)
     data = folder / "data"
     if not (data / BUILD_INFO_FILE).is_file():
@@ -272,7 +271,6 @@ def demo_gold(db: str, docs: int = DEMO_DOCS):
 def submit_demo(db: str, gold: str) -> dict:
     """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
     train references, position prior from the train labels), scored like any submission."""
-
     lines = []
     for name in task_names("usb"):
         task = get_task(name)

@@ -98,7 +98,6 @@ def status(args) -> int:
 def inputs(args) -> int:
     """Write the boards' public inputs as OUT/<variant>/<task>/test.jsonl (what `sumbench
     predict --data OUT --variant V --split test` reads); prints the files written."""
-
     track = given_or_default(args, "track")
     variants = args.variants or client.boards(args.server, track)
     with atomic_directory(args.out) as staging:

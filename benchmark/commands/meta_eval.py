@@ -75,7 +75,6 @@ def _json_ready(value):
 def metric_scores(name: str, dataset) -> dict[str, list[float]]:
     """Per-example metric scores: a registered evaluator (a built-in ROUGE recall, or one of
     an installed package) or a JSON score file."""
-
     if name in RECALL_METRICS:  # all three references' tokens computed once for every system
         return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name]
     if name in load_evaluators():
@@ -89,7 +88,6 @@ def metric_scores(name: str, dataset) -> dict[str, list[float]]:
 
 def human_scores(name: str, dataset) -> dict[str, list[float]]:
     """Per-example human scores: the SCU Pyramid from labels, or a JSON score file."""
-
     if name == "pyramid":
         return {system: pyramid_scores(dataset.labels[system]) for system in dataset.systems}
     if not Path(name).is_file():

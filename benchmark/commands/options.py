@@ -46,7 +46,6 @@ PRESENCE_BACKENDS = tuple(backend_names())
 def prompt_style(text: str) -> str:
     """An argparse type: a prompt style of trainers.fewshot.prompts (or the official GPT-3.5
     one)."""
-
     known = [*style_names(), OFFICIAL_GPT35_STYLE]
     if text not in known:
         raise argparse.ArgumentTypeError(f"must be one of {', '.join(known)}, got {text!r}")
@@ -290,7 +289,6 @@ def given_or_default(args: argparse.Namespace, kind: str) -> Any:
 def training_device(args: argparse.Namespace) -> str:
     """--device of a command that trains: refused (naming the option) when training cannot
     use it (mps, xpu; cuda:N across processes), before anything loads."""
-
     device = given_or_default(args, "device")
     try:
         check_training_device_name(device)

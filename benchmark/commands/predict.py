@@ -61,7 +61,6 @@ def register(subparsers) -> None:
 
 def build_spec(args: argparse.Namespace):
     """PredictSpec from --spec FILE, then the explicit options."""
-
     fields: dict = spec_file_fields(args.spec) if args.spec else {}
     fields.update({name: getattr(args, name) for name in SPEC_OPTIONS
                    if getattr(args, name) is not None})
@@ -73,7 +72,6 @@ def build_spec(args: argparse.Namespace):
 def spec_file_fields(path: str) -> dict:
     """The PredictSpec fields of a --spec FILE, each checked: a bad file or field is a
     DataError naming the file (and line or field)."""
-
     fields = read_json(path, what="spec file")
     if not isinstance(fields, dict):
         raise DataError(f"expected a JSON object of PredictSpec fields, got "
@@ -127,7 +125,6 @@ def folder_record(out: Path, config: dict, result_fields: dict) -> dict:
     tasks and counts of earlier runs into the same folder kept (their provenance listed under
     "earlier_runs"). A folder holding another model's, split's or output-changing spec's
     predictions is refused: its files would be scored as one run."""
-
     record = {"config": config, "counts": {}, "finished": False,
               "provenance": provenance(config), "earlier_runs": []}
     if not (out / CONFIG_FILE).is_file():

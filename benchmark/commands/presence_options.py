@@ -56,6 +56,5 @@ class PresenceConfig:
         if self.presence.lower() == "nli" and "model" not in given:
             given["model"] = OFFICIAL_NLI_MODEL
         if self.presence.lower() in MODEL_BACKENDS:
-
             given["device"] = resolve_device(given.get("device", "auto"))
         return given

@@ -86,7 +86,6 @@ def register(subparsers) -> None:
 def resolve_threshold(args, options: dict) -> dict | None:
     """Fill in the calibrated lexical threshold when none is given; the calibration record
     (split, seed, n_examples, example_ids, threshold), or None."""
-
     if args.presence != "lexical" or "threshold" in options:
         return None
     calibration = lexical_calibration(args.pyramid)
@@ -112,7 +111,6 @@ def note_calibration_overlap(calibration: dict | None, scored_ids) -> int:
 
 def load_scored_dataset(args):
     """The folder's examples of --score-split (with labels for --presence human)."""
-
     human = args.presence == "human"
     kinds = {MIX_BY_EXAMPLE: ("scus", "stus"), "file": ()}.get(args.units, (args.units,))
     dataset = load_pyramid_dataset(args.pyramid, systems=args.systems, unit_kinds=kinds,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from benchmark.commands.options import given_or_default
 from leaderboard.evaluators.autoqapyramid import gold_predicates, seq2seq_qa_generator
 from leaderboard.evaluators.presence_models import load_pretrained
 from leaderboard.evaluators.qasem import (
@@ -64,11 +65,9 @@ def predicate_finder(args, examples: Sequence):
     predicate (gold: `gold_predicates`, one word per predicate group), so the generated QAs
     count each predicate as the gold QAs do. Examples sharing a reference text share the
     first one's list."""
-
     if args.predicate_model:
-
         detector = PredicateDetector(args.predicate_model,
-                                     device=resolve_device(args.device or "auto"))
+                                     device=resolve_device(given_or_default(args, "device")))
         return lambda reference: detector(reference)
     by_example = ({ex.example_id: gold_predicates(ex) for ex in examples}
                   if args.predicates == "gold" else read_predicates(args.predicates, examples))
@@ -87,10 +86,9 @@ SUMBENCH_QA_NEW_TOKENS = 128
 
 def qa_generator(args, examples: Sequence):
 
-    device = resolve_device(args.device or "auto")
+    device = resolve_device(given_or_default(args, "device"))
     parses = None
     if args.qa_generator == "qasem":
-
         parses = RecordedPredicates(args.qasem_predicates)
     else:
         predicates = predicate_finder(args, examples)

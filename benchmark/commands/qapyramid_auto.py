@@ -135,7 +135,6 @@ class ThresholdedBackend(PresenceBackend):
 
 def presence_backend(args) -> PresenceBackend:
     """The backend `--presence` names, with --model/--threshold and the model options."""
-
     config = PresenceConfig.of(args)
     # --threshold applies to every backend here (ThresholdedBackend), so it is not checked
     options = {key: value for key, value in config.options().items() if key != "threshold"}
@@ -154,7 +153,6 @@ def presence_backend(args) -> PresenceBackend:
 # ---- data --------------------------------------------------------------------------------
 def load_dataset(args) -> tuple[list, list[str]]:
     """The dataset's examples and the systems to score (checked against the summaries)."""
-
     if not Path(args.dataset).exists():
         raise DataError("dataset file not found", path=args.dataset)
     examples = load_examples(source=args.dataset)
@@ -192,7 +190,6 @@ def human_per_example(examples: Sequence, systems: Sequence[str]
 def kendall_tau(automatic: PerExample, human: PerExample) -> float | None:
     """System-level Kendall tau of the automatic and human means of each system over the
     examples both score (None when undefined: fewer than 2 systems, or ties all round)."""
-
     paired = {s: [e for e in human[s] if e in automatic.get(s, {})] for s in human}
     systems = [s for s, shared in paired.items() if shared]
     tau = correlation([sum(automatic[s][e] for e in paired[s]) / len(paired[s])
@@ -329,7 +326,6 @@ def run_auto(args) -> int:
               "alpha": alpha, "predicate_source": source,
               "presence_backend": describe_presence(backend)}
     if args.qa_generator == "qasem":
-
         config.update(qasem_role_labels=role_labels(), qasem_dtype="float32",
                       qa_batch_size=args.qa_batch_size or BATCH_SIZE)
     return _finish(args, report, details, config)

@@ -138,7 +138,6 @@ def build_run_spec(args: argparse.Namespace):
     """The RunSpec the options describe: every field from the option of its name (or
     `OPTION_OF`), left at the spec's default when not given; task lists canonical and
     relative local paths made absolute."""
-
     values = {spec_field.name: getattr(args, OPTION_OF.get(spec_field.name, spec_field.name),
                                        None) for spec_field in dataclasses.fields(RunSpec)}
     model = args.model
@@ -181,7 +180,6 @@ def run(args: argparse.Namespace) -> int:
 def record_run_config(args: argparse.Namespace, out_dir: str | Path) -> None:
     """Write every option of this run into its results.json (`run_config`): `--config` of
     that file repeats the run."""
-
     parser = getattr(args, "parser", None) or _run_parser()
     path = Path(out_dir) / RESULTS_FILE
     results = read_json(path, what="results")

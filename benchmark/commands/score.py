@@ -76,7 +76,6 @@ def run(args) -> int:
 
 def gold_check(args):
     """The --data check of the arguments, or None; --variant or --split alone is refused."""
-
     if args.data is None:
         given = [option for option, value in (("--variant", args.variant),
                                               ("--split", args.split)) if value is not None]

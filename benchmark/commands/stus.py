@@ -96,7 +96,6 @@ def register(subparsers) -> None:
 
 def frame_source(args):
     """Recorded frames (--frames) or models (--srl-model + --predicate-model)."""
-
     if (args.frames is None) == (args.srl_model is None):
         raise SumbenchError("semantic-role frames are needed: --frames FILE (recorded) or "
                             "--srl-model DIR --predicate-model DIR (sumbench ships no SRL "
@@ -114,7 +113,6 @@ def frame_source(args):
 
 def check_mix_options(args) -> None:
     """One-line errors for a mix asked for without what it needs, or mix options alone."""
-
     mix_options = ("percentage", "easiness", "regressor", "trees", "folds", "ids")
     if not args.scus:
         given = [name for name in mix_options if getattr(args, name) is not None]
@@ -139,12 +137,10 @@ def check_mix_options(args) -> None:
 
 def mixed(args, references) -> tuple[list[list[str]], str]:
     """(the Lite²·⁵ units, a summary line)."""
-
     scus = read_units_file(args.scus, len(references), "references", what="SCUs file")
     if args.easiness:
         easiness = lite25.read_easiness(args.easiness, references)
     elif args.folds:
-
         ids = [line.strip() for line in read_item_lines(args.ids, len(references),
                                                        what="ids file", lines_for="references")]
         easiness = lite25.fold_easiness(args.regressor, args.folds, ids,

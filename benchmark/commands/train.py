@@ -44,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_spec(args: argparse.Namespace):
     """The FinetuneSpec the options describe."""
-
     spec = get_profile(given_or_default(args, "profile"))
     if args.spec:
         spec = apply_spec_file(spec, args.spec)
@@ -58,7 +57,6 @@ def build_spec(args: argparse.Namespace):
 def apply_spec_file(spec, path: str):
     """`spec` with the fields of the JSON object in `path`; a bad file or field is a
     DataError naming the file and the field."""
-
     values = read_spec_file(path)
     for name, value in values.items():
         try:
@@ -73,7 +71,6 @@ def apply_spec_file(spec, path: str):
 
 def read_spec_file(path: str) -> dict:
     """The JSON object of a --spec FILE (errors name the file)."""
-
     values = read_json(path, what="spec file")
     if not isinstance(values, dict):
         raise DataError(f"expected a JSON object of spec fields, got {json_type(values)}",
@@ -108,7 +105,6 @@ def _is_main_process() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Entry point for `python -m benchmark.commands.train` (torchrun, accelerate launch):
     SIGTERM (which the launchers pass on) stops as Ctrl-C does, exiting 143 and 130."""
-
     parser = argparse.ArgumentParser(prog="sumbench train")
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -87,7 +87,6 @@ class ModelSettings:
 
 def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
     """task -> {"headline", "ci95", "metric"} of a finished run folder (headlines x100)."""
-
     results = read_results(cell_dir)
     metrics = {row["task"]: row["metric"] for row in results["table"]}
     table = {}
@@ -101,7 +100,6 @@ def cell_headlines(cell_dir: Path) -> dict[str, dict[str, Any]]:
 def tasks_with_test_items(data: Path, variant: str, tasks: Sequence[str]) -> list[str]:
     """The tasks whose test file in `variant` holds at least one record (a cell runs those:
     a subsample can draw no item of a task in some domain)."""
-
     present = []
     for task in tasks:
         path = data / variant / task / "test.jsonl"

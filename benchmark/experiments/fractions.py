@@ -72,7 +72,6 @@ def model_name(fraction: float, seed: int) -> str:
 
 def prepare_experiment(spec: FractionsSpec, out: Path) -> dict:
     """The data folder and, per model, the training article ids of every task."""
-
     data = spec.source.task_datasets(out, [spec.variant])
     if not (data / spec.variant).is_dir():
         raise SumbenchError(f"the data has no variant {spec.variant!r}")

@@ -85,7 +85,6 @@ def check_cell_results(job: Job, path: Path) -> None:
     """A cell's results.json must come from the cell's own command: the test variant and
     the model it names (a results file copied from another cell would be collected as this
     one's)."""
-
     spec = read_results(path)["spec"]
     for field, option in (("variant", "--variant"), ("model", "--model")):
         wanted, found = _option(job.argv, option), spec.get(field)
@@ -118,7 +117,6 @@ def read_plan(path: Path, out: Path | None = None) -> list[Job]:
     """The jobs of a plan file; a line that is not a job is a DataError naming its field.
     With `out` (the experiment folder), a job writing outside it is an error: the plan's
     paths are absolute, so a moved or copied folder would read and write the original."""
-
     jobs = []
     for line, record in iter_jsonl(path):
         try:
@@ -174,7 +172,6 @@ def run_one(job: Job, log_path: Path) -> tuple[str, str | None]:
     """Run a job in process, its output teed to `log_path`: ("done" | "failed", error).
     A job stopped by Ctrl-C or SIGTERM stops the whole experiment (the signal is raised
     again here), so one Ctrl-C is enough and the exit code says what happened."""
-
     log_path.parent.mkdir(parents=True, exist_ok=True)
     terminal = sys.__stderr__ or sys.stderr
     with open(log_path, "a", encoding="utf-8") as log:

@@ -80,7 +80,6 @@ def run_experiment(kind: str, spec: Any, out: Path, *, resume: bool = False,
 
 def finish(module, spec: Any, out: Path, prepared: dict, report: dict) -> dict:
     """Collect the finished cells and write the result file, figures and summary.md."""
-
     result = module.experiment_result(spec, out, prepared)
     result["jobs"] = report
     result["figures"] = module.write_figures(result, out)
@@ -97,7 +96,6 @@ def finish(module, spec: Any, out: Path, prepared: dict, report: dict) -> dict:
 def collect_experiment(out: Path) -> dict:
     """`sumbench experiment collect OUT`: assemble the outputs from finished jobs (e.g. run on
     a cluster from plan.jsonl)."""
-
     out = out.resolve()
     data = read_json(out / SPEC_FILE, what="experiment spec")
     module = kind_module(data.get("kind"))

@@ -186,7 +186,6 @@ def job_states(out: Path, jobs: Sequence[Job]) -> list[dict]:
     """Each planned job's state: done | running | pending | failed | not run, with the log of
     a failed job and its Slurm task id, from its files, Slurm (where it was submitted) and
     OUT/jobs.json (where it ran here)."""
-
     latest = _latest_tasks(out)
     slurm = slurm_states(sorted({task.split("_")[0] for task, _, _ in latest.values()}))
     local = read_json(out / JOBS_FILE) if (out / JOBS_FILE).is_file() else {}

@@ -66,7 +66,6 @@ class TransferSpec:
 
 def check_known_domains(domains: Sequence[str], available: Sequence[str]) -> None:
     """Every training domain is one the data has (`all` is every domain at once, not one)."""
-
     known = [name for name in available if name != "all"]
     for domain in domains:
         if domain not in known:
@@ -77,7 +76,6 @@ def check_known_domains(domains: Sequence[str], available: Sequence[str]) -> Non
 def check_domains(spec: TransferSpec, data_dir: Path) -> list[str]:
     """The test-only domains present; an error for a training domain without training
     articles, before anything is trained (unknown domains: `check_known_domains`)."""
-
     present = sorted(path.name for path in data_dir.iterdir() if path.is_dir())
     for domain in spec.domains:
         if not split_article_ids(data_dir, domain, "train", spec.settings.tasks):

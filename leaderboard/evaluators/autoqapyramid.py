@@ -145,7 +145,6 @@ def seq2seq_qa_generator(model: Any, tokenizer: Any, predicates: Callable[[str],
                          max_input_tokens: int = 512) -> QAGenerator:
     """A generator from a seq2seq model trained on the `qa_generation` format: for each
     reference, one greedy generation per predicate, parsed and concatenated."""
-
     task = QAGeneration()
 
     def generate(references: Sequence[str]) -> list[list[QAPair]]:

@@ -36,7 +36,6 @@ def read_unit_weights(path: str | Path, units: Sequence[Sequence[str]],
     """Per-example unit weights aligned with `units`; errors name the line and the count.
     Integers, read with `int()` as Lite²Pyramid.py reads its --weight file (then `.long()`);
     `fractional` also takes other numbers (not the official rule)."""
-
     weights = read_number_rows(
         path, [len(example_units) for example_units in units], what="weights file",
         lines_for="examples", parse=float if fractional else int,

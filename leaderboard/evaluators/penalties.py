@@ -41,7 +41,6 @@ Tokenize = Callable[[str], list[str]]
 def sentence_words(text: str) -> list[str]:
     """Words of `text`: pysbd sentences, each tokenized by NLTK word_tokenize (this reproduces
     the released length penalties exactly)."""
-
     return pysbd_sentence_words(text)
 
 

@@ -86,7 +86,6 @@ def pair_progress(pairs: Iterable, name: str) -> Iterable:
 
 def presence_task():
     """The presence_detection task (its formats and few-shot prompt)."""
-
     return PresenceDetection()
 
 

@@ -142,7 +142,6 @@ def evaluate_system(system: str, summaries: Sequence[str], units: Sequence[Seque
                     weights: Sequence[Sequence[float]] | None = None) -> PyramidResult:
     """Score one system's summaries against the units of their examples (weighted by unit
     when `weights` are given, as Lite²Pyramid's --weight)."""
-
     presences = presence(list(summaries), [list(u) for u in units])
     _check_presences(presences, units, system)
     scores = pyramid_scores(presences) if weights is None else [
@@ -240,14 +239,12 @@ def presence_factory(name: str) -> PresenceFactory:
 def backend_names() -> list[str]:
     """What `sumbench pyramid --presence` accepts: "human", the built-in backends and
     those of installed packages (named without importing them)."""
-
     return sorted({*BACKEND_OPTIONS, *plugin_backend_names()})
 
 
 def text_backend_names() -> list[str]:
     """The backends that judge the summary text (all but the human labels): what `sumbench
     qapyramid semi-auto/auto --presence` accepts; the built-in ones first."""
-
     return [*(name for name, spec in BACKEND_OPTIONS.items() if not spec.human_labels),
             *sorted(set(plugin_backend_names()) - set(BACKEND_OPTIONS))]
 
@@ -333,7 +330,6 @@ def dataset_split(dataset: PyramidDataset, split: str,
 def lexical_presence(dataset: PyramidDataset, system: str, units_kind: str,
                      threshold: float | None = None, **options: Any) -> Presence:
     """Lexical presence labels; `threshold` defaults to `lexical_threshold(dataset.root)`."""
-
     check_presence_options("lexical", units_kind, options)
     return LexicalBackend(lexical_threshold(dataset.root) if threshold is None else threshold)
 
@@ -349,7 +345,6 @@ class AutomaticPresence:
                  **options: Any) -> Presence:
         check_presence_options(self.name, units_kind, options)
         if self._factory is None:
-
             self._factory = pyramid_factory(self.name)
         return self._factory(dataset, system, units_kind, **options)
 

@@ -167,7 +167,6 @@ def admin_routes(router: APIRouter, database: Database) -> None:
 
 def admin_user_histories(database: Database, authorization: str | None) -> list[dict]:
     """Every user's submission history (admins only; the read is audited)."""
-
     admin = require_admin(database, authorization)
     with database.write_session() as session:
         audit(session, admin.name, "read", "accepted", detail={"what": "user histories"})

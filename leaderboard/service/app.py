@@ -348,7 +348,6 @@ def _accept_evaluation(database: Database, user, model_root: str | None, model: 
                        revision: str | None, profile: str | None):
     """A model to evaluate: 202 queued, 200 for the same model and settings again, 429 over
     the quota, 422 rejected."""
-
     try:
         answer = accept_evaluation(database, load_settings(database), user, track_name=track,
                                    board=variant, model=model, card=parse_card(card),

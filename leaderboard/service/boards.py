@@ -106,7 +106,6 @@ def split_public_entries(entries: list[dict]) -> tuple[list[dict], list[dict], l
 def private_headlines(score: Score, released: dict | None) -> dict[str, float | None]:
     """The private part's headlines (published after `reveal`); a laddered entry's rounded
     to its parts' steps."""
-
     results = json.loads(score.private_results) if score.private_results else {}
     headlines = {part: None if result is None else result["headline"]
                  for part, result in results.items()}
@@ -149,7 +148,6 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     """(ranked, partial) entries with intervals, bands and per-part ranks; the intervals of
     `small_parts` (too few items to publish one) are withheld (None). An entry whose analysis
     has not landed is ranked by its points, its `analysis` "pending"."""
-
     for e in entries:
         e["analysis"] = "pending" if _pending(e, distributions, parts) else "done"
         if e.get("laddered"):
@@ -245,7 +243,6 @@ def settings_sha256(settings: InstanceSettings) -> str:
 
 def public_count(payload: dict) -> int:
     """The part's public test items (hosted, not private)."""
-
     return count_items(payload) - len(payload.get("private", ()))
 
 

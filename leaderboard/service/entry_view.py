@@ -65,7 +65,6 @@ def score_view(score: Score, settings: InstanceSettings, admin: bool) -> dict:
     improved), never a metric dict, count, interval or per-domain score; the others their
     public part's headlines, metric dicts (`public_scores`) and per-domain breakdown. After
     `reveal`, the private part's headlines too."""
-
     released = json.loads(score.released) if score.released else None
     breakdown = json.loads(score.breakdown) if score.breakdown else None
     view: dict[str, Any] = {"versions": json.loads(score.versions), "analysed": score.analysed,

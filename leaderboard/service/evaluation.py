@@ -67,7 +67,6 @@ class EvaluateOptions:
 def predict_settings(profile: str | None) -> dict:
     """The prediction settings of an evaluation: `sumbench predict`'s defaults (the USB
     release's), whatever the fine-tuning profile; `profile` is checked and recorded."""
-
     if profile is not None:
         try:
             get_profile(profile)
@@ -277,7 +276,6 @@ def run_child(database: Database, track, board: str, evaluation: dict,
               model: Path) -> dict:
     """Write the board's inputs and the request, run the child under the limits; its
     evaluation.json, or EvaluationFailed."""
-
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
     request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
@@ -369,7 +367,6 @@ def store_evaluation(database: Database, job, track, board: str, evaluation: dic
                      uploads: list) -> None:
     """Check the predictions (every label count accepted), then store them with the job that
     scores them, once."""
-
     try:
         result = validate_submission(UsbTrack(strict_lengths=False), uploads,
                                      board_manifest(database, track, board), TRUSTED_LIMITS,

@@ -25,7 +25,6 @@ from tasks.plumbing.errors import SumbenchError
 
 def export_site(database: Database, out_dir: str | Path) -> dict:
     """Write the static site to `out_dir` (replaced as a whole); returns file counts."""
-
     links = Links(static=True, visibility=load_settings(database).gold_visibility)
     counts = {"boards": 0, "tasks": 0, "entries": 0, "compare": 0}
     with atomic_directory(out_dir) as staging:

@@ -177,7 +177,6 @@ def part_versions(track, board: str, hosted: HostedGold) -> dict[str, Any]:
     """What decides a board's numbers, per part: the gold as an opaque id (`opaque_id` of
     the hosted part's sha256), the task's version, and the settings that decide what is
     hosted and published."""
-
     parts = {}
     for part, payload in sorted(require_board(hosted.gold, track.name, board).items()):
         entry = {"gold": opaque_id(hosted.secret, "gold", payload["sha256"])}
@@ -195,7 +194,6 @@ def version_key(versions: Mapping) -> str:
 @functools.lru_cache(maxsize=1)
 def sumbench_build() -> dict[str, Any]:
     """sumbench's version and the git commit of this process's source (read once)."""
-
     return {"sumbench": package_versions(("sumbench",))["sumbench"], "git": git_commit()}
 
 

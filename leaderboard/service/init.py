@@ -41,7 +41,6 @@ def configure(database: Database, changes: Mapping[str, str], evaluators: Sequen
     hosted and kept private cannot change under published entries before `reveal`: items
     private under the new split would have public numbers from the old one. Public gold
     takes the settings that hide nothing (PUBLIC_GOLD_SETTINGS); it cannot become private."""
-
     before = load_settings(database)
     changes = dict(changes)
     if gold_visibility is not None:
@@ -119,7 +118,6 @@ def add_computed_rows(database: Database, settings) -> dict[str, int]:
 def linked_report(database: Database) -> list[dict]:
     """The linked parts found on the usb track's stored gold (what `keep_linked` decides): on
     the `all` board when there is one (it holds every domain's articles), else on each."""
-
     if "usb" not in boards_of(database):
         return []
     links = gold_links(database, "usb")

@@ -36,14 +36,12 @@ ASSET_PATH = "/view-assets/"
 
 def item_pages_offered(database: Database) -> bool:
     """Whether this instance publishes items: its test gold is public."""
-
     return load_settings(database).gold_is_public
 
 
 def item_page(database: Database, entry_id: int, task: str, versus: int | None = None) -> str:
     """The viewer page of one entry's records of `task` (with `versus`, two entries'); a
     NotFound where the gold is hidden, for an entry no one may see, or a task it lacks."""
-
     if not item_pages_offered(database):
         raise NotFound("item pages are served only where the test gold is public")
     ids = (entry_id,) if versus is None or versus == entry_id else (entry_id, versus)
@@ -83,7 +81,6 @@ def _scored_records(database: Database, track, gold, board: str, key: str, entry
     """(records, result, item values) of an entry's task as the worker scored it: the stored
     predictions joined onto the gold, the score's results, the values of its stored material
     (nothing is scored in a request)."""
-
     with database.session() as session:
         stored = session.get(Submission, entry_id).predictions
         score = session.scalars(select(Score).filter_by(

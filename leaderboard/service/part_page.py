@@ -24,7 +24,6 @@ HEAT_LEVELS = 8
 def part_view(database: Database, snapshot: dict, part: str) -> dict[str, Any]:
     """The page's context: the board, the part, its ranked and listed rows, the metric
     names and domains of the table and heatmap."""
-
     if part not in snapshot["parts"]:
         raise NotFound(f"board {snapshot['track']}/{snapshot['board']} has no part {part!r}")
     rows = {group: [] for group in RANKED_GROUPS + LISTED_GROUPS}

@@ -53,7 +53,6 @@ def schema_differences(database: Database) -> list:
 
 def check_schema(database: Database) -> None:
     """Refuse a database that is not at the newest revision (run `leaderboard init`)."""
-
     revision, head = current_revision(database), head_revision()
     if revision != head:
         raise SumbenchError(f"{database.url}: the leaderboard database is at revision "

@@ -152,7 +152,6 @@ class InstanceSettings(JsonFields):
 
     def track(self, name: str):
         """The track called `name`, configured by these settings."""
-
         return make_track(name, self.evaluators() if name == "summaries" else None,
                           self.strict_lengths)
 

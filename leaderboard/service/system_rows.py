@@ -94,7 +94,6 @@ def add_builtin_rows(database: Database, settings: InstanceSettings) -> list[int
 
 def add_baseline_rows(database: Database, settings: InstanceSettings) -> list[int]:
     """Non-neural baselines on every usb board (trainers.inference.baselines)."""
-
     gold = gold_for(database, "usb")
     added = []
     for board in sorted(gold):

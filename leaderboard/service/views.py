@@ -144,7 +144,6 @@ def comparable_score(database: Database, view: Mapping) -> int:
 
 def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
     """Paired comparisons of two entries of one board: per part and of the mean."""
-
     if (a["track"], a["variant"]) != (b["track"], b["variant"]):
         raise SumbenchError("entries of different boards cannot be compared")
     for view in (a, b):
@@ -172,7 +171,6 @@ def compare_view(database: Database, a: Mapping, b: Mapping) -> dict:
 
 def withheld_parts(database: Database, track: str, board: str) -> set[str]:
     """Parts of a board too small to publish intervals for (see boards.small_parts)."""
-
     settings = load_settings(database)
     if settings.gold_is_public:  # nothing hidden: every interval is published
         return set()

@@ -102,7 +102,6 @@ def scores_by_system(records: Sequence[Mapping]) -> dict[str, list[float]]:
 
 def builtin_metric_records(payload: Mapping) -> dict[str, list[dict]]:
     """Submission records of the built-in evaluators for one set: name -> lines."""
-
     systems = sorted(payload["labels"])
     summaries = {system: payload["summaries"][system] for system in systems}
     per_metric: dict[str, dict[str, list[float]]] = {}

@@ -65,7 +65,6 @@ def read_qa_units(path: Path, ids: tuple[str, ...]) -> tuple[tuple[str, ...], ..
 
 def load_pyramid_gold(folder: str | Path) -> dict:
     """The gold payload of one REALSumm/PyrXSum-layout folder."""
-
     root = Path(folder).resolve()
     if not root.is_dir():
         raise SumbenchError(f"{root}: no such Pyramid data folder")

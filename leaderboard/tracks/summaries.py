@@ -67,7 +67,6 @@ class SummariesEvaluator:
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
         """Pyramid score of each summary (aligned with the set's ids)."""
-
         dataset = dataset_of(payload)
         units = dataset.units.get(self.units) if self.units != "sentences" else None
         if units is None:

@@ -19,7 +19,6 @@ from tasks.usb.loaders import GOLD_FIELDS, TASK_SCHEMAS
 def hosted_usb(gold, hosting) -> tuple[dict[str, dict[str, dict]], list]:
     """(board -> part -> hosted payload, links found); a part left without items on a board
     is not hosted there."""
-
     links = [link for board, parts in sorted(gold.items())
              for link in find_links(board, parts)]
     hosted = host_boards(gold, "templates", lambda template: str(template["id"]), links,
@@ -46,7 +45,6 @@ def public_inputs(gold, board: str, item_key) -> dict[str, list[dict]]:
     """part -> the records a submission answers, as the task's dataset holds them (so `sumbench
     predict` reads them) without the fields that hold the answer (GOLD_FIELDS), sorted by item
     (`item_key(task, item)`: never in gold order, which would tell FAC's labels)."""
-
     parts = {}
     for name, payload in sorted(gold[board].items()):
         task = get_task(name)

@@ -65,7 +65,6 @@ PAIR_SEPARATOR = " | "
 
 def linearize_qas(pairs: Sequence[Sequence[str]]) -> str:
     """ "q1? a1 | q2? a2" (see module docstring)."""
-
     return PAIR_SEPARATOR.join(join_qa(question, answer) for question, answer in pairs)
 
 
@@ -141,7 +140,6 @@ def ua_scores(generated_answers: Sequence[Sequence[str]], gold_answers: Sequence
 
 def qa_rougel(generated: Sequence[Sequence[QAPair]], gold: Sequence[Sequence[QAPair]]) -> float:
     """Mean ROUGE-L F between the linearised generated and gold QA lists."""
-
     return rouge_scores([linearize_qas(pairs) for pairs in generated],
                         [linearize_qas(pairs) for pairs in gold])["rougel"]
 

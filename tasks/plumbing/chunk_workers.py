@@ -31,7 +31,6 @@ WARM_ITEMS = 64
 
 def default_workers(limit: int = 8) -> int:
     """The CPUs this process may use (its affinity where known), at most `limit`."""
-
     return max(1, min(limit, available_cpus()))
 
 

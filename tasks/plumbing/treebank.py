@@ -86,7 +86,6 @@ TREEBANK_381 = TokenizerRules(
 
 def word_tokenize(text: str) -> list[str]:
     """`nltk.word_tokenize(text)` as of NLTK 3.8.1: Punkt sentences, then NLTK_381 words."""
-
     return [word for sentence in english_sentences(text) for word in NLTK_381.tokenize(sentence)]
 
 

@@ -163,7 +163,6 @@ def _json_records(path: Path) -> Iterable[tuple[dict, Any]]:
 
 def read_examples(path: str | os.PathLike) -> list[QAPyramidExample]:
     """Records of a local JSON or JSONL file (see module docstring), validated."""
-
     path = Path(path)
     if not path.is_file():
         raise DataError("QAPyramid data file not found", path=str(path))
@@ -203,7 +202,6 @@ def find_data_file(directory: str | os.PathLike) -> Path:
 
 def hub_downloader(repo_id: str) -> list[dict]:
     """Records of the hub dataset (split `cnndm_test`) via `datasets.load_dataset`."""
-
     try:
         from datasets import load_dataset
 
@@ -232,7 +230,6 @@ def load_examples(source: str | os.PathLike | None = None,
 def raw_predicate_groups(path: str | os.PathLike) -> dict[str, list[tuple[str, list]]]:
     """From QA_presence.json: per example id, [(predicate_id, [(question, answer), ...])]
     in predicate-number order (every system carries the same QAs; the first system's are read)."""
-
     grouped: dict[str, dict[str, list]] = {}
     first_system: dict[str, str] = {}
     for item in load_qa_judgments(path):

@@ -196,7 +196,6 @@ class PresenceDetection(QAPyramidTask):
     def aggregate_scores(self, examples: Sequence) -> dict:
         """Pooled binary metrics, `micro_f1` (over both classes, rounded predictions), and
         `length_mismatches` (how many predictions were not `[p]` and counted as p = 0)."""
-
         scores = flagged_scores(examples)
         scores["micro_f1"] = micro_f1([v for values, _, _ in examples for v in values],
                                       [label for _, labels, _ in examples for label in labels])

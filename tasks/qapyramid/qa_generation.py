@@ -183,7 +183,6 @@ class QAGeneration(QAPyramidTask):
     def score_examples(self, records: Sequence[dict]) -> list[dict]:
         """Per record (predicate): `rougel` of the linearised lists, `ua` = (matched,
         generated, gold) answer counts, and BERTScore P/R/F when `bertscore_model` is set."""
-
         generated = [[tuple(pair) for pair in r["prediction"]] for r in records]
         gold = [[tuple(pair) for pair in r["qas"]] for r in records]
         generated_texts = [linearize_qas(pairs) for pairs in generated]

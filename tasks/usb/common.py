@@ -54,7 +54,6 @@ class UsbTask(Task):
         """The instance fields that hold the answer: inputs without them (a leaderboard's
         public inputs) are predicted all the same, and their records carry no reference.
         The dataset's answer fields (GOLD_FIELDS) unless the task's instances differ."""
-
         return GOLD_FIELDS[self.name]
 
     def labelled(self, instance: dict) -> bool:
@@ -205,7 +204,6 @@ class TextTask(UsbTask):
     def aggregate_scores(self, examples: Sequence[dict]) -> dict:
         """rouge1, rouge2, rougel, exactmatch, `rouge_gmean` (their R1/R2/RL mean) and
         `rouge_aggregate` (which aggregate ran: mean or the bootstrap median)."""
-
         scores = aggregate_rouge(examples, self.rouge_aggregate, self.rouge_seed)
         scores["rouge_gmean"] = geometric_mean(
             [scores["rouge1"], scores["rouge2"], scores["rougel"]])
@@ -300,7 +298,6 @@ class LineLabelTask(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[list[float], list[int], bool]]:
         """Per record: probabilities truncated/padded to the lines, labels, mismatch flag."""
-
         examples = []
         for record in records:
             labels = self.record_line_labels(record)

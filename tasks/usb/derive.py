@@ -110,7 +110,6 @@ def derive_fixing(doc_id: str, annotation: dict) -> list[Record]:
 def tokenize_sentence(text: str) -> list[str]:
     """Penn Treebank-style words of a summary sentence, as the official script tokenizes it
     (``nltk.word_tokenize``, sentence splitting included; see tasks.plumbing.text)."""
-
     return treebank_words(text)
 
 
@@ -216,7 +215,6 @@ def derive_all(raw_dir: str | Path, variants: Iterable[str] | None = None, *,
                ) -> dict[str, dict[str, dict[str, list[Record]]]]:
     """variant -> task -> split -> records. Reads and validates every input first. A list
     given as `problems` receives the split files' duplicates and cross-split overlaps."""
-
     raw_dir = Path(raw_dir)
     jobs, digests = plan_splits(raw_dir, variants), {}
     derived = _derive_jobs(raw_dir, jobs, progress, digests)

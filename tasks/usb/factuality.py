@@ -66,7 +66,6 @@ class FactualityClassification(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[list[float], list[int], bool]]:
         """Per record: [probability of "unsupported"], [label], whether the list had length != 1."""
-
         return [([fac_probability(r["prediction"])], [r["label"]], len(r["prediction"]) != 1)
                 for r in records]
 

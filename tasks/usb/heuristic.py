@@ -119,7 +119,6 @@ BUILT_IN_EVIDENCE = {"rougeL": rouge_l_evidence, "entity": entity_evidence}
 def article_records(doc_id: str, annotation: dict, evidence_fn: EvidenceFn,
                     corrupt_fn: CorruptFn, seed: int) -> tuple[dict, list[dict], list[tuple]]:
     """(task -> records, corruption notes, (human refs, heuristic refs) per sentence)."""
-
     article = _article(annotation)
     kept = [i for i, sentence in enumerate(article.after) if sentence]
     sentences = [article.after[i] for i in kept]
@@ -168,7 +167,6 @@ def build_heuristic_datasets(raw_dir: str | Path, out_dir: str | Path, spec: Heu
                              corrupt_fn: CorruptFn | None = None) -> dict:
     """Write OUT/<variant>/<task>/<split>.jsonl (+ .corruptions.jsonl) and OUT/build_info.json
     for every variant of the raw folder; all or nothing. Returns the report."""
-
     check_output_folder(Path(out_dir), Path(raw_dir))
     evidence_fn = evidence_fn or BUILT_IN_EVIDENCE.get(spec.evidence)
     corrupt_fn = corrupt_fn or (corrupt if spec.corruption == "factcc" else None)

@@ -47,7 +47,6 @@ class UnsupportedSpanPrediction(UsbTask):
 
     def score_examples(self, records: Sequence[dict]) -> list[tuple[int, int, int]]:
         """Per record: (correct, predicted, gold) span counts (`span_example_counts`)."""
-
         return [span_example_counts(r["prediction"], r["summary"], r["annotated_summary"])
                 for r in records]
 

@@ -124,7 +124,6 @@ def doc_to_target(doc: Mapping) -> str:
 
 def parsed_prediction(doc: Mapping, output: str) -> tuple[Any, bool]:
     """sumbench's few-shot parser on one generated output."""
-
     item = FewShotParts(**doc["item"])
     return parse_fewshot_output(get_task(doc["task"]), output, item, cue=doc["cue"],
                                 stops=doc["stops"], line_output=doc["line_output"])
@@ -132,7 +131,6 @@ def parsed_prediction(doc: Mapping, output: str) -> tuple[Any, bool]:
 
 def process_results(doc: Mapping, results: Sequence[str]) -> dict:
     """{metric: the document's parsed prediction} for every metric of its task."""
-
     prediction, ok = parsed_prediction(doc, results[0])
     item = {"task": doc["task"], "instance_index": doc["instance_index"],
             "instance": doc["instance"], "prediction": prediction, "ok": ok}
@@ -155,7 +153,6 @@ def aggregate(metric: str, items: Sequence[Mapping]) -> float:
 
 def task_scores(name: str, items: Sequence[Mapping]) -> dict:
     """`sumbench score`'s result for the task's items, computed once for the same items."""
-
     last = _LAST_SCORED.get(name)
     if last is not None and len(last[0]) == len(items) and \
             all(a is b for a, b in zip(last[0], items)):
@@ -175,7 +172,6 @@ def records_of(task, items: Sequence[Mapping]) -> list[dict]:
 # ---- lm-eval's samples back ----------------------------------------------------------------
 def records_from_samples(paths: Sequence[str | Path]) -> dict[str, list[dict]]:
     """{task: official records} from lm-eval `--log_samples` files of exported USB tasks."""
-
     items: dict[tuple[str, int], tuple[dict, str]] = {}
     for path in paths:
         for line, sample in iter_jsonl(Path(path)):
@@ -248,7 +244,6 @@ def export_tasks(out: str | Path, task_names: Sequence[str], *, data_dir: str | 
                  revision: str | None = None) -> dict:
     """Write the lm-eval task folder; returns {"exported": [...], "refused": {task: why},
     "model_args": ...}."""
-
     backend, chosen = planning_backend(model, revision), get_style(style)
     out = Path(out).resolve()
     written, refused, metrics, bos = {}, {}, set(), None

@@ -109,7 +109,6 @@ class HFBackend:
         the few-shot run fingerprint. Where the model came from (`info`) is not part of it,
         so a model folder moved or copied keeps its cached responses and finished runs."""
         if self._fingerprint is None:
-
             self._fingerprint = {"type": self.model_type,
                                  "model": model_fingerprint(self.model, self.tokenizer)}
         return self._fingerprint
@@ -379,6 +378,5 @@ def chat_backend(model: str, *, base_url: str | None = None, cache: Any = None,
                  endpoint: str = "chat", **options: Any) -> ChatBackend:
     """A `ChatBackend` over a new `ChatClient` (API key from OPENAI_API_KEY); `endpoint`
     "chat" or "completions"."""
-
     return ChatBackend(ChatClient(model=model, base_url=base_url, cache=cache,
                                   endpoint=endpoint), **options)

@@ -90,7 +90,6 @@ def build_prompts(task_name: str, record: dict, pool: Sequence[dict],
 
 def load_split_records(data_dir: str | None, variant: str) -> tuple[dict, dict]:
     """(task -> split -> records, task -> split -> size) of every USB task of the variant."""
-
     records: dict[str, dict[str, list[dict]]] = {}
     for name in task_names("usb"):
         task = get_task(name)

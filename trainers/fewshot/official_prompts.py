@@ -169,7 +169,6 @@ FAC_DEFAULT = [1.0]   # the release's default answer: "most summaries are factua
 def parse_fac(text: str) -> tuple[list[float], bool]:
     """[p(supported)] by the release's phrase rules, checked in its order (yes before no);
     (prediction, parsed) where parsed is False when the default answer was used."""
-
     words = [word.lower().strip(string.punctuation) for word in treebank_words(text.lower())]
     joined = " ".join(words).strip()
     rules = ((lambda: "summary is not consistent" in joined, 0.0),

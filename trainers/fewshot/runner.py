@@ -309,7 +309,6 @@ def _report(task, style, backend, budget, seed, pool, instances, plans, counts) 
 
 def _finished_run(store) -> tuple[list[dict], dict] | None:
     """(records, report) of an earlier finished run with the same fingerprint, if any."""
-
     if not (store.meta_path.is_file() and store.predictions_path.is_file()):
         return None
     meta = read_json_file(store.meta_path)
@@ -328,7 +327,6 @@ def context_window(backend) -> int | None:
 def run_fingerprint(task, style, backend, budget, seed, test_instances, train_instances,
                     max_prompt_tokens, max_new_tokens) -> dict:
     """What identifies a few-shot run (a partial file of another run is never resumed)."""
-
     return {"runner": "fewshot", "task": task.name, "task_version": task.version,
             "style": style.name, "style_spec": digest(asdict(style)),
             "backend": backend.fingerprint(), "budget": budget.as_dict(), "seed": seed,
@@ -366,7 +364,6 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
     files are written as in the module docstring; with `resume`, a finished run with the same
     fingerprint is returned as is and an interrupted one is continued.
     """
-
     style = get_style(style)
     test_instances, train_instances = list(test_instances), list(train_instances)
     budget = shot_budget(task.name, n_shots)

@@ -265,7 +265,6 @@ def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bo
     """train_config.json: the run's config and provenance. A resumed run keeps the first
     run's and adds its own, with the step it resumed from, to "resumes" (so the file tells
     which code trained which steps)."""
-
     config = {"spec": run.spec.to_dict(), "tasks": list(run.examples.task_names),
               "data_dir": resolved_data_dir(data_dir), "data_digest": run.examples.digest,
               "model": model_info, "device": str(run.dist.device),
@@ -332,7 +331,6 @@ def save_final(run: TrainingRun) -> Path:
 def result_record(run: TrainingRun, final: Path) -> dict:
     """train_result.json: the final folder, the loop's counters, and the provenance of the
     process that finished the run (its config: what every resume had to share)."""
-
     config = read_train_config(run.out_dir)
     state = run.state
     return {"final": final.name, **asdict(state),

@@ -74,7 +74,6 @@ def resolve_tasks(task_specs: Sequence[Any], variant: str = "all") -> list:
     """Task objects for names, aliases ("T1,T2" allowed) or Task instances; "all" alone =
     every task of the default suite (USB) with `variant` (tasks.parse_task_list). A task
     listed twice is a SumbenchError."""
-
     strings = [spec for spec in task_specs if isinstance(spec, str)]
     if strings:
         task_registry.parse_task_list(strings)  # a repeat, "all" mixed with names

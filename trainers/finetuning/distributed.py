@@ -138,7 +138,6 @@ def init_distributed(device: str = "auto") -> Distributed:
 
 def check_training_device_name(name: object, world_size: int = 1) -> None:
     """Refuse what is not auto, cpu, cuda or (one process) cuda:N, without importing torch."""
-
     ok = isinstance(name, str) and (name in ("auto", "cpu", "cuda") or (
         name.startswith("cuda:") and device_index_ok(name[5:]) and world_size == 1))
     if not ok:

@@ -50,7 +50,6 @@ def headline_metric_fn(spec, task_names: Sequence[str], data_dir: str | None) ->
 def validation_predict_spec(spec, device: str):
     """The PredictSpec of validation predictions: the FinetuneSpec's input, window and output
     budgets, and the release's decoding (4 beams for text and span tasks, greedy labels)."""
-
     return PredictSpec(max_input_tokens=spec.max_input_tokens, window_tokens=spec.window_tokens,
                        max_new_tokens=spec.max_output_tokens, device=device)
 

@@ -24,7 +24,6 @@ def check_before_training(model, tokenizer, task_names: Sequence[str], max_input
                           max_target_tokens: int,
                           prediction_budgets: tuple[int, int] | None = None) -> None:
     """Raise the first problem found (label words, tokenizer fit, budgets), else nothing."""
-
     scored_by_labels = [name for name in task_names
                         if get_task(name).output_kind == "probabilities"]
     if scored_by_labels:

@@ -46,7 +46,6 @@ def model_fingerprint(model, tokenizer=None) -> dict:
     folder moved with its model is reused; where it was loaded from is recorded beside it
     (meta.json's provenance), never in it. Hashing costs about 0.5 s per GB of weights, 1.5 s
     for a 780M-parameter model in float32 (`weights_digest`)."""
-
     return {"class": type(model).__name__,
             "parameters": sum(tensor.numel() for tensor in model.state_dict().values()),
             "weights": weights_digest(model), "config": config_digest(model),
@@ -158,7 +157,6 @@ class OutputStore:
         """Write final outputs, meta and prediction records atomically; drop the partials.
         meta.json gets the fingerprint and the provenance of `config` and `seeds` (only the
         fingerprint decides reuse: a run of another time or commit is still the same run)."""
-
         write_jsonl(self.outputs_path, outputs)
         write_jsonl(self.predictions_path, records)
         write_json(self.meta_path, {**meta, "fingerprint": self.fingerprint,  # last: marks done
