@@ -18,9 +18,10 @@ an item value (tests/tasks/test_item_values.py checks them against `sumbench sco
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
+
+from tasks.metrics.rouge import geometric_mean
 
 #: item kind -> {task metric: the item value whose plain mean it is}
 MEAN_METRICS = {"text": {name: name for name in ("rouge1", "rouge2", "rougel", "exactmatch")},
@@ -63,9 +64,7 @@ def item_values(kind: str, material) -> dict[str, Any]:
 
 def _text(material: dict) -> dict[str, Any]:
     values = {key: float(material[key]) for key in ("rouge1", "rouge2", "rougel", "exactmatch")}
-    parts = [values["rouge1"], values["rouge2"], values["rougel"]]
-    values["rouge_gmean"] = 0.0 if min(parts) <= 0 else math.exp(
-        sum(math.log(part) for part in parts) / 3)
+    values["rouge_gmean"] = geometric_mean([values["rouge1"], values["rouge2"], values["rougel"]])
     return values
 
 
