@@ -170,7 +170,7 @@ def _import_path(path: Path) -> ModuleType:
     if path.is_dir():
         name, location, search = path.name, path / "__init__.py", [str(path)]
         other = _installed_location(name)
-        if other is not None and other != location.resolve():
+        if other is not None and other != str(location.resolve()):
             raise SumbenchError(f"plug-in {path}: its name {name!r} is a module already "
                                 f"installed ({other}); rename the folder")
     else:
@@ -194,12 +194,15 @@ def _import_path(path: Path) -> ModuleType:
     return module
 
 
-def _installed_location(name: str) -> Path | None:
-    """Where the importable module `name` lives (None when nothing of that name is)."""
+def _installed_location(name: str) -> str | None:
+    """Where the importable module `name` lives: its file, or "built-in", "frozen" or
+    "namespace package"; None when nothing of that name is importable."""
     try:
         found = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    origin = getattr(found, "origin", None) if found else None
-    return Path(origin).resolve() if origin and origin not in ("built-in", "frozen") else (
-        None if found is None else Path(name))
+    if found is None:
+        return None
+    if found.origin in (None, "built-in", "frozen"):
+        return found.origin or "namespace package"
+    return str(Path(found.origin).resolve())
