@@ -29,7 +29,6 @@ NOT_IN_WINDOWS = ("claim",)
 
 
 def _canonical(name) -> str | None:
-
     try:
         return canonical_task_name(name) if isinstance(name, str) else None
     except UnknownNameError:

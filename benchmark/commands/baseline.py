@@ -111,7 +111,6 @@ def untrained_warnings(settings: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-
     names = baseline_task_names(args.tasks)
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

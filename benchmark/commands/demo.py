@@ -82,7 +82,6 @@ def register(subparsers) -> None:
 
 
 def demo_settings(docs: int, max_steps: int, seed: int) -> dict:
-
     return {"format": DEMO_FORMAT, "synthetic": SyntheticSpec(seed=seed, docs=docs).to_dict(),
             "max_steps": max_steps, "seed": seed, "overrides": DEMO_OVERRIDES,
             "model": DEMO_MODEL, "decoding": DEMO_DECODING}

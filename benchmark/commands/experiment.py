@@ -144,12 +144,10 @@ def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
 
 
 def _source(args):
-
     return DataSource(raw=local_or_id(args.raw), data=local_or_id(args.data))
 
 
 def number_list(text: str, kind, name: str) -> list:
-
     try:
         values = [kind(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -184,7 +182,6 @@ def check_settings(settings, model: bool = True) -> None:
 
 
 def _execute(kind: str, spec, args) -> int:
-
     slurm = args.executor == "slurm"
     if slurm and args.plan:
         raise SumbenchError("--plan writes the plan and runs nothing; --executor slurm "
@@ -256,14 +253,12 @@ def _submit_cells(args, result) -> None:
 
 
 def run_transfer(args) -> int:
-
     spec = TransferSpec(_source(args), _settings(args), name_list(args.domains),
                         (args.train_docs, args.val_docs, args.test_docs), args.full_domain)
     return _execute("transfer", spec, args)
 
 
 def run_fractions(args) -> int:
-
     seeds = number_list(args.seeds, int, "--seeds") if args.seeds else \
         [given_or_default(args, "seed")]
     spec = FractionsSpec(_source(args), _settings(args),
@@ -273,7 +268,6 @@ def run_fractions(args) -> int:
 
 
 def run_labels(args) -> int:
-
     spec = LabelsSpec(_source(args), _settings(args, HEURISTIC_TASKS),
                       tuple(number_list(args.human_fractions, float, "--human-fractions")),
                       name_list(args.evidence or "rougeL,entity"),
@@ -283,7 +277,6 @@ def run_labels(args) -> int:
 
 
 def run_collect(args) -> int:
-
     result = collect_experiment(Path(args.out))
     print(f"collected: {Path(args.out) / 'summary.md'}", file=sys.stderr)
     note = unfinished_note(result)
@@ -293,7 +286,6 @@ def run_collect(args) -> int:
 
 
 def run_job(args) -> int:
-
     jobs = [job for job in read_plan(Path(args.out) / PLAN_FILE, Path(args.out))
             if job.kind == args.kind]
     if args.index > len(jobs):
@@ -310,7 +302,6 @@ def run_submit(args) -> int:
 
 
 def run_status(args) -> int:
-
     out = Path(args.out).resolve()
     states = job_states(out, read_plan(out / PLAN_FILE, out))
     print("\n".join(status_lines(states)))

@@ -218,7 +218,6 @@ def _inputs_args(parser) -> None:
 
 # ---- handlers ------------------------------------------------------------------------------
 def run_init(args) -> int:
-
     gold, settings = args.gold, dict(args.settings)
     if args.private_fraction is not None:
         settings["private_fraction"] = str(args.private_fraction)
@@ -290,7 +289,6 @@ def submit_demo(db: str, gold: str) -> dict:
 
 
 def run_token(args) -> int:
-
     if args.revoke:
         if args.admin:
             raise SumbenchError("--revoke and --admin do not go together")
@@ -305,7 +303,6 @@ def run_token(args) -> int:
 
 
 def run_export(args) -> int:
-
     print_json(export_site(_database(args.db), args.out))
     return 0
 
@@ -315,7 +312,6 @@ def _openapi_args(parser) -> None:
 
 
 def run_openapi(args) -> int:
-
     document = openapi_document()
     if args.markdown:
         print(api_markdown(document), end="")
@@ -325,7 +321,6 @@ def run_openapi(args) -> int:
 
 
 def run_reveal(args) -> int:
-
     database = _database(args.db)
     by = check_user_name(args.by)
     print_json(reveal(database, by))
@@ -333,7 +328,6 @@ def run_reveal(args) -> int:
 
 
 def run_rescore(args) -> int:
-
     database = _database(args.db)
     report = queue_rescore(database)
     if args.now:

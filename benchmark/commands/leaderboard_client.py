@@ -87,7 +87,6 @@ def _detail_text(detail) -> str | None:
 
 
 def status(args) -> int:
-
     answer = client.status(args.server, args.id,
                            args.token or os.environ.get("SUMBENCH_LEADERBOARD_TOKEN"))
     print_json(answer)

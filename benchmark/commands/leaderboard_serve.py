@@ -85,7 +85,6 @@ def _worker_args(parser) -> None:
 
 
 def evaluate_options(args):
-
     root = args.model_root
     if root is not None and not Path(root).is_dir():
         raise SumbenchError(f"--model-root {root}: no such folder")
@@ -191,7 +190,6 @@ def stop_processes(processes) -> None:
 
 
 def run_worker(args) -> int:
-
     worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold,
                     kinds=args.kinds, evaluate=evaluate_options(args))
     _log_jobs()

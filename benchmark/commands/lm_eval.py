@@ -65,7 +65,6 @@ def register(subparsers) -> None:
 
 
 def run_export(args) -> int:
-
     summary = export_tasks(args.out, parse_task_list(args.tasks or ["all"]),
                            data_dir=args.data, model=args.model, revision=args.revision,
                            style=args.style or "llama", variant=given_or_default(args, "variant"),

@@ -85,7 +85,6 @@ def spec_file_fields(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-
     spec = build_spec(args)
     resolve_device(spec.device)  # a device torch cannot use here fails before anything loads
     names = list(parse_task_list(args.tasks))

@@ -146,7 +146,6 @@ def with_extra_units(dataset, args) -> tuple:
 
 
 def run(args) -> int:
-
     options = PresenceConfig.of(args).options()
     check_presence_options(args.presence, args.units, options)  # fail before loading data
     dataset, chosen = load_scored_dataset(args)

@@ -85,7 +85,6 @@ SUMBENCH_QA_NEW_TOKENS = 128
 
 
 def qa_generator(args, examples: Sequence):
-
     device = resolve_device(given_or_default(args, "device"))
     parses = None
     if args.qa_generator == "qasem":

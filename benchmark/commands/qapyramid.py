@@ -37,7 +37,6 @@ from tasks.qapyramid.judgments import load_qa_judgments
 
 
 def register(subparsers) -> None:
-
     parser = subparsers.add_parser("qapyramid", help=command_help("qapyramid"))
     commands = parser.add_subparsers(dest="qapyramid_command", metavar="SUBCOMMAND")
     commands.required = True
@@ -65,14 +64,12 @@ def register(subparsers) -> None:
 
 
 def warn_uneven(per_example, path: str) -> None:
-
     note = uneven_coverage(per_example)
     if note:
         print(f"warning: {path}: {note}", file=sys.stderr)
 
 
 def run_human(args) -> int:
-
     report = human_qapyramid(load_qa_judgments(args.judgments),
                              ties_present=args.ties == "present")
     warn_uneven(report["per_example"], args.judgments)
@@ -95,7 +92,6 @@ def _string_field(record: dict, name: str, path: str, line: int, allow_empty: bo
 
 
 def read_summaries(path: str) -> dict[tuple[str, str], str]:
-
     summaries: dict[tuple[str, str], str] = {}
     for line, record in iter_jsonl(path):
         key = (_string_field(record, "system", path, line, False),
@@ -108,7 +104,6 @@ def read_summaries(path: str) -> dict[tuple[str, str], str]:
 
 
 def read_references(path: str) -> dict[str, str]:
-
     references: dict[str, str] = {}
     for line, record in iter_jsonl(path):
         example = _string_field(record, "example_id", path, line, False)
@@ -150,7 +145,6 @@ def _check_coverage(scores, summaries, references, args) -> None:
 
 
 def _calibrate(table):
-
     rows = [row for examples in table.values() for row in examples.values()]
     return calibrate_alpha([r["QAPyramid"] for r in rows], [r["words"] * r["p_r"] for r in rows],
                            [r["reference_words"] for r in rows])

@@ -200,7 +200,6 @@ def kendall_tau(automatic: PerExample, human: PerExample) -> float | None:
 
 
 def _normalized(per_example: PerExample, examples: Sequence, alpha: float) -> dict:
-
     summaries = {(s, ex.example_id): ex.system_outputs[s] for ex in examples
                  for s in per_example if s in ex.system_outputs}
     references = {ex.example_id: ex.reference for ex in examples}
@@ -250,7 +249,6 @@ def without_qas(example_ids: Sequence[str], total: int, which: str) -> list[str]
 
 
 def _alpha(args) -> float | None:
-
     if args.alpha is not None and not args.normalize:
         raise SumbenchError("--alpha needs --normalize")
     if args.alpha is not None and args.alpha <= 0:
@@ -268,7 +266,6 @@ COMMON_CONFIG = ("dataset", "presence", "model", "entailment_label", "threshold"
 
 
 def _finish(args, report: dict, details: dict, config: dict) -> int:
-
     print(json.dumps(report, indent=1))
     if args.out:
         write_json(args.out, {**report, **details, "config": config,
@@ -284,7 +281,6 @@ def check_text_presence(args) -> None:
 
 
 def run_semi_auto(args) -> int:
-
     check_text_presence(args)
     alpha = _alpha(args)
     examples, systems = load_dataset(args)
@@ -301,7 +297,6 @@ def run_semi_auto(args) -> int:
 
 # ---- auto ---------------------------------------------------------------------------------
 def run_auto(args) -> int:
-
     check_text_presence(args)
     alpha = _alpha(args)
     source = predicate_source(args)

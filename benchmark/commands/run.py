@@ -155,7 +155,6 @@ def build_run_spec(args: argparse.Namespace):
 
 
 def print_results(results: dict, out_dir: str | Path) -> None:
-
     print(format_table(results["table"]))
     if results.get("decoding"):
         print(format_decoding(results["decoding"]), file=sys.stderr)
@@ -163,7 +162,6 @@ def print_results(results: dict, out_dir: str | Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     if not args.tasks:
         raise SumbenchError("--tasks is required (on the command line or in --config)")
     spec = build_run_spec(args)

@@ -47,7 +47,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-
     seed = given_or_default(args, "seed")
     options = {"rouge_aggregate": args.rouge_aggregate, "rouge_seed": seed}
     if args.workers is None:

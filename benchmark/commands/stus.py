@@ -155,7 +155,6 @@ def mixed(args, references) -> tuple[list[list[str]], str]:
 
 
 def run(args) -> int:
-
     check_mix_options(args)
     frames = frame_source(args)
     coref = RecordedCoref(args.coref) if args.coref else None
@@ -189,7 +188,6 @@ def register_convert(subparsers) -> None:
 
 
 def run_convert(args) -> int:
-
     out = convert_allennlp_srl(args.archive, args.bert, args.out)
     print(f"sumbench srl-convert: {out}", file=sys.stderr)
     return 0

@@ -18,7 +18,6 @@ def register(subparsers) -> None:
 
 
 def task_rows() -> list[dict]:
-
     rows = []
     for name in task_names():
         info = get_task(name).describe()

@@ -79,7 +79,6 @@ def read_spec_file(path: str) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-
     parse_task_list(args.tasks)  # a bad list or device fails before anything loads
     device = training_device(args)
     spec = build_spec(args)

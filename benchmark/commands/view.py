@@ -24,6 +24,5 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-
     print(json.dumps(write_view(args.runs, args.out), indent=1))
     return 0

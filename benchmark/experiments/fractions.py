@@ -135,7 +135,6 @@ def experiment_result(spec: FractionsSpec, out: Path, prepared: dict) -> dict[st
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-
     series = {task: [(result["scores"][task][f"{f:g}"]["mean"],
                       result["scores"][task][f"{f:g}"]["spread"] or 0.0)
                      for f in result["fractions"]] for task in result["tasks"]}
@@ -146,7 +145,6 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-
     columns = [f"{f:g}" for f in result["fractions"]]
 
     def cell(entry: dict) -> str:

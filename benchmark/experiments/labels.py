@@ -134,7 +134,6 @@ def experiment_jobs(spec: LabelsSpec, out: Path, prepared: dict) -> list[Job]:
 
 
 def experiment_result(spec: LabelsSpec, out: Path, prepared: dict) -> dict[str, Any]:
-
     tasks = list(spec.settings.tasks)
     present = tasks_with_test_items(Path(prepared["data"]), "all", tasks)
     table, reasons, reports = {}, {}, {}
@@ -155,7 +154,6 @@ def experiment_result(spec: LabelsSpec, out: Path, prepared: dict) -> dict[str, 
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-
     chart_rows = [{"label": name, "values": result["scores"][name], "ci95": {}}
                   for name in result["rows"]]
     (out / "labels.png").write_bytes(task_bar_chart(
@@ -164,7 +162,6 @@ def write_figures(result: dict, out: Path) -> list[str]:
 
 
 def summary_markdown(result: dict) -> str:
-
     rows = [[name, *[number(result["scores"][name][task]) for task in result["tasks"]]]
             for name in result["rows"]]
     lines = ["# Heuristic vs human training labels", "",

@@ -205,7 +205,6 @@ def experiment_result(spec: TransferSpec, out: Path, prepared: dict) -> dict:
 
 
 def write_figures(result: dict, out: Path) -> list[str]:
-
     heatmap(result["rows"], result["columns"], result["average"],
             out / "transfer_heatmap.png", title="Cross-domain transfer: average headline",
             label="mean headline over " + averaged_label(result))
@@ -225,7 +224,6 @@ def averaged_label(result: dict) -> str:
 
 
 def summary_markdown(result: dict) -> str:
-
     rows, columns = result["rows"], result["columns"]
     parts = ["# Cross-domain transfer", "",
              "Rows: training domain; columns: test domain. Headlines x100 (ROUGE geometric "

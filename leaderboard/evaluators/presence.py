@@ -340,7 +340,6 @@ class ChatBackend(PresenceBackend):
                  base_url: str | None = None, api_key: str | None = None, cache: Any = None,
                  pool: Sequence[dict] = (), shots: int = 0, seed: int = 0,
                  params: dict | None = None, prompt_style: str = "task"):
-
         if prompt_style not in PROMPT_STYLES:
             raise PresenceBackendError(f"unknown prompt style {prompt_style!r} (known: "
                                        f"{', '.join(PROMPT_STYLES)})")

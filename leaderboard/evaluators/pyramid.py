@@ -279,7 +279,6 @@ def human_presence(dataset: PyramidDataset, system: str, units_kind: str,
 
 @functools.lru_cache(maxsize=8)
 def _calibration(root: str, split: str, seed: int) -> tuple[float, tuple[str, ...]]:
-
     labelled = load_pyramid_dataset(root, unit_kinds=("scus",), labels=True)
     instances = pyramid_instances(labelled, split, seed)
     if not instances:

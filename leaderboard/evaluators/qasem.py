@@ -192,7 +192,6 @@ class RecordedPredicates:
     tokenizer and `BertPredicateDetector` give the sentence)."""
 
     def __init__(self, path: str | Path):
-
         self.path, self.parses = str(path), {}
         for line, record in _records(path, ("sentence", "tokens", "predicates")):
             self.parses[record["sentence"]] = self._parse(record, line)

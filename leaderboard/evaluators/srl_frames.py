@@ -124,7 +124,6 @@ class DetectorPredicates:
     """spaCy's rule-based words and the positions a predicate detector marks."""
 
     def __init__(self, model: str, device: str):
-
         self.detector = PredicateDetector(model, device=device)
 
     def __call__(self, sentence: str) -> tuple[list[str], list[int]]:

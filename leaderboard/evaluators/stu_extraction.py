@@ -216,7 +216,6 @@ class RecordedCoref:
 
 
 def _records(path: str | Path, fields: Sequence[str]):
-
     for line, record in iter_jsonl(Path(path)):
         missing = [name for name in fields if name not in record]
         if missing:

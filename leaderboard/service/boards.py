@@ -50,7 +50,6 @@ CHART_ROWS = 10
 
 
 def _entry(submission: Submission, user: User, score: Score, revealed: bool) -> dict[str, Any]:
-
     released = json.loads(score.released) if score.released else None
     entry = {"id": submission.id, "model": submission.model, "kind": submission.kind,
              "badge": BADGES[submission.kind], "card": json.loads(submission.card),
@@ -187,7 +186,6 @@ def _pending(entry: dict, distributions: dict, parts: list[str]) -> bool:
 
 
 def build_snapshot(database: Database, track_name: str, board: str, session) -> dict | None:
-
     settings = load_settings(database, session)
     track = settings.track(track_name)
     hosted = hosted_gold(database, track.name, session)
@@ -253,7 +251,6 @@ def small_parts(parts: dict[str, dict], min_items: int) -> set[str]:
 
 
 def chart_of(snapshot: dict) -> bytes:
-
     rows = [{"label": f"#{e['rank']} {e['model']}", "values": e["headlines"],
              "ci95": e.get("ci95", {})} for e in snapshot["ranked"][:CHART_ROWS]]
     return task_bar_chart(rows, snapshot["parts"],

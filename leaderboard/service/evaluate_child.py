@@ -26,7 +26,6 @@ EXIT_UNLOADABLE, EXIT_MEMORY = 3, 4
 
 
 def evaluate(request: dict) -> dict:
-
     out = Path(request["out"])
     model, tokenizer, info = load_model(request["model"], safetensors_only=True)
     spec = PredictSpec.from_dict(request["spec"])
@@ -63,7 +62,6 @@ def reason_of(error: BaseException, scratch: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-
     request = read_json(argv[0])
     out = Path(request["out"])
     try:

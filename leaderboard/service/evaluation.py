@@ -358,7 +358,6 @@ def resident_bytes(psutil, pid: int) -> int:
 
 
 def read_predictions(run: Path) -> list:
-
     return [Upload(path.name, path.read_bytes())
             for path in sorted((run / "predictions").glob("*.jsonl"))]
 

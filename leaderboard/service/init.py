@@ -103,7 +103,6 @@ def load_all_gold(database: Database, settings, gold: str | None,
 
 
 def add_computed_rows(database: Database, settings) -> dict[str, int]:
-
     tracks = boards_of(database)
     added = {"baseline": 0, "reference": 0, "builtin": 0}
     if "usb" in tracks:

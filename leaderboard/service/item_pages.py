@@ -62,7 +62,6 @@ def item_page(database: Database, entry_id: int, task: str, versus: int | None =
 
 
 def _render(database: Database, views: list[dict], task: str) -> str:
-
     track = load_settings(database).track(views[0]["track"])
     if not hasattr(track, "joined_records"):  # USB: records by task
         raise NotFound(f"track {track.name} has no item pages")

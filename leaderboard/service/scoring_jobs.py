@@ -196,7 +196,6 @@ def _add_score(session, settings, submission: Submission, computed: StoredScore,
 
 
 def analyse_job(database: Database, job) -> None:
-
     settings = load_settings(database)
     with database.write_session() as session:
         submission = session.get(Submission, job.submission_id)

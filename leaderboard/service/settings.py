@@ -40,7 +40,6 @@ def _is_number(value: Any) -> bool:
 
 
 def _default_evaluators() -> list[dict]:
-
     return [evaluator.to_dict() for evaluator in default_summary_evaluators()]
 
 
@@ -147,7 +146,6 @@ class InstanceSettings(JsonFields):
                 "summary_evaluators": [dict(item) for item in self.summary_evaluators]}
 
     def evaluators(self) -> list:
-
         return [SummariesEvaluator.from_dict(item) for item in self.summary_evaluators]
 
     def track(self, name: str):

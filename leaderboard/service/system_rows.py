@@ -81,7 +81,6 @@ def add_reference_rows(database: Database, settings: InstanceSettings) -> list[i
 
 
 def add_builtin_rows(database: Database, settings: InstanceSettings) -> list[int]:
-
     gold = gold_for(database, "evaluators")
     added = []
     for board in sorted(gold):

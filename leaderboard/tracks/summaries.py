@@ -123,7 +123,6 @@ class SummariesTrack(PyramidSetTrack):
         return {board: PartScore(result, headline, per_evaluator[headline_name])}
 
     def statistic(self, part: str, gold, board: str):
-
         return mean_statistic()
 
     def headline_name(self, part: str) -> str:

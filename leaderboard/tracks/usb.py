@@ -331,7 +331,6 @@ class UsbTrack(Track):
         return gold_match_summary(counts)
 
     def statistic(self, part: str, gold, board: str):
-
         return headline_statistic(get_task(part))
 
     def headline_name(self, part: str) -> str:

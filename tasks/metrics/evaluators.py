@@ -20,7 +20,6 @@ EVALUATORS: Registry = Registry("evaluator")
 
 def rouge_recall(metric: str) -> Evaluator:
     def evaluator(summaries: Sequence[str], references: Sequence[str]) -> list[float]:
-
         return rouge_recall_by_system({"summaries": list(summaries)}, list(references),
                                       [metric])[metric]["summaries"]
     return evaluator
@@ -34,7 +33,6 @@ def register_evaluator(name: str, evaluator) -> None:
 
 
 def _register_evaluators() -> None:
-
     for name in RECALL_METRICS:
         EVALUATORS.register(name, rouge_recall(name))
     load_plugins("sumbench.evaluators", register_evaluator)

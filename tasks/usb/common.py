@@ -61,7 +61,6 @@ class UsbTask(Task):
         return all(field in instance for field in self.answer_fields)
 
     def load(self, split: str, variant: str = "all", data_dir: str | None = None):
-
         return load_task_split(self.name, split, variant=variant, data_dir=data_dir)
 
     # -- formats
@@ -162,7 +161,6 @@ class TextTask(UsbTask):
     option_names = ("rouge_aggregate", "rouge_seed")
 
     def __init__(self, rouge_aggregate: str = "mean", rouge_seed: int = 0):
-
         if rouge_aggregate not in ROUGE_AGGREGATES:
             raise SumbenchError(f"unknown ROUGE aggregate {rouge_aggregate!r} (known: "
                                 f"{', '.join(ROUGE_AGGREGATES)})")
@@ -197,7 +195,6 @@ class TextTask(UsbTask):
         require_str(record, "output_string")
 
     def score_examples(self, records: Sequence[dict]) -> list[dict]:
-
         return rouge_per_example([r["prediction"] for r in records],
                                  [r["output_string"] for r in records])
 
@@ -315,7 +312,6 @@ class LineLabelTask(UsbTask):
                 for values, labels, mismatched in examples]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-
         return flagged_scores(examples)
 
     def line_labels(self, instance: dict) -> list[int]:

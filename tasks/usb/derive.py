@@ -188,7 +188,6 @@ def derive_documents(documents: Iterable[tuple[str, dict]]) -> TaskDatasets:
 
 def _derive_jobs(raw_dir: Path, jobs: list[SplitJob], progress: bool,
                  digests: dict[str, str] | None = None) -> dict[str, dict]:
-
     result: dict[str, dict] = {}
     for variant, split, documents in iter_documents(raw_dir, jobs, progress):
         if digests is not None:

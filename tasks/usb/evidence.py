@@ -66,5 +66,4 @@ class EvidenceExtraction(LineLabelTask):
                             field="labels")
 
     def record_line_labels(self, record: dict) -> list[int]:
-
         return evidence_line_labels(record["labels"], len(record["input_lines"]))

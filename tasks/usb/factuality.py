@@ -70,5 +70,4 @@ class FactualityClassification(UsbTask):
                 for r in records]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-
         return flagged_scores(examples)

@@ -51,5 +51,4 @@ class UnsupportedSpanPrediction(UsbTask):
                 for r in records]
 
     def aggregate_scores(self, examples: Sequence) -> dict:
-
         return aggregate_spans(examples)

@@ -314,7 +314,6 @@ class ChatBackend:
         return self.client.chat([dict(message) for message in messages], **params)
 
     def _complete(self, prompt: Prompt, max_new_tokens: int) -> str:
-
         params = {**self.params, **self._logprob_params(),
                   self.max_tokens_param: int(max_new_tokens)}
         try:

@@ -33,7 +33,6 @@ def headline_metric_fn(spec, task_names: Sequence[str], data_dir: str | None) ->
     cache: dict = {}
 
     def evaluate(model, tokenizer) -> float:
-
         if not cache:
             for task in resolve_tasks(task_names, spec.variant):
                 cache[task.name] = (task, task.instances(

@@ -58,7 +58,6 @@ class PredicateDetector:
         self.target = predicate_index(getattr(self.model.config, "id2label", None))
 
     def words(self, text: str) -> list[str]:
-
         return treebank_words(text)
 
     def __call__(self, text: str) -> list[str]:
