@@ -244,6 +244,88 @@ def test_the_command_line_starts_without_heavy_libraries(code):
     assert completed.stdout.strip().splitlines()[-1] == "[]"
 
 
+#: what a participant's leaderboard commands do without: the web stack, the database library
+#: and NLTK (which the scoring tracks load)
+WEB = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "nltk", *HEAVY)
+
+LEADERBOARD_HELP_PROBE = """
+import sys
+import benchmark.cli as cli
+from benchmark.commands.leaderboard import SUBCOMMANDS
+for words in [["leaderboard", "--help"]] + [["leaderboard", name, "--help"]
+                                            for name in SUBCOMMANDS]:
+    try:
+        cli.main(words)
+    except SystemExit:
+        pass
+print("loaded:", sorted(set(WEB) & set(sys.modules)))
+"""
+
+#: `submit` and `status` against a server in the probe's own process, which notes what is
+#: loaded when the first request arrives
+LEADERBOARD_CLIENT_PROBE = """
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen = []
+class Answer(BaseHTTPRequestHandler):
+    def _reply(self):
+        seen.append(sorted(set(WEB) & set(sys.modules)))
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"id": 1, "status": "queued"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = _reply
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{server.server_address[1]}"
+open(sys.argv[1], "w").write('{"id": "a", "prediction": 1}\\n')
+import benchmark.cli as cli
+submitted = cli.main(["leaderboard", "submit", sys.argv[1], "--server", url, "--token", "t",
+                      "--name", "probe"])
+shown = cli.main(["leaderboard", "status", "1", "--server", url])
+server.shutdown()
+print("codes:", submitted, shown)
+print("loaded:", seen)
+"""
+
+
+def _probe_output(code: str, *args: str) -> list[str]:
+    completed = subprocess.run([sys.executable, "-c", f"WEB = {WEB!r}\n{code}", *args],
+                               cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout.strip().splitlines()
+
+
+def test_every_leaderboard_help_starts_without_the_web_stack():
+    """`sumbench leaderboard --help` and each subcommand's --help (serve's and init's too)
+    import no web framework, database library or NLTK: the group's table names the module
+    that runs a subcommand, imported only when it runs."""
+    assert _probe_output(LEADERBOARD_HELP_PROBE)[-1] == "loaded: []"
+
+
+def test_submit_and_status_reach_the_server_without_the_web_stack(tmp_path):
+    lines = _probe_output(LEADERBOARD_CLIENT_PROBE, str(tmp_path / "p.jsonl"))
+    assert lines[-2:] == ["codes: 0 0", "loaded: [[], []]"]
+
+
+def test_the_leaderboard_table_names_each_subcommands_handler():
+    """Every subcommand's handler resolves to a function of the module the table names, and
+    the hosting ones (which open the database) are not in the client's module."""
+    import importlib
+
+    from benchmark.commands.leaderboard import CLIENT, SUBCOMMANDS
+
+    for name, (_, module, function, _) in SUBCOMMANDS.items():
+        assert callable(getattr(importlib.import_module(module), function)), name
+    assert sorted(name for name, row in SUBCOMMANDS.items() if row[1] == CLIENT) == [
+        "inputs", "status", "submit"]
+
+
 def test_no_import_cycles_between_modules():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)

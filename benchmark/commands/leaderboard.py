@@ -17,43 +17,42 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+import importlib
 
-from benchmark.commands import command_help, positive_int, probability
-from benchmark.commands.leaderboard_client import inputs, print_json, status, submit
-from benchmark.commands.leaderboard_serve import (
-    _database,
-    _db,
-    _serve_args,
-    _worker_args,
-    run_serve,
-    run_worker,
+from benchmark.commands import (
+    command_help,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    probability,
 )
 from benchmark.commands.options import RenamedOption, add_option
-from benchmark.synthetic import SyntheticSpec, generate_corpus
-from leaderboard.intake.validate import Upload
-from leaderboard.service.admin import reveal
-from leaderboard.service.api_doc import api_markdown
-from leaderboard.service.app import openapi_document
-from leaderboard.service.auth import authenticate, check_user_name, create_token, revoke_tokens
-from leaderboard.service.db import Database, database_url
-from leaderboard.service.entry_view import public_view
-from leaderboard.service.export import export_site
-from leaderboard.service.init import initialise
-from leaderboard.service.settings import load_settings
-from leaderboard.service.submissions import accept
-from leaderboard.service.worker import Worker, queue_rescore
-from tasks import get_task, task_names
-from tasks.plumbing.errors import SumbenchError
-from tasks.usb.derive import BUILD_INFO_FILE, build_task_datasets
-from trainers.inference.baselines import baseline_records
 
-#: bootstrap resamples of a --demo instance unless --set says otherwise (quick to build)
-DEMO_RESAMPLES = 200
+#: the module that runs each half: a participant's commands (submit, status, inputs) load no
+#: web framework, database library or NLTK; hosting commands load what they use
+CLIENT, SERVE, HOST = ("benchmark.commands.leaderboard_client",
+                       "benchmark.commands.leaderboard_serve",
+                       "benchmark.commands.leaderboard_host")
+#: the kinds of jobs a worker may take (`--kinds`): leaderboard.service.jobs.JOB_KINDS, kept
+#: here so that the command line loads no database code (a test checks they agree)
+JOB_KINDS = ("evaluate", "score", "analyse")
 #: documents of a --demo corpus: 12 test articles per domain, enough for linked parts hosted
 #: apart and a private half to leave every task public items to rank on
 DEMO_DOCS = 240
+
+
+class Handler:
+    """A subcommand's handler named by module and function, imported only when it runs (its
+    module may load the web stack; the options above never do)."""
+
+    def __init__(self, module: str, function: str) -> None:
+        self.module, self.function = module, function
+
+    def __call__(self, args) -> int:
+        return getattr(importlib.import_module(self.module), self.function)(args)
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.function}"
 
 
 def register(subparsers) -> None:
@@ -62,29 +61,14 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="leaderboard_command", metavar="COMMAND")
     commands.required = True
-    for name, add, handler in ((("init", _init_args, run_init)), ("token", _token_args, run_token),
-                               ("serve", _serve_args, run_serve),
-                               ("worker", _worker_args, run_worker),
-                               ("submit", _submit_args, submit),
-                               ("status", _status_args, status),
-                               ("export", _export_args, run_export),
-                               ("rescore", _rescore_args, run_rescore),
-                               ("reveal", _reveal_args, run_reveal),
-                               ("inputs", _inputs_args, inputs),
-                               ("openapi", _openapi_args, run_openapi)):
-        sub = commands.add_parser(name, help=_HELP[name])
+    for name, (add, module, function, help_text) in SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=help_text)
         add(sub)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=Handler(module, function))
 
 
-_HELP = {"init": "create/upgrade the database and load hidden gold",
-         "token": "print a new API token for a user", "serve": "run the web app (+ a worker)",
-         "worker": "run a worker", "submit": "submit predictions (or --check them)",
-         "status": "show a submission", "export": "write a static copy of the site",
-         "rescore": "re-score submissions after a data/metric/scorer version change",
-         "reveal": "publish the private part's scores (audited)",
-         "inputs": "write a board's public inputs without gold fields",
-         "openapi": "print the API's OpenAPI document"}
+def _db(parser) -> None:
+    add_option(parser, "db")
 
 
 def _init_args(parser) -> None:
@@ -216,121 +200,64 @@ def _inputs_args(parser) -> None:
     add_option(parser, "variants")
 
 
-# ---- handlers ------------------------------------------------------------------------------
-def run_init(args) -> int:
-    gold, settings = args.gold, dict(args.settings)
-    if args.private_fraction is not None:
-        settings["private_fraction"] = str(args.private_fraction)
-    if args.keep_linked:
-        settings["keep_linked"] = "true"
-    visibility = args.gold_visibility
-    if args.demo and not gold:
-        if visibility == "public":
-            raise SumbenchError(f"--demo is private: its synthetic gold stays beside the "
-                                f"database ({demo_folder(args.db)}); drop --gold-visibility "
-                                f"public, or give --gold DIR")
-        gold, visibility = str(demo_gold(args.db, args.demo_docs)), "private"
-    if args.demo:
-        settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
-    report = initialise(args.db, gold=gold, pyramids=args.pyramids or [],
-                        settings=settings, evaluators=args.evaluator,
-                        computed_rows=not args.no_computed_rows, score=not args.no_score,
-                        gold_visibility=visibility, require_visibility=True)
-    if args.demo:
-        report["demo_submission"] = submit_demo(args.db, gold)
-    print_json(report)
-    return 0
+def _evaluate_args(parser) -> None:
+    add_option(parser, "model_root")
+    add_option(parser, "device")
 
 
-def demo_folder(db: str):
-    """`<database file stem>-demo/` beside a SQLite file (the working folder otherwise)."""
-    from pathlib import Path
-
-    url = database_url(db)
-    if url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///"):])
-        return path.with_name(path.stem + "-demo")
-    return Path("leaderboard-demo")
-
-
-def demo_gold(db: str, docs: int = DEMO_DOCS):
-    """A synthetic corpus (all six domains) and its derived task datasets; reused when there."""
-    folder = demo_folder(db)
-    data = folder / "data"
-    if not (data / BUILD_INFO_FILE).is_file():
-        spec = SyntheticSpec(seed=0, docs=docs, domains=("biographies", "companies",
-                                                       "disasters", "schools"),
-                             test_only_domains=("landmarks", "newspapers"),
-                             test_only_docs=max(1, docs // 20))
-        generate_corpus(folder / "raw", spec)
-        build_task_datasets(folder / "raw", data, progress=False)
-    return data
+def _serve_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=positive_int, default=8000)
+    parser.add_argument("--no-worker", action="store_true",
+                        help="no worker (run `leaderboard worker` apart)")
+    add_option(parser, "workers")
+    parser.add_argument("--no-evaluate", action="store_true",
+                        help="the server's workers evaluate no submitted model (GPU "
+                             "machines run `leaderboard worker --kinds evaluate`)")
+    _evaluate_args(parser)
 
 
-def submit_demo(db: str, gold: str) -> dict:
-    """A demo entry from user `demo`: the baselines fitted on the train split (Lead-k from the
-    train references, position prior from the train labels), scored like any submission."""
-    lines = []
-    for name in task_names("usb"):
-        task = get_task(name)
-        train = task.instances(task.load("train", "all", gold))
-        test = task.instances(task.load("test", "all", gold))
-        lines.extend(json.dumps(r) for r in baseline_records(task, test, train_instances=train))
-    database = Database(db)
-    user = authenticate(database, create_token(database, "demo"))
-    entry = accept(database, load_settings(database), user, track_name="usb", board="all",
-                   model="demo: baselines fitted on train",
-                   card={"method": "Lead-k and position prior fitted on the train split"},
-                   uploads=[Upload("demo.jsonl", ("\n".join(lines) + "\n").encode())])
-    Worker(database).drain()
-    status = public_view(database, entry["id"])["status"]
-    database.dispose()
-    return {**entry, "status": status}
+def kinds_list(text: str) -> tuple[str, ...]:
+    """An argparse type: job kinds, comma-separated."""
+    kinds = tuple(dict.fromkeys(kind.strip() for kind in text.split(",") if kind.strip()))
+    unknown = [kind for kind in kinds if kind not in JOB_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"job kinds are {', '.join(JOB_KINDS)}, got {text!r}")
+    return kinds
 
 
-def run_token(args) -> int:
-    if args.revoke:
-        if args.admin:
-            raise SumbenchError("--revoke and --admin do not go together")
-        count = revoke_tokens(_database(args.db), args.user)
-        print(f"revoked {count} token(s) of {args.user}", file=sys.stderr)
-        return 0
-    token = create_token(_database(args.db), args.user, admin=args.admin)
-    print(f"token for {args.user}{' (admin)' if args.admin else ''}; it is shown once:",
-          file=sys.stderr)
-    print(token)
-    return 0
-
-
-def run_export(args) -> int:
-    print_json(export_site(_database(args.db), args.out))
-    return 0
+def _worker_args(parser) -> None:
+    _db(parser)
+    parser.add_argument("--once", action="store_true", help="exit when no job is left")
+    parser.add_argument("--lease", type=positive_float, metavar="SECONDS",
+                        help="job lease (default: the instance's lease_seconds)")
+    parser.add_argument("--hold", type=non_negative_float, default=0.0, metavar="SECONDS",
+                        help="sleep after each claim (fault drills: kill a worker mid-job)")
+    parser.add_argument("--kinds", type=kinds_list, default=JOB_KINDS, metavar="KINDS",
+                        help=f"the jobs it takes, comma-separated (default all: "
+                             f"{','.join(JOB_KINDS)}); `evaluate` on GPU machines")
+    _evaluate_args(parser)
 
 
 def _openapi_args(parser) -> None:
     add_option(parser, "markdown")
 
 
-def run_openapi(args) -> int:
-    document = openapi_document()
-    if args.markdown:
-        print(api_markdown(document), end="")
-    else:
-        print(json.dumps(document, indent=1, sort_keys=True))
-    return 0
-
-
-def run_reveal(args) -> int:
-    database = _database(args.db)
-    by = check_user_name(args.by)
-    print_json(reveal(database, by))
-    return 0
-
-
-def run_rescore(args) -> int:
-    database = _database(args.db)
-    report = queue_rescore(database)
-    if args.now:
-        report["jobs_run"] = Worker(database).drain()
-    print_json(report)
-    return 0
+#: name: (its options, the module and function that run it, its one-line help)
+SUBCOMMANDS = {
+    "init": (_init_args, HOST, "run_init", "create/upgrade the database and load hidden gold"),
+    "token": (_token_args, HOST, "run_token", "print a new API token for a user"),
+    "serve": (_serve_args, SERVE, "run_serve", "run the web app (+ a worker)"),
+    "worker": (_worker_args, SERVE, "run_worker", "run a worker"),
+    "submit": (_submit_args, CLIENT, "submit", "submit predictions (or --check them)"),
+    "status": (_status_args, CLIENT, "status", "show a submission"),
+    "export": (_export_args, HOST, "run_export", "write a static copy of the site"),
+    "rescore": (_rescore_args, HOST, "run_rescore",
+                "re-score submissions after a data/metric/scorer version change"),
+    "reveal": (_reveal_args, HOST, "run_reveal",
+               "publish the private part's scores (audited)"),
+    "inputs": (_inputs_args, CLIENT, "inputs",
+               "write a board's public inputs without gold fields"),
+    "openapi": (_openapi_args, HOST, "run_openapi", "print the API's OpenAPI document"),
+}

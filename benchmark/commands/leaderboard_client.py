@@ -1,5 +1,6 @@
-"""`sumbench leaderboard submit` and `status`: the client side of a leaderboard (it talks to
-a server over HTTP, never to its database)."""
+"""`sumbench leaderboard submit`, `status` and `inputs`: the client side of a leaderboard (it
+talks to a server over HTTP, never to its database, and loads no web framework, database
+library or NLTK; the options are declared in benchmark.commands.leaderboard)."""
 from __future__ import annotations
 
 import json
@@ -24,8 +25,6 @@ def _card(args) -> dict:
 
 
 def submit(args) -> int:
-    import os
-
     if bool(args.paths) == bool(args.evaluate):
         raise SumbenchError("give prediction files (PATH ...) or --evaluate SOURCE, one of "
                             "the two")

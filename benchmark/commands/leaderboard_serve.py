@@ -1,24 +1,20 @@
 """`sumbench leaderboard serve` and `worker`: the web app and the processes that do the work
-(evaluating submitted models, scoring, analysing), and the `--db` option every hosting command
-shares."""
+(evaluating submitted models, scoring, analysing), and the database every hosting command
+opens (their options are declared in benchmark.commands.leaderboard)."""
 from __future__ import annotations
 
 import sys
 import threading
 from pathlib import Path
 
-from benchmark.commands import non_negative_float, positive_float, positive_int
-from benchmark.commands.options import add_option, given_or_default
+from benchmark.commands.leaderboard import JOB_KINDS
+from benchmark.commands.options import given_or_default
 from leaderboard.service.app import create_app
 from leaderboard.service.db import Database, database_url
 from leaderboard.service.evaluation import EvaluateOptions
 from leaderboard.service.schema import check_schema
 from leaderboard.service.worker import Worker
 from tasks.plumbing.errors import SumbenchError
-
-
-def _db(parser) -> None:
-    add_option(parser, "db")
 
 
 def _database(db: str, check: bool = True):
@@ -35,53 +31,6 @@ def _database(db: str, check: bool = True):
     if check:
         check_schema(database)
     return database
-
-
-#: the kinds of jobs a worker may take (`--kinds`): leaderboard.service.jobs.JOB_KINDS, kept
-#: here so that the command line loads no database code (a test checks they agree)
-JOB_KINDS = ("evaluate", "score", "analyse")
-
-
-def _evaluate_args(parser) -> None:
-    add_option(parser, "model_root")
-    add_option(parser, "device")
-
-
-def _serve_args(parser) -> None:
-    _db(parser)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=positive_int, default=8000)
-    parser.add_argument("--no-worker", action="store_true",
-                        help="no worker (run `leaderboard worker` apart)")
-    add_option(parser, "workers")
-    parser.add_argument("--no-evaluate", action="store_true",
-                        help="the server's workers evaluate no submitted model (GPU "
-                             "machines run `leaderboard worker --kinds evaluate`)")
-    _evaluate_args(parser)
-
-
-def kinds_list(text: str) -> tuple[str, ...]:
-    """An argparse type: job kinds, comma-separated."""
-    import argparse
-
-    kinds = tuple(dict.fromkeys(kind.strip() for kind in text.split(",") if kind.strip()))
-    unknown = [kind for kind in kinds if kind not in JOB_KINDS]
-    if unknown or not kinds:
-        raise argparse.ArgumentTypeError(f"job kinds are {', '.join(JOB_KINDS)}, got {text!r}")
-    return kinds
-
-
-def _worker_args(parser) -> None:
-    _db(parser)
-    parser.add_argument("--once", action="store_true", help="exit when no job is left")
-    parser.add_argument("--lease", type=positive_float, metavar="SECONDS",
-                        help="job lease (default: the instance's lease_seconds)")
-    parser.add_argument("--hold", type=non_negative_float, default=0.0, metavar="SECONDS",
-                        help="sleep after each claim (fault drills: kill a worker mid-job)")
-    parser.add_argument("--kinds", type=kinds_list, default=JOB_KINDS, metavar="KINDS",
-                        help=f"the jobs it takes, comma-separated (default all: "
-                             f"{','.join(JOB_KINDS)}); `evaluate` on GPU machines")
-    _evaluate_args(parser)
 
 
 def evaluate_options(args):

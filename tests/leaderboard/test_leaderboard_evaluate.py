@@ -198,7 +198,7 @@ def test_a_model_that_cannot_be_evaluated_ends_failed_with_the_reason(lab, setti
 
 
 def test_workers_take_the_kinds_they_are_given(lab):
-    from benchmark.commands.leaderboard_serve import JOB_KINDS
+    from benchmark.commands.leaderboard import JOB_KINDS
     from leaderboard.service import jobs
 
     assert JOB_KINDS == jobs.JOB_KINDS
