@@ -2,6 +2,7 @@
 fixtures several test modules share (the USB task files, tiny tokenizers, one torch thread)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -10,12 +11,23 @@ from pathlib import Path
 
 import pytest
 
+from helpers import OWNER_VARIABLE, left_behind
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="sumbench-hf-home-"))
+
+# xdist workers share the machine's cores: each worker's torch (and the processes it starts)
+# gets its share of them, and OpenMP threads wait for work passively rather than spinning on
+# a core another worker needs (neither changes a result: intra-op threads only split work)
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # A shell without job control starts background commands (`pytest ... &` in a script, as CI
 # runners may) with SIGINT ignored, and every process started from them inherits that: Python
@@ -24,6 +36,11 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="sumbench-hf-home-"))
 # (processes it starts get the default disposition, as from a shell with job control).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# every process a test starts inherits this pytest process's id (each xdist worker sets its
+# own), so that the session-end check finds what outlived its test, even a process whose
+# parent died and left it to init
+os.environ[OWNER_VARIABLE] = str(os.getpid())
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO_ROOT.parent / "shared")).resolve()
@@ -62,6 +79,69 @@ def qapyramid_judgments(shared_dir) -> Path:
 def data_dir(usb_fixture_dir) -> Path:
     """shared/fixtures/usb/task_datasets: the official task files derived from the fixture."""
     return usb_fixture_dir / "task_datasets"
+
+
+# ---- where each test runs under xdist (`-n`): tests/scheduling.py ------------------------------
+
+def pytest_xdist_make_scheduler(config, log):
+    """Each module one unit of work, the modules of the shared services one unit together."""
+    from scheduling import ModuleScheduling
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A module that uses a shared service must be one the scheduler groups with the others
+    (unlisted, it would start a copy of the service on another worker)."""
+    from scheduling import unlisted_service_modules
+
+    unlisted = unlisted_service_modules(
+        (Path(item.path).relative_to(REPO_ROOT).as_posix(), item.fixturenames)
+        for item in items)
+    if unlisted:
+        raise pytest.UsageError(f"add {', '.join(unlisted)} to SHARED_SERVICE_MODULES in "
+                                f"tests/scheduling.py: it uses a shared service")
+
+
+# ---- no process outlives the suite -----------------------------------------------------------
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_outlives_the_suite():
+    """Fails the run, naming each one, when a process a test started is still alive at the
+    end of the session (servers, workers, Slurm daemons and jobs, databases, browsers)."""
+    yield
+    if not Path("/proc/self/environ").exists():
+        return  # no /proc to look in (not Linux)
+    alive = left_behind()
+    for pid in alive:  # stop them, so that one leak does not hold the run's end
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not alive, "processes started by the tests are still running: " + "; ".join(
+        f"pid {pid}: {command}" for pid, command in sorted(alive.items()))
+
+
+# ---- services a session starts once (their modules share one xdist worker) ---------------------
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One throwaway PostgreSQL cluster for the session (127.0.0.1, a free port): the URL of
+    its maintenance database. Tests take a fresh database of it (servers.fresh_database)."""
+    from servers import postgres_cluster
+
+    with postgres_cluster() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for the session: its DevTools endpoint, which each test connects
+    to with a browser context of its own (helpers.connect_chromium)."""
+    from helpers import CHROMIUM, chromium_process
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM}")
+    with chromium_process() as endpoint:
+        yield endpoint
 
 
 # ---- opt-in set-up for modules that run tiny models ------------------------------------------

@@ -1,7 +1,13 @@
 """Plain helpers several test modules share (fixtures live in conftest.py)."""
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from pathlib import Path
+
+#: the variable through which the processes a test session starts carry its pid (conftest.py)
+OWNER_VARIABLE = "SUMBENCH_TEST_OWNER"
 
 
 def files_under(folder: Path) -> dict[str, bytes]:
@@ -53,8 +59,6 @@ def screenshot_path(tmp_path: Path, name: str) -> Path:
     """Where a browser test saves its screenshot `name`: under $SUMBENCH_SCREENSHOTS when set
     (the docs' images: `SUMBENCH_SCREENSHOTS=docs/img pytest -k browser_or_viewer`), else in
     the test's own folder."""
-    import os
-
     folder = Path(os.environ.get("SUMBENCH_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / name
@@ -64,10 +68,77 @@ def screenshot_path(tmp_path: Path, name: str) -> Path:
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-def launch_chromium(playwright):
-    """Headless Chromium for a test (the caller closes it): no sandbox (tests run as root), no
-    GPU, no background traffic."""
-    return playwright.chromium.launch(
-        executable_path=str(CHROMIUM),
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--no-first-run"])
+#: how the tests run Chromium: headless, no sandbox (tests run as root), no GPU, no background
+#: traffic
+CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--no-default-browser-check")
+
+
+@contextlib.contextmanager
+def chromium_process(timeout: float = 60.0):
+    """Debian's Chromium in a process group of its own with DevTools on a free 127.0.0.1 port
+    and a throwaway profile; yields the DevTools endpoint (http://127.0.0.1:PORT) and stops
+    the whole group afterwards."""
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    profile = tempfile.mkdtemp(prefix="sumbench-chromium-")
+    process = subprocess.Popen(
+        [str(CHROMIUM), *CHROMIUM_FLAGS, "--remote-debugging-address=127.0.0.1",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"  # Chromium writes its port here
+        deadline = time.monotonic() + timeout
+        while not (port_file.is_file() and port_file.read_text().strip()):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Chromium did not open DevTools (exit {process.poll()})")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def connect_chromium(playwright, endpoint: str):
+    """The session's Chromium (conftest `chromium`) for one test: the caller makes its own
+    context (`new_context`) and closes the connection, which closes the contexts it made."""
+    return playwright.chromium.connect_over_cdp(endpoint)
+
+
+def processes_started_here() -> dict[int, str]:
+    """{pid: command line} of the live processes (not zombies) that carry this process's
+    OWNER_VARIABLE, other than this process itself."""
+    me, marker = os.getpid(), f"{OWNER_VARIABLE}={os.getpid()}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # exited, waiting for its parent to read the status
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace").strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        found[int(entry.name)] = command[:300]
+    return found
+
+
+def left_behind(grace: float = 10.0) -> dict[int, str]:
+    """`processes_started_here()` once those still stopping have had `grace` seconds."""
+    deadline = time.monotonic() + grace
+    while (alive := processes_started_here()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive

@@ -230,3 +230,23 @@ def gold_copy(data_dir: Path, tasks, changed: int = 0) -> list[dict]:
                     [1.0 - value for value in prediction]
             records.append({**template, "prediction": prediction})
     return records
+
+
+def wait_for_lapsed_leases(database, submission_id: int, timeout: float = 60.0) -> None:
+    """Wait until no running job of the submission holds a lease (a killed worker's lapses
+    after its --lease seconds), so another worker may claim it."""
+    import time
+
+    from sqlalchemy import select
+
+    from leaderboard.service.db import Job
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with database.session() as session:
+            held = [job.lease_until for job in session.scalars(select(Job).filter_by(
+                submission_id=submission_id, state="running"))]
+        if all(until < time.time() for until in held):
+            return
+        assert time.monotonic() < deadline, f"a lease of submission {submission_id} held on"
+        time.sleep(min(0.1, max(0.0, max(held) - time.time()) + 0.01))

@@ -78,6 +78,27 @@ def postgres_cluster() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server of `server_url` (a SQLAlchemy URL of
+    its maintenance database) for one test; yields its URL and drops it afterwards."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def sumbench_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "benchmark", *args]
 

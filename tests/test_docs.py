@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_the_docs_site_builds_strictly(tmp_path):
     completed = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                                 "--site-dir", str(tmp_path / "site")], cwd=REPO,

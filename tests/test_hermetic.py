@@ -45,3 +45,79 @@ def test_no_test_or_benchmark_starts_a_python_tool_from_path():
              if path.name != Path(__file__).name
              for call in offending_calls(path.read_text(encoding="utf-8"))]
     assert not found, "\n".join(found)
+
+
+def test_the_session_end_check_finds_a_process_whose_parent_is_gone():
+    """A process a test starts and leaves (here a grandchild whose parent exited, so init
+    holds it) carries the session's marker and is named by the check; once stopped it is not."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from helpers import left_behind, processes_started_here
+
+    if not Path("/proc/self/environ").exists():
+        pytest.skip("no /proc to look for processes in")
+    before = processes_started_here()
+    started = subprocess.run(
+        [sys.executable, "-c", "import subprocess, sys; print(subprocess.Popen([sys.executable,"
+         " '-c', 'import time; time.sleep(300)'], stdout=subprocess.DEVNULL, stderr="
+         "subprocess.DEVNULL).pid)"], capture_output=True, text=True, check=True, timeout=60)
+    orphan = int(started.stdout)
+    try:
+        found = left_behind(grace=0.5)
+        assert orphan in found and "time.sleep(300)" in found[orphan]
+    finally:
+        os.kill(orphan, signal.SIGKILL)
+    assert orphan not in left_behind(grace=10) and set(processes_started_here()) <= set(before)
+
+
+def functions_of(module: Path) -> dict[str, bool]:
+    """{name: whether `-m "not slow"` keeps it} of a module's test functions: kept unless it
+    or the module (`pytestmark`) carries the slow mark."""
+    import ast
+
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    module_slow = any(isinstance(node, ast.Assign) and "mark.slow" in ast.unparse(node.value)
+                      and any(getattr(target, "id", "") == "pytestmark"
+                              for target in node.targets) for node in tree.body)
+    return {node.name: not module_slow and not any("mark.slow" in ast.unparse(decorator)
+                                                   for decorator in node.decorator_list)
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+
+
+def test_the_quick_loop_touches_every_package():
+    """`pytest -m "not slow"` (the development loop) still runs tests of every package, and
+    leaves some of each out (so the mark is seen where it is written)."""
+    for package in ("benchmark", "leaderboard", "trainers", "tasks"):
+        kept = [kept for module in sorted((REPO / "tests" / package).glob("test_*.py"))
+                for kept in functions_of(module).values()]
+        assert kept.count(True) >= 10 and kept.count(False) >= 1, (package, kept.count(True),
+                                                                    kept.count(False))
+
+
+def test_the_shared_service_modules_run_as_one_unit_and_the_longest_start_first():
+    from scheduling import (
+        LONGEST_FIRST,
+        SHARED_SERVICE_MODULES,
+        SHARED_SERVICES_GROUP,
+        next_unit,
+        unit_of,
+        unlisted_service_modules,
+    )
+
+    assert unit_of("tests/leaderboard/test_leaderboard_live.py::test_x[a::b]") == \
+        SHARED_SERVICES_GROUP == unit_of("tests/benchmark/test_viewer.py::test_y")
+    assert unit_of("tests/tasks/test_io.py::test_z[p]") == "tests/tasks/test_io.py"
+    assert all((REPO / module).is_file() for module in SHARED_SERVICE_MODULES)
+    assert all(unit == SHARED_SERVICES_GROUP or (REPO / unit).is_file()
+               for unit in LONGEST_FIRST)
+    waiting = {"tests/tasks/test_io.py": {}, LONGEST_FIRST[2]: {}, LONGEST_FIRST[1]: {}}
+    assert next_unit(waiting) == LONGEST_FIRST[1]
+    assert next_unit({"tests/tasks/test_io.py": {}}) is None
+    assert unlisted_service_modules([
+        ("tests/tasks/test_new.py", ["tmp_path", "postgres_server"]),
+        ("tests/leaderboard/test_leaderboard_live.py", ["postgres_server"]),
+        ("tests/tasks/test_io.py", ["tmp_path"])]) == ["tests/tasks/test_new.py"]

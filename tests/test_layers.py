@@ -160,6 +160,7 @@ def test_no_module_imports_a_higher_layer():
     assert upward_imports(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_every_module_of_a_package_with_floors_has_a_room():
     graph = import_graph()
     assert all(room_of(module) is not None for module in graph
@@ -169,6 +170,7 @@ def test_every_module_of_a_package_with_floors_has_a_room():
     assert room_of("leaderboard.service.app") == (5, "leaderboard.service")
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_floor_of_its_package():
     assert floor_violations(import_graph()) == []
 
@@ -224,6 +226,7 @@ def own_imports_inside_functions() -> list[str]:
     return sorted(set(found))
 
 
+@pytest.mark.slow
 def test_our_own_modules_are_imported_at_module_top():
     assert own_imports_inside_functions() == []
 
@@ -234,6 +237,7 @@ def test_our_own_modules_are_imported_at_module_top():
     "import benchmark.cli as cli\ntry:\n    cli.main(['tasks', '--help'])\n"
     "except SystemExit:\n    pass",
 ])
+@pytest.mark.slow
 def test_the_command_line_starts_without_heavy_libraries(code):
     """`sumbench --help` (and a command's --help) import no torch, transformers, peft,
     datasets or matplotlib: those load only where a model, a dataset or a chart is made."""
@@ -301,6 +305,7 @@ def _probe_output(code: str, *args: str) -> list[str]:
     return completed.stdout.strip().splitlines()
 
 
+@pytest.mark.slow
 def test_every_leaderboard_help_starts_without_the_web_stack():
     """`sumbench leaderboard --help` and each subcommand's --help (serve's and init's too)
     import no web framework, database library or NLTK: the group's table names the module
@@ -308,6 +313,7 @@ def test_every_leaderboard_help_starts_without_the_web_stack():
     assert _probe_output(LEADERBOARD_HELP_PROBE)[-1] == "loaded: []"
 
 
+@pytest.mark.slow
 def test_submit_and_status_reach_the_server_without_the_web_stack(tmp_path):
     lines = _probe_output(LEADERBOARD_CLIENT_PROBE, str(tmp_path / "p.jsonl"))
     assert lines[-2:] == ["codes: 0 0", "loaded: [[], []]"]
@@ -331,6 +337,7 @@ def test_no_import_cycles_between_modules():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+@pytest.mark.slow
 def test_scoring_is_importable_without_the_benchmark_layer():
     from tasks.scoring import score_files, score_records  # noqa: F401
     graph = import_graph()

@@ -52,6 +52,7 @@ def test_reports_name_the_machine(capsys):
 
 
 @pytest.mark.parametrize("sample", ["pairs", "examples"])
+@pytest.mark.slow
 def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
     completed = subprocess.run(
         [sys.executable, str(BENCH / "presence_speed.py"), "--data",
@@ -67,6 +68,7 @@ def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
         assert line["pairs"] == line["distinct_summaries"] == 40
 
 
+@pytest.mark.slow
 def test_leaderboard_benchmark_alternates_its_scoring_arms():
     completed = subprocess.run(
         [sys.executable, str(BENCH / "leaderboard_load.py"), "--docs", "100", "--entries", "3",
@@ -89,6 +91,7 @@ def test_leaderboard_benchmark_alternates_its_scoring_arms():
     ("generate_speed", ["--shape", "tiny", "--records", "4", "--num-beams", "2",
                         "--max-new-tokens", "8", "--batch-size", "4"]),
 ])
+@pytest.mark.slow
 def test_real_shape_benchmarks_run_at_the_tiny_shape(capsys, script, args):
     """The label benchmark on a windowed task (each window's values fitted to its lines) and
     the ABS generation benchmark: both arms agree, and the figures the page shows are there."""

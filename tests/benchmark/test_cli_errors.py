@@ -303,6 +303,7 @@ def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path,
     assert len(info["warnings"]) == 2
 
 
+@pytest.mark.slow
 def test_a_failed_run_does_not_block_its_own_retry(workspace, tmp_path, capsys):
     model = tmp_path / "model"
     args = ["run", "--mode", "finetune", "--training", "none", "--model", model, "--tasks",

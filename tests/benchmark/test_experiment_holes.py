@@ -45,6 +45,7 @@ def holed_transfer(corpus, holed_data):
     return code, out, json.loads((out / "transfer.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_task_without_test_items_empties_only_its_own_cells(holed_transfer):
     code, out, result = holed_transfer
     assert code == 0

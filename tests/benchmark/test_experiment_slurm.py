@@ -66,6 +66,7 @@ def _args(corpus, model: Path, out: Path, *extra, domains: str = "biographies,co
             "--device", "cpu", "--out", str(out), *extra]
 
 
+@pytest.mark.slow
 def test_slurm_arrays_give_the_local_result(slurm, corpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the jobs' torch threads, as here
     assert main(_args(corpus, corpus["model"], tmp_path / "local")) == 0
@@ -91,6 +92,7 @@ def test_slurm_arrays_give_the_local_result(slurm, corpus, tmp_path, monkeypatch
     assert "nothing to submit" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_failed_job_cancels_its_dependants_and_submit_resumes(slurm, corpus, tmp_path,
                                                                  capsys):
     model = shutil.copytree(corpus["model"], tmp_path / "model")

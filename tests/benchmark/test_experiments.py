@@ -35,6 +35,7 @@ def transfer(corpus):
     return out, json.loads((out / "transfer.json").read_text())
 
 
+@pytest.mark.slow
 def test_transfer_matrix_shape_outputs_and_subsamples(transfer):
     out, result = transfer
     rows, columns = ["biographies", "companies", "companies-full"], \
@@ -85,6 +86,7 @@ def test_a_cell_equals_a_standalone_run(transfer, tmp_path):
                             for entry in cell["predictions"].values()]]) == 0
 
 
+@pytest.mark.slow
 def test_resume_recomputes_nothing_and_gives_identical_numbers(transfer, corpus, capsys):
     out, result = transfer
     stamps = {path: path.stat().st_mtime_ns for path in out.rglob("results.json")}
@@ -128,6 +130,7 @@ def test_resume_recomputes_nothing_and_gives_identical_numbers(transfer, corpus,
     assert {job["status"] for job in again["jobs"].values()} == {"reused"}
 
 
+@pytest.mark.slow
 def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):
     out = tmp_path / "planned"
     args = ["experiment", "fractions", *_common(corpus, out), "--tasks", "FAC",
@@ -169,6 +172,7 @@ def test_plan_then_collect_after_an_interrupted_run(corpus, tmp_path, capsys):
     assert (out / "fractions.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_labels_experiment_rows_and_heuristic_reports(corpus, tmp_path):
     out = tmp_path / "labels"
     args = ["experiment", "labels", *_common(corpus, out), "--tasks", "EVEXT,FAC,FIX",
@@ -248,6 +252,7 @@ def test_counts_below_one_are_refused(corpus, tmp_path, capsys):
     assert "must be >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cells_are_submitted_to_a_leaderboard(corpus, tmp_path, capsys):
     """--submit pushes every finished cell to a leaderboard whose gold is the same data."""
     from leaderboard.service.auth import create_token

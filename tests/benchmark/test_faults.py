@@ -32,6 +32,7 @@ def _sumbench_process(*args, limit_bytes: int | None = None, env: dict | None = 
 
 
 @pytest.mark.parametrize("argv", [["tasks"], ["score", "{pred}"]])
+@pytest.mark.slow
 def test_a_closed_output_pipe_stops_quietly(usb_fixture_dir, argv):
     """`sumbench tasks | head -1`: the reader is gone before the output is written."""
     pred = str(usb_fixture_dir / "predictions" / PRED)
@@ -57,6 +58,7 @@ def test_another_broken_pipe_is_reported_not_taken_for_a_closed_stdout():
     assert (process.returncode, process.stderr) == (1, "sumbench tasks: error: Broken pipe\n")
 
 
+@pytest.mark.slow
 def test_disk_full_is_one_line_and_leaves_no_output(usb_fixture_dir, tmp_path):
     process = _sumbench_process("data", "build", "--raw", usb_fixture_dir / "raw", "--out",
                                 tmp_path / "out", limit_bytes=4000)

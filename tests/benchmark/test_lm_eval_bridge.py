@@ -43,6 +43,7 @@ def exported(tmp_path_factory, tiny_causal, data_dir):
     return out, done.stderr
 
 
+@pytest.mark.slow
 def test_export_writes_the_tasks_lm_eval_can_express(exported):
     out, err = exported
     summary = json.loads((out / "export.json").read_text())
@@ -61,6 +62,7 @@ def test_export_writes_the_tasks_lm_eval_can_express(exported):
     assert "## Not exported" in (out / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_lm_eval_generates_and_scores_as_sumbench_does(exported, tiny_causal, data_dir,
                                                         tmp_path, capsys):
     out, _ = exported

@@ -255,6 +255,7 @@ STALE_LOCKS = {  # what a racer finds where the lock is, all of it left long ago
 
 
 @pytest.mark.parametrize("kind", sorted(STALE_LOCKS))
+@pytest.mark.slow
 def test_processes_racing_for_a_stale_lock_never_hold_it_together(tmp_path, kind):
     """Eight processes find the same stale lock at once (a requeued cluster array): whoever
     takes the folder holds it alone. Five rounds per kind (a damaged or empty lock let two

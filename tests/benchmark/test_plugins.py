@@ -92,6 +92,7 @@ def title_data(root: Path) -> Path:
     return root / "data"
 
 
+@pytest.mark.slow
 def test_the_pages_task_package_works_end_to_end(venv, tmp_path, usb_tokenizer):
     from trainers.models.tiny import build_tiny_t5
 
@@ -183,6 +184,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.slow
 def test_broken_or_clashing_plug_ins_are_one_warning_each_and_the_rest_runs(venv, tmp_path):
     from lb_helpers import write_pyramid_folder
 
@@ -218,6 +220,7 @@ def sumbench(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedP
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_the_pages_task_file_loads_with_plugins_and_runs_end_to_end(tmp_path, usb_tokenizer):
     """No packaging: the page's titles.py, named by --plugins (a relative path) and by
     SUMBENCH_PLUGINS, is listed, scores known values and runs fine-tune -> predict -> score."""

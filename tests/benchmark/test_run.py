@@ -40,6 +40,7 @@ def finetune_args(model: Path, data: Path, out: Path, *extra) -> list:
             "--data", data, "--out", out, "--max-new-tokens", 8, *extra]
 
 
+@pytest.mark.slow
 def test_finetune_run_scores_rescores_and_resumes(tmp_path, capsys, tiny_models, data_dir):
     import shutil
 
@@ -104,6 +105,7 @@ def test_finetune_run_scores_rescores_and_resumes(tmp_path, capsys, tiny_models,
     assert "finished run found" not in stderr and adapter.stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_per_task_training_selects_each_model_on_its_validation_metric(tmp_path, capsys,
                                                                        tiny_models, data_dir):
     out = tmp_path / "per-task"
@@ -124,6 +126,7 @@ def test_per_task_training_selects_each_model_on_its_validation_metric(tmp_path,
     rescored_equal(out, results)
 
 
+@pytest.mark.slow
 def test_predictions_do_not_depend_on_batch_size(tmp_path, capsys, tiny_models, data_dir):
     records = {}
     for batch_size in (1, 4):
@@ -278,6 +281,7 @@ def test_command_line_specs_and_errors(tmp_path, capsys, data_dir):
               "--data", "a", "--raw", "b"])
 
 
+@pytest.mark.slow
 def test_a_run_from_a_config_file_and_again_from_its_results(tmp_path, capsys, tiny_models,
                                                               data_dir):
     """`--config FILE` (YAML) sets every option the command line leaves out; results.json

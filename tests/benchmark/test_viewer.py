@@ -12,7 +12,7 @@ import pytest
 
 from benchmark.viewer import build_view, write_view
 
-from helpers import CHROMIUM, launch_chromium, screenshot_path, sumbench
+from helpers import CHROMIUM, connect_chromium, screenshot_path, sumbench
 
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 
@@ -66,13 +66,14 @@ def test_a_folder_without_predictions_is_a_one_line_error(tmp_path, capsys):
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
-def test_the_page_works_offline_from_a_file(runs, tmp_path):
+@pytest.mark.slow
+def test_the_page_works_offline_from_a_file(runs, tmp_path, chromium):
     sync_api = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "view.html"
     write_view([runs / "a", runs / "b"], out)
     requests, dialogs, errors = [], [], []
     with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+        browser = connect_chromium(playwright, chromium)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 800})
             context.route("**/*", lambda route: route.continue_() if route.request.url

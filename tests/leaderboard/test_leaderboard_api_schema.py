@@ -43,6 +43,7 @@ def live(tmp_path_factory, data_dir, usb_fixture_dir):
     return {"app": create_app(url), "tokens": tokens}
 
 
+@pytest.mark.slow
 def test_every_answer_keeps_to_the_documented_schema(live):
     """Every operation of the schema, EXAMPLES generated requests each (hypothesis, driven
     here rather than through schemathesis' pytest plugin, which follows pytest's internals)."""

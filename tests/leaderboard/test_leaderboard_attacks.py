@@ -258,6 +258,7 @@ def claim_piece_of(source: str) -> str:
     return claim_piece(source)
 
 
+@pytest.mark.slow
 def test_a_model_emitting_probes_learns_no_more_than_a_laddered_file(lab, monkeypatch):
     """A participant's model crafted to answer chosen FAC probabilities on the public inputs,
     evaluated by the server: exact answers (an evaluated entry published unladdered, the
@@ -318,6 +319,7 @@ def _hash_guesses(demo, published: set[bytes]) -> int:
     return found
 
 
+@pytest.mark.slow
 def test_an_ordinary_account_pins_down_at_most_a_tenth_of_the_fac_labels(demo):
     truth = _truth(demo)
     board = _get(demo, "/api/v1/leaderboard/usb", variant="all").json()

@@ -16,7 +16,7 @@ from leaderboard.service.settings import load_settings
 from leaderboard.service.submissions import accept
 from leaderboard.service.worker import Worker
 
-from helpers import CHROMIUM, launch_chromium, screenshot_path
+from helpers import CHROMIUM, connect_chromium, screenshot_path
 from lb_helpers import gold_copy, make_database, minimal_lines
 from servers import LeaderboardServer
 
@@ -43,23 +43,24 @@ def server(tmp_path_factory, data_dir, usb_fixture_dir):
 
 
 @contextlib.contextmanager
-def chromium_page():
-    """A Chromium page whose dialogs are recorded (and dismissed) in the list yielded with it;
-    the browser is closed when the block ends."""
+def chromium_page(endpoint: str):
+    """A page of the session's Chromium, in a context of its own, whose dialogs are recorded
+    (and dismissed) in the list yielded with it; the context is closed when the block ends."""
     sync_api = pytest.importorskip("playwright.sync_api")
     dialogs = []
     with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
+        browser = connect_chromium(playwright, endpoint)
         try:
-            page = browser.new_page()
+            page = browser.new_context().new_page()
             page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
             yield page, dialogs
         finally:
             browser.close()
 
 
-def test_sort_open_entry_and_escaped_hostile_name(server, tmp_path):
-    with chromium_page() as (page, dialogs):
+@pytest.mark.slow
+def test_sort_open_entry_and_escaped_hostile_name(server, tmp_path, chromium):
+    with chromium_page(chromium) as (page, dialogs):
         page.goto(server.url + "/track/usb?variant=all")
         rows = page.locator("#ranked tbody tr")
         assert rows.count() == 2
@@ -98,8 +99,10 @@ def public_server(tmp_path_factory, data_dir):
         yield running
 
 
-def test_a_public_gold_board_lists_a_gold_copy_apart_and_says_so(public_server, tmp_path):
-    with chromium_page() as (page, dialogs):
+@pytest.mark.slow
+def test_a_public_gold_board_lists_a_gold_copy_apart_and_says_so(public_server, tmp_path,
+                                                                 chromium):
+    with chromium_page(chromium) as (page, dialogs):
         page.goto(public_server.url + "/track/usb?variant=all")
         assert page.locator("header .visibility").inner_text() == "test gold: public"
         assert "Public test gold." in page.locator(".hosting").inner_text()
@@ -125,11 +128,12 @@ def _overflow(page) -> int:
                          "document.documentElement.clientWidth")
 
 
+@pytest.mark.slow
 def test_the_board_fits_laptops_and_phones_and_its_view_lives_in_the_url(public_server,
-                                                                          tmp_path):
+                                                                          tmp_path, chromium):
     import httpx
 
-    with chromium_page() as (page, dialogs):
+    with chromium_page(chromium) as (page, dialogs):
         page.set_viewport_size({"width": 1280, "height": 800})
         page.goto(public_server.url + "/track/usb?variant=all")
         assert _overflow(page) <= 0
@@ -174,10 +178,12 @@ def test_the_board_fits_laptops_and_phones_and_its_view_lives_in_the_url(public_
     assert dialogs == []
 
 
+@pytest.mark.slow
 def test_a_task_page_ranks_and_maps_domains_and_its_entries_open_item_by_item(public_server,
-                                                                              tmp_path):
+                                                                              tmp_path,
+                                                                              chromium):
     errors = []
-    with chromium_page() as (page, dialogs):
+    with chromium_page(chromium) as (page, dialogs):
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("console", lambda message: errors.append(message.text)
             if message.type == "error" and "status of 404" not in message.text

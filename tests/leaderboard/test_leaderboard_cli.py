@@ -31,6 +31,7 @@ def _run(capsys, *args):
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_init_is_idempotent_and_token_prints_last(instance, capsys):
     args = ("leaderboard", "init", "--db", instance["db"], "--gold", instance["gold"],
             "--gold-visibility", "private", "--pyramid", instance["pyramid"], "--set",
@@ -57,6 +58,7 @@ def test_init_is_idempotent_and_token_prints_last(instance, capsys):
     instance["token"] = token
 
 
+@pytest.mark.slow
 def test_check_offline_and_against_the_server(instance, capsys, usb_fixture_dir, tmp_path):
     fix = tmp_path / "fix.jsonl"
     fix.write_bytes(minimal_lines(usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"))
@@ -80,6 +82,7 @@ def test_check_offline_and_against_the_server(instance, capsys, usb_fixture_dir,
     assert code == 2 and "bad.jsonl:1, field 'prediction': expected a string, got integer" in err
 
 
+@pytest.mark.slow
 def test_submit_a_run_folder_wait_status_export_rescore(instance, capsys, usb_fixture_dir,
                                                         tmp_path, monkeypatch):
     run = tmp_path / "run"
@@ -270,6 +273,7 @@ def test_rows_the_server_computes_are_not_held_to_the_submitters_limits(capsys, 
     assert json.loads(out)["computed_rows"]["baseline"] > 0
 
 
+@pytest.mark.slow
 def test_demo_instance_has_gold_baselines_and_a_scored_demo_entry(capsys, tmp_path):
     code, out, _ = _run(capsys, "leaderboard", "init", "--db", str(tmp_path / "lb.sqlite"),
                         "--demo", "--demo-docs", "12", "--set", "n_resamples=20")

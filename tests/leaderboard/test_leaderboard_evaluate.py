@@ -18,7 +18,7 @@ from leaderboard.service.db import Job, Score, Submission
 from leaderboard.service.worker import Worker
 
 from helpers import sumbench
-from lb_helpers import distinct_copy, evaluation_lab
+from lb_helpers import distinct_copy, evaluation_lab, wait_for_lapsed_leases
 from servers import LeaderboardServer, child_env, sumbench_command
 
 #: the tasks of the test board: a label task, a windowed one and a generation task
@@ -54,6 +54,7 @@ def _drain(lab, **settings):
     Worker(lab["database"], evaluate=lab["options"]).drain()
 
 
+@pytest.mark.slow
 def test_an_evaluated_model_scores_exactly_as_its_own_predictions_submitted(lab, capsys):
     from leaderboard.service.model_fetch import digest_of
     from leaderboard.service.model_refs import weights_fingerprint
@@ -103,6 +104,7 @@ def test_an_evaluated_model_scores_exactly_as_its_own_predictions_submitted(lab,
 
 
 @pytest.mark.parametrize("base, outcome", [("inside", "scored"), ("outside", "failed")])
+@pytest.mark.slow
 def test_a_peft_adapter_is_evaluated_on_the_base_model_it_names(lab, tmp_path, base,
                                                                 outcome):
     from peft import LoraConfig, get_peft_model
@@ -176,6 +178,7 @@ def test_a_form_gives_files_or_a_model_not_both(lab):
     ({"evaluate_seconds": 1}, "slow", "timed out after 1 s"),
     ({"evaluate_memory_bytes": 20 << 20}, "big", "ran out of memory"),
 ])
+@pytest.mark.slow
 def test_a_model_that_cannot_be_evaluated_ends_failed_with_the_reason(lab, setting, folder,
                                                                       reason):
     from leaderboard.service.settings import load_settings, save_settings
@@ -211,6 +214,7 @@ def test_workers_take_the_kinds_they_are_given(lab):
         session.get(Submission, answer.json()["id"]).deleted = True  # leave it unevaluated
 
 
+@pytest.mark.slow
 def test_a_killed_workers_evaluation_is_taken_over_and_finishes_once(lab, capsys):
     """`submit --evaluate` to a server without workers; a worker evaluating it is SIGKILLed
     (its evaluation process dies with it); after its lease another worker evaluates, scores
@@ -239,7 +243,7 @@ def test_a_killed_workers_evaluation_is_taken_over_and_finishes_once(lab, capsys
             worker.kill()
             worker.wait()
         assert children and psutil.wait_procs(children, timeout=10)[1] == []  # died too
-        time.sleep(2.5)  # its lease runs out
+        wait_for_lapsed_leases(lab["database"], submission)  # its lease runs out
         taker = subprocess.run(sumbench_command(
             "leaderboard", "worker", "--db", db, "--once", "--model-root",
             str(lab["models"]), "--device", "cpu"), env=child_env(), capture_output=True,

@@ -146,6 +146,7 @@ def test_the_private_split_is_keyed_stratified_and_keeps_pairs_together(corpus):
 
 # ---- what the service publishes ------------------------------------------------------------
 
+@pytest.mark.slow
 def test_public_scores_are_those_of_the_public_items_and_admins_see_the_whole_set(
         instance, corpus):
     from leaderboard.service.gold import gold_for
@@ -181,6 +182,7 @@ def test_public_scores_are_those_of_the_public_items_and_admins_see_the_whole_se
     assert reads and reads[0]["actor"] == "root"
 
 
+@pytest.mark.slow
 def test_the_ladder_releases_a_score_only_when_it_beats_the_best_by_the_step(instance):
     from leaderboard.service.ladder import ladder_answers, part_step
 
@@ -215,6 +217,7 @@ def test_the_ladder_releases_a_score_only_when_it_beats_the_best_by_the_step(ins
     assert compare.status_code == 409 and "laddered" in compare.text
 
 
+@pytest.mark.slow
 def test_hiding_a_probe_keeps_its_ladder_step_and_its_quota(instance):
     first = _scored(instance, _submit(instance, "mallory", _fac_lines(
         instance, lambda r: 0.9 if "despite" not in r["summary_sent"] else 0.1), "m1"))
@@ -227,6 +230,7 @@ def test_hiding_a_probe_keeps_its_ladder_step_and_its_quota(instance):
     assert again["ladder"][FAC]["improved"] is False  # the hidden entry's release counts
 
 
+@pytest.mark.slow
 def test_weekly_quota_counts_hidden_and_deleted_submissions(tmp_path, corpus):
     from leaderboard.service.app import create_app
 
@@ -246,6 +250,7 @@ def test_weekly_quota_counts_hidden_and_deleted_submissions(tmp_path, corpus):
     assert over.json()["errors"][0]["message"] == "quota reached: 3 submissions per 7 days"
 
 
+@pytest.mark.slow
 def test_probing_is_flagged_on_the_admins_user_page(instance):
     base = _fac_lines(instance, lambda r: 0.5)
     for k in range(4):  # each differs from the first in one item
@@ -346,6 +351,7 @@ def test_no_public_answer_holds_a_digest_of_the_gold(instance, corpus):
     assert not found
 
 
+@pytest.mark.slow
 def test_reveal_publishes_the_private_part_and_is_audited(tmp_path, corpus, capsys):
     from benchmark.cli import main
 

@@ -19,8 +19,14 @@ from leaderboard.service.auth import create_token
 from leaderboard.service.db import Database, Job, Score, Submission
 from leaderboard.service.init import initialise
 
-from lb_helpers import OPEN_INSTANCE, gold_strings, minimal_lines, sqlite_write_lock_is_free
-from servers import LeaderboardServer, child_env, postgres_cluster, sumbench_command
+from lb_helpers import (
+    OPEN_INSTANCE,
+    gold_strings,
+    minimal_lines,
+    sqlite_write_lock_is_free,
+    wait_for_lapsed_leases,
+)
+from servers import LeaderboardServer, child_env, fresh_database, sumbench_command
 
 N_SUBMISSIONS = 20
 
@@ -103,6 +109,7 @@ def _scored_exactly_once(database: Database, ids: list[int]) -> None:
     assert all(job.state == "done" for job in jobs)
 
 
+@pytest.mark.slow
 def test_sqlite_concurrent_submissions_kill_and_restart(tmp_path, gold, fix_lines):
     db = str(tmp_path / "lb.sqlite")
     token = _prepare(db, gold)
@@ -148,7 +155,7 @@ def _killed_worker_is_replaced(url: str, token: str, db: str, database: Database
     finally:
         if worker.poll() is None:
             worker.kill()
-    time.sleep(2.5)  # the dead worker's lease runs out
+    wait_for_lapsed_leases(database, submission)  # the dead worker's lease runs out
     subprocess.run(sumbench_command("leaderboard", "worker", "--db", db, "--once"),
                    env=child_env(), check=True, capture_output=True, timeout=300)
     with database.session() as session:
@@ -160,10 +167,11 @@ def _killed_worker_is_replaced(url: str, token: str, db: str, database: Database
     assert (scores, job.state, job.attempts, status) == (1, "done", 2, "scored")
 
 
-def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines):
+@pytest.mark.slow
+def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines, postgres_server):
     from leaderboard.service.schema import schema_differences
 
-    with postgres_cluster() as url:
+    with fresh_database(postgres_server) as url:
         token = _prepare(url, gold)
         database = Database(url)
         assert schema_differences(database) == []
@@ -190,6 +198,7 @@ def test_postgres_migrations_concurrency_and_skip_locked_claims(gold, fix_lines)
         database.dispose()
 
 
+@pytest.mark.slow
 def test_blobs_are_packed_and_unpacked_outside_the_write_lock(tmp_path, gold, fix_lines,
                                                               monkeypatch):
     """Compressing a submission's predictions or material, and reading them back, happens

@@ -229,6 +229,7 @@ def test_references_in_the_copy_s_json_files_must_stay_in_the_copy(tmp_path):
 
 
 # ---- duplicates ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_same_weights_under_another_name_or_with_extra_files_are_one_model(lab):
     source = distinct_copy(lab["models"], "original")
     first = _evaluate(lab, source)
@@ -250,6 +251,7 @@ def test_the_same_weights_under_another_name_or_with_extra_files_are_one_model(l
                                 "(the same weights and settings): not evaluated again"
 
 
+@pytest.mark.slow
 def test_a_changed_folder_under_an_old_name_is_evaluated_anew(lab, monkeypatch):
     source = distinct_copy(lab["models"], "changing")
     folder, key = lab["models"] / source, "encoder.block.0.layer.0.SelfAttention.q.weight"

@@ -45,6 +45,7 @@ def _gold_copy(data_dir, changed: int = 0) -> bytes:
 
 
 @pytest.mark.parametrize("changed", [0, 1])
+@pytest.mark.slow
 def test_a_copy_of_the_public_gold_is_self_reported_flagged_and_never_ranked(lab, data_dir,
                                                                              changed):
     sent = _post(lab, model=f"gold copy {changed}",
@@ -95,6 +96,7 @@ def test_a_real_model_s_predictions_are_self_reported_but_not_flagged(lab, usb_f
     assert listed[sent.json()["id"]]["matches_public_gold"] is False
 
 
+@pytest.mark.slow
 def test_an_evaluated_model_ranks_on_the_whole_test_set_as_sumbench_scores_it(lab, data_dir,
                                                                              capsys, tmp_path):
     answer = _post(lab, model="tiny, declared", evaluate="team/tiny",
@@ -128,6 +130,7 @@ def test_an_evaluated_model_ranks_on_the_whole_test_set_as_sumbench_scores_it(la
     ({}, "declares no training data"),
     ({"training_data": "USB all splits", "usb_test_seen": True}, "declares USB test data"),
 ])
+@pytest.mark.slow
 def test_an_evaluated_model_without_a_clean_declaration_is_listed_not_ranked(lab, card,
                                                                             reason):
     source = distinct_copy(lab["models"], f"undeclared-{len(card)}")
@@ -189,6 +192,7 @@ def test_the_pareto_front_keeps_the_entries_nothing_beats():
     (["--gold", "{gold}", "--gold-visibility", "public", "--private-fraction", "0.3"],
      "cannot be 0.3 on a public-gold instance"),
 ])
+@pytest.mark.slow
 def test_init_refuses_what_the_gold_s_visibility_rules_out(tmp_path, data_dir, capsys, argv,
                                                           message):
     release = tmp_path / "cache" / "usb" / "main"
@@ -201,6 +205,7 @@ def test_init_refuses_what_the_gold_s_visibility_rules_out(tmp_path, data_dir, c
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_the_release_fetched_by_data_fetch_is_public_without_a_flag(tmp_path, data_dir,
                                                                     capsys):
     release = tmp_path / "cache" / "usb" / "main"
@@ -215,6 +220,7 @@ def test_the_release_fetched_by_data_fetch_is_public_without_a_flag(tmp_path, da
             report["settings"]["keep_linked"]) == (0.0, 0.0, True)
 
 
+@pytest.mark.slow
 def test_the_visibility_of_loaded_gold_never_changes(tmp_path, data_dir, capsys):
     db = tmp_path / "lb.sqlite"
     code, _, err = sumbench(capsys, "leaderboard", "init", "--db", db, "--gold", data_dir,
@@ -251,6 +257,7 @@ def _page_data(html: str) -> dict:
     return json.loads(html[start:html.index("</script>", start)])
 
 
+@pytest.mark.slow
 def test_item_pages_show_entries_item_by_item_as_sumbench_scores_them(lab, usb_fixture_dir,
                                                                       data_dir):
     from tasks.item_view import scored_run
@@ -323,6 +330,7 @@ def _listed(document: dict) -> list[int]:
      and (e.get("card") or {}).get("usb_test_seen") is False),
     ({"device": "cpu"}, lambda e: ((e.get("cost") or {}).get("device") or "") == "cpu"),
 ])
+@pytest.mark.slow
 def test_the_board_api_takes_the_page_s_filters(lab, mixed_board, params, keep):
     everything = _board(lab)
     assert {entry["kind"] for key in ("entries", "not_ranked", "self_reported")

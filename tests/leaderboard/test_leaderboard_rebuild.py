@@ -17,7 +17,7 @@ from leaderboard.service.publish import rebuild_board, render_outputs, store_boa
 from leaderboard.service.submissions import set_hidden
 
 from lb_helpers import scored_fix_submission, sqlite_write_lock_is_free
-from servers import postgres_bin, postgres_cluster
+from servers import fresh_database, postgres_bin
 
 
 @pytest.fixture()
@@ -35,6 +35,7 @@ def _models(database) -> list[str]:
     return _entries(read_board(database, "usb", "all")[0])
 
 
+@pytest.mark.slow
 def test_a_rebuild_reads_and_renders_while_other_writers_can_write(board_db, monkeypatch):
     database, _, _ = board_db
     path = database.url.removeprefix("sqlite:///")
@@ -63,6 +64,7 @@ def _read(database) -> tuple[int, dict]:
                                                                       session)
 
 
+@pytest.mark.slow
 def test_an_older_rebuild_that_finishes_last_keeps_the_newer_snapshot(board_db):
     database, user, submission_id = board_db
     take_ticket(database)  # a slow rebuild took its ticket and read the board ...
@@ -83,6 +85,7 @@ def test_an_older_rebuild_that_finishes_last_keeps_the_newer_snapshot(board_db):
     assert take_ticket(database) > row.ticket
 
 
+@pytest.mark.slow
 def test_snapshots_are_ordered_by_when_they_were_read_not_by_their_tickets(board_db):
     """Rebuild A takes a ticket before rebuild B, but reads after a change that B missed:
     A's board stays (ordering by the ticket taken used to let B's older read replace it and
@@ -102,6 +105,7 @@ def test_snapshots_are_ordered_by_when_they_were_read_not_by_their_tickets(board
     assert _models(database) == []
 
 
+@pytest.mark.slow
 def test_of_two_snapshots_with_the_same_horizon_the_first_stored_stays(board_db):
     """Two reads can see the same newest ticket with a change committed between them: the
     earlier read must not replace the later one (it did with equal horizons allowed)."""
@@ -118,6 +122,7 @@ def test_of_two_snapshots_with_the_same_horizon_the_first_stored_stays(board_db)
     assert _models(database) == []
 
 
+@pytest.mark.slow
 def test_an_init_that_failed_after_saving_settings_rebuilds_the_boards_when_run_again(
         board_db, tmp_path):
     from leaderboard.service.init import initialise
@@ -132,6 +137,7 @@ def test_an_init_that_failed_after_saving_settings_rebuilds_the_boards_when_run_
     assert read_board(database, "usb", "all")[0]["parameters"]["alpha"] == 0.1
 
 
+@pytest.mark.slow
 def test_settings_changed_by_init_are_published_on_every_board(board_db):
     """`init --set` used to store new settings and leave every built board as it was (its
     alpha, and intervals that a larger min_public_items withholds)."""
@@ -148,6 +154,7 @@ def test_settings_changed_by_init_are_published_on_every_board(board_db):
     assert snapshot["withheld_intervals"] == snapshot["parts"] and len(snapshot["parts"]) == 8
 
 
+@pytest.mark.slow
 def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):
     from alembic import command
 
@@ -176,15 +183,17 @@ def test_the_ticket_migration_upgrades_and_downgrades_a_live_board(board_db):
 
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL 15 server binaries not found "
                     "under /usr/lib/postgresql/15/bin (apt-get install postgresql)")
+@pytest.mark.slow
 def test_two_first_rebuilds_on_postgres_store_the_newer_ticket(tmp_path, data_dir,
-                                                               usb_fixture_dir, monkeypatch):
+                                                               usb_fixture_dir, monkeypatch,
+                                                               postgres_server):
     """Both find no board row, both insert it: the later insert fails on the unique key, and
     that rebuild compares tickets again instead of failing or storing an older snapshot."""
     from leaderboard.service.init import initialise
 
     gold = tmp_path / "gold"
     shutil.copytree(data_dir / "all", gold / "all")
-    with postgres_cluster() as url:
+    with fresh_database(postgres_server) as url:
         initialise(url, gold=str(gold), settings={"n_resamples": "20"}, computed_rows=False)
         database = Database(url)
         with database.write_session() as session:
@@ -224,7 +233,8 @@ def test_two_first_rebuilds_on_postgres_store_the_newer_ticket(tmp_path, data_di
 
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL 15 server binaries not found "
                     "under /usr/lib/postgresql/15/bin (apt-get install postgresql)")
-def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
+@pytest.mark.slow
+def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir, postgres_server):
     """gold_for reads the parts' digests, then their payloads, and caches them under the
     digests: a gold change committed between the two statements used to be cached as the old
     digests with the new payloads (READ COMMITTED), which a later rebuild then used."""
@@ -238,7 +248,7 @@ def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
     gold = tmp_path / "gold"
     shutil.copytree(data_dir / "all", gold / "all")
     new_sha = "f" * 64
-    with postgres_cluster() as url:
+    with fresh_database(postgres_server) as url:
         initialise(url, gold=str(gold), settings={"n_resamples": "20"}, computed_rows=False)
         database, writer = Database(url), Database(url)
 
@@ -261,6 +271,7 @@ def test_gold_read_on_its_own_is_one_view_on_postgres(tmp_path, data_dir):
         writer.dispose()
 
 
+@pytest.mark.slow
 def test_a_scored_entry_is_listed_before_its_analysis_with_intervals_pending(
         tmp_path, data_dir, usb_fixture_dir):
     """The score job rebuilds the board at once: the entry is ranked by its points, its

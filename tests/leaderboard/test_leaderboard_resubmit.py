@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -15,6 +16,7 @@ from leaderboard.service.settings import load_settings, save_settings
 from lb_helpers import make_database, minimal_lines
 
 
+@pytest.mark.slow
 def test_a_retried_submission_answers_the_earlier_one(tmp_path, data_dir, usb_fixture_dir):
     from leaderboard.service.app import create_app
 
@@ -104,8 +106,10 @@ def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir
     assert audit_rows(database, limit=1)[0]["outcome"] == "duplicate"
 
 
+@pytest.mark.slow
 def test_concurrent_identical_submissions_store_one_on_postgres(tmp_path, data_dir,
-                                                                usb_fixture_dir, monkeypatch):
+                                                                usb_fixture_dir, monkeypatch,
+                                                                postgres_server):
     """On PostgreSQL the owner's row is locked before the identical check in the write
     transaction, for an admin (no quota) too: two requests that both validated store one."""
     import threading
@@ -115,7 +119,7 @@ def test_concurrent_identical_submissions_store_one_on_postgres(tmp_path, data_d
     from leaderboard.service.auth import authenticate, ensure_user
     from leaderboard.service.init import initialise
 
-    from servers import postgres_cluster
+    from servers import fresh_database
 
     shutil.copytree(data_dir / "all", tmp_path / "gold" / "all")
     uploads = [Upload("fix.jsonl", minimal_lines(
@@ -134,7 +138,7 @@ def test_concurrent_identical_submissions_store_one_on_postgres(tmp_path, data_d
         return found
 
     monkeypatch.setattr(submissions.Identical, "earlier", earlier_then_wait)
-    with postgres_cluster() as url:
+    with fresh_database(postgres_server) as url:
         initialise(url, gold=str(tmp_path / "gold"), computed_rows=False)
         database = Database(url)
         with database.session() as session:

@@ -85,6 +85,7 @@ def scored(service, usb_fixture_dir):
     return full.json()["id"], partial.json()["id"]
 
 
+@pytest.mark.slow
 def test_scores_are_exactly_those_of_sumbench_score(service, scored, usb_fixture_dir):
     """An admin reads the whole test set's metric dicts (`scores`); on an instance without a
     private part and without the Ladder, everyone reads the same dicts as `public_scores`."""
@@ -499,6 +500,7 @@ def test_two_authorization_headers_are_refused_whichever_is_valid(service):
             400, {"detail": "2 Authorization headers: send one"}, 0)
 
 
+@pytest.mark.slow
 def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixture_dir):
     path = usb_fixture_dir / "predictions" / "multisentence_compression.jsonl"
     entry = _submit(service, [Upload("comp.jsonl", minimal_lines(path))], model="comp").json()
@@ -529,6 +531,7 @@ def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixt
     assert ("admin", "delete") in actions and ("alice", "hide") in actions
 
 
+@pytest.mark.slow
 def test_quota_and_body_limit(service, usb_fixture_dir):
     from leaderboard.service.app import create_app
 
@@ -565,6 +568,7 @@ def test_quota_and_body_limit(service, usb_fixture_dir):
         service["worker"].drain()
 
 
+@pytest.mark.slow
 def test_concurrent_submissions_cannot_pass_the_quota_together(service, usb_fixture_dir):
     """The quota is counted again in the transaction that stores the submission."""
     from concurrent.futures import ThreadPoolExecutor
@@ -598,6 +602,7 @@ def test_audit_log_is_append_only(service):
             row.outcome = "tampered"
 
 
+@pytest.mark.slow
 def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixture_dir):
     from leaderboard.service.auth import authenticate
     from leaderboard.service.entry_view import public_view
@@ -636,6 +641,7 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
     assert rows[0].version_key != rows[1].version_key
 
 
+@pytest.mark.slow
 def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_change(
         tmp_path, data_dir, usb_fixture_dir):
     from leaderboard.intake.validate import Limits, validate_submission
@@ -688,6 +694,7 @@ def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_chan
     assert json.loads(current.breakdown) == breakdown_on_gold_now() != before
 
 
+@pytest.mark.slow
 def test_full_session_and_export_never_hold_gold(service, scored, data_dir, tmp_path):
     from leaderboard.service.export import export_site
 

@@ -71,6 +71,7 @@ def test_easiness_and_mixing():
         scu_examples(["a", "b"], scus, stus, 0.0, chosen_ids=["z"])
 
 
+@pytest.mark.slow
 def test_cli_weights_mixed_and_unit_files(pyramid_data_dir, capsys, tmp_path):
     folder = pyramid_data_dir / "pyrxsum"
     data = load_pyramid_dataset(folder, unit_kinds=("scus", "stus"), labels=True)

@@ -145,6 +145,7 @@ def realsumm_cli(pyramid_data_dir, tmp_path_factory):
     return code, json.loads(stdout.getvalue()), stderr.getvalue(), json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_realsumm_rouge2_recall(realsumm_cli):
     code, result, table, written = realsumm_cli
     assert code == 0 and list(result) == ["abstractive", "extractive", "all"]

@@ -106,6 +106,7 @@ def _ranges(instance, track: str, parts) -> dict:
     return {part: settings.headline_range(part) for part in parts}
 
 
+@pytest.mark.slow
 def test_every_published_number_lies_in_its_metrics_range(instance, tmp_path):
     from leaderboard.service.boards import all_boards
     from leaderboard.service.export import export_site

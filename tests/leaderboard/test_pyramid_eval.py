@@ -158,6 +158,7 @@ REALSUMM_THRESHOLD = 0.5714285714285714  # test_presence_backends.py calibrates 
 REALSUMM_BART_LEXICAL = 0.514703157953158
 
 
+@pytest.mark.slow
 def test_cli_lexical_on_realsumm_scus(pyramid_data_dir, capsys, tmp_path):
     """Default threshold: calibrated on the train split's human SCU labels (all systems)."""
     folder = pyramid_data_dir / "realsumm"
@@ -286,6 +287,7 @@ def _nli_expected(model_dir, summaries, units) -> float:
     return sum(per_example) / len(per_example)
 
 
+@pytest.mark.slow
 def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, tmp_path):
     from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer
 

@@ -146,6 +146,7 @@ def test_cli_human(qapyramid_judgments, capsys, tmp_path):
     assert "provenance" in written
 
 
+@pytest.mark.slow
 def test_systems_scored_on_different_examples_are_warned_about(qapyramid_judgments, capsys,
                                                                 tmp_path):
     from leaderboard.evaluators.qapyramid import uneven_coverage

@@ -85,6 +85,7 @@ FRAMES = {"sentence": "The fox jumped.", "words": ["The", "fox", "jumped", "."],
     {"verb": "jumped", "tags": ["O", "B-ARG0", "B-V", "O"]}]}
 
 
+@pytest.mark.slow
 def test_frames_of_a_sentence(models):
     frames = ModelFrames(str(models["root"] / "srl"), str(models["root"] / "detector"))
     # "." is no predicate (the detector's words need a letter or digit)

@@ -134,6 +134,7 @@ def test_worker_counts_are_checked():
 
 
 @needs_fork
+@pytest.mark.slow
 def test_score_files_gives_the_same_numbers_with_forked_chunks(usb_fixture_dir, monkeypatch):
     import tasks.scoring as scoring
 
@@ -193,15 +194,17 @@ from tasks.plumbing import chunk_workers
 from tasks.plumbing.chunk_workers import ChunkWorkers
 
 chunk_workers.WARM_ITEMS = 0  # every chunk in a child
+folder = Path(sys.argv[1])
 
 def slow(chunk):
-    Path(sys.argv[1], str(os.getpid())).write_text("running")
-    time.sleep(60)
+    (folder / "children" / str(os.getpid())).write_text("running")
+    time.sleep(3600)  # only the parent's stopping ends it
     return chunk
 
 try:
     with ChunkWorkers(2) as workers:
         handles = [workers.submit(slow, [1, 2]) for _ in range(2)]
+        (folder / "parent-waiting").write_text("both children started")
         [handle.result() for handle in handles]
 except KeyboardInterrupt:
     print("parent interrupted", file=sys.stderr)
@@ -211,22 +214,32 @@ except KeyboardInterrupt:
 
 @needs_fork
 def test_ctrl_c_reaches_the_parent_only_and_the_children_are_stopped(tmp_path):
+    """Ctrl-C is sent only once both children are running and the parent waits on them (the
+    script says so in files), so the outcome does not hang on the machine's load."""
     import signal
     import subprocess
     import sys
 
+    (tmp_path / "children").mkdir()
     process = subprocess.Popen([sys.executable, "-c", INTERRUPTED_SCRIPT, str(tmp_path)],
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                cwd=str(chunk_workers.__file__).rsplit("/tasks/", 1)[0])
-    deadline = time.monotonic() + 60
-    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    children = [int(path.name) for path in tmp_path.iterdir()]
-    assert len(children) == 2
-    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    _, err = process.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while not ((tmp_path / "parent-waiting").exists()
+                   and len(list((tmp_path / "children").iterdir())) == 2):
+            assert process.poll() is None and time.monotonic() < deadline, \
+                "the script did not start its two children"
+            time.sleep(0.02)
+        children = [int(path.name) for path in (tmp_path / "children").iterdir()]
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     assert process.returncode == 130 and err.strip() == "parent interrupted", err
-    for pid in children:
+    for pid in children:  # the parent joined them before it exited
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 

@@ -105,6 +105,7 @@ def test_agreement_with_the_human_evidence_of_the_fixture(heuristic_data):
     assert report["corruption_types"] == {"date": 12, "entity": 5, "negation": 7}
 
 
+@pytest.mark.slow
 def test_model_backed_evidence_and_infill_with_tiny_models(usb_fixture_dir, tmp_path, capsys):
     from trainers.models.tiny import build_tiny_classifier, build_tiny_t5, build_tiny_tokenizer
 

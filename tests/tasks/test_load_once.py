@@ -32,6 +32,7 @@ print(failures)
 """
 
 
+@pytest.mark.slow
 def test_threads_asking_at_once_all_find_the_tasks():
     completed = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True,
                                timeout=120, env=child_env())

@@ -61,6 +61,7 @@ def test_rounding_is_half_to_even():
     assert scores["accuracy"] == 0.0 and scores["auc"] == 0.0
 
 
+@pytest.mark.slow
 def test_binary_scores_bit_identical_to_sklearn():
     rng = np.random.default_rng(3)
     for _ in range(60):

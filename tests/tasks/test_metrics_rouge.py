@@ -149,6 +149,7 @@ def test_results_do_not_depend_on_workers(monkeypatch, usb_fixture_dir):
             pass
 
 
+@pytest.mark.slow
 def test_the_plain_mean_is_the_centre_the_official_bootstrap_draws_around(pyramid_data_dir):
     """Why the plain mean is the default: the official script's bootstrap-mid is unseeded,
     so its number moves from run to run (here over 20 seeds, REALSumm's 100 BART summaries:

@@ -47,6 +47,7 @@ def test_the_model_holds_nltks_english_parameters():
     assert parameters.ortho_context["the"] > 0
 
 
+@pytest.mark.slow
 def test_without_tasks_nltk_needs_a_download_and_with_it_does_not(tmp_path):
     """In a fresh process with no NLTK data: LookupError before `import tasks`, the same
     sentences after it (nltk.tokenize imported before or after)."""

@@ -125,6 +125,7 @@ def test_raw_judgments_file_is_not_the_dataset_format(qapyramid_judgments):
         read_examples(qapyramid_judgments)
 
 
+@pytest.mark.slow
 def test_raw_predicate_groups(qapyramid_judgments):
     groups = raw_predicate_groups(qapyramid_judgments)
     assert len(groups) == 50

@@ -292,6 +292,7 @@ def test_bootstrap_is_seeded_and_keeps_point_estimates(capsys, prediction_files,
     assert low < first["multisentence_compression"]["rouge1"] < high
 
 
+@pytest.mark.slow
 def test_bootstrap_intervals_do_not_depend_on_record_order_or_files(capsys, tmp_path,
                                                                     prediction_files):
     """Resampled in the order of identity digests: the same records shuffled into one file,
@@ -389,6 +390,7 @@ def test_bootstrap_keeps_one_block_of_indices_in_memory(monkeypatch):
 FAC_ONE_POSITIVE = [0.7836, 0.6102, 0.5114, 0.5102, 0.7044, 0.878, 0.4291]  # p_yes, label 0
 
 
+@pytest.mark.slow
 def test_bootstrap_drops_only_the_undefined_metric_per_resample(capsys):
     """8 FAC records, one positive: the resamples without it leave AUC (and the headline)
     undefined, but accuracy, precision, recall and F1 still use all 1000 resamples."""

@@ -56,6 +56,7 @@ def _greedy_predictions(model_dir, data_dir):
     return predictions
 
 
+@pytest.mark.slow
 def test_two_processes_train_like_one(setting, tmp_path):
     import torch
     from safetensors.torch import load_file

@@ -71,6 +71,7 @@ def test_fp16_is_refused_and_auto_precision_is_fp32_on_cpu():
 
 # ---- runs ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_full_finetune_writes_model_config_and_log(spec, data_dir, tmp_path):
     from trainers.finetuning.finetune import finetune, validation_loss_fn
 
@@ -109,6 +110,7 @@ def spec_model_path(spec):
     return Path(spec.model)
 
 
+@pytest.mark.slow
 def test_resume_reproduces_an_uninterrupted_run(spec, data_dir, tmp_path):
     from trainers.finetuning.finetune import finetune
 

@@ -129,6 +129,7 @@ def _run(server, data_dir, out, *extra):
                  "--out", str(out), *extra])
 
 
+@pytest.mark.slow
 def test_a_run_on_a_served_model_with_concurrency_and_probabilities(server, data_dir,
                                                                     tmp_path, capsys):
     assert _run(server, data_dir, tmp_path / "run", "--openai-api", "completions",
@@ -148,6 +149,7 @@ def test_a_run_on_a_served_model_with_concurrency_and_probabilities(server, data
     assert "logprobs" not in server.requests[-1]["body"]
 
 
+@pytest.mark.slow
 def test_server_faults(server, data_dir, tmp_path, capsys):
     # asked to slow down: retried after the server's Retry-After, the run finishes
     server.faults = [(429, b'{"error": "slow down"}', {"Retry-After": "0"}),

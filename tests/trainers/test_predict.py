@@ -210,6 +210,7 @@ def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer
     assert not list((out / "outputs").glob("*.partial.*"))
 
 
+@pytest.mark.slow
 def test_a_predict_folder_holds_one_models_predictions(labeler, writer, tokenizer, data_dir,
                                                        tmp_path, capsys, monkeypatch):
     """Other tasks of the same model add to the folder and its predict_config.json; another

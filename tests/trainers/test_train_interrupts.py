@@ -130,6 +130,7 @@ def test_signals_are_held_while_a_step_is_applied_and_a_second_one_goes_through(
 
 # ---- interrupts during training, in-process ------------------------------------------------
 
+@pytest.mark.slow
 def test_interrupts_mid_step_and_mid_evaluation_resume_to_the_uninterrupted_run(
         run_spec, data_dir, whole, tmp_path, capsys):
     from benchmark.run import training_record
@@ -163,6 +164,7 @@ def test_interrupts_mid_step_and_mid_evaluation_resume_to_the_uninterrupted_run(
                                  {"step": 5, "git": config["git"]}]
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_while_an_evaluation_is_recorded_waits_until_it_is_whole(
         run_spec, data_dir, whole, tmp_path, capsys, monkeypatch):
     """A real SIGINT while best/ is written (the evaluation of step 3 is being recorded: best/,
@@ -193,6 +195,7 @@ def test_a_ctrl_c_while_an_evaluation_is_recorded_waits_until_it_is_whole(
     assert_same_run(out, whole)
 
 
+@pytest.mark.slow
 def test_a_second_interrupt_while_saving_keeps_the_earlier_checkpoints(
         run_spec, data_dir, whole, tmp_path, capsys, monkeypatch):
     import torch
@@ -217,6 +220,7 @@ def test_a_second_interrupt_while_saving_keeps_the_earlier_checkpoints(
     assert_same_run(out, whole)
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_the_final_model_is_saved_keeps_the_last_step(
         run_spec, data_dir, whole, tmp_path, capsys, monkeypatch):
     """Every step is done when save_final runs: a Ctrl-C there saves the last step, so a
@@ -312,6 +316,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_sigterm_to_sumbench_train_saves_the_last_step_and_resume_finishes_it(
         tiny_base, data_dir, tmp_path, capsys):
     args = ["train", "--profile", "tiny", "--model", tiny_base, "--tasks", "FAC", "--data",
