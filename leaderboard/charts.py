@@ -1,15 +1,42 @@
 """Per-part bar charts with confidence intervals, as PNG bytes (matplotlib, Agg backend).
 
 Deterministic: the same rows give the same bytes (no timestamps or software tags in the PNG
-metadata, fixed size and resolution). A missing or undefined value gets no bar: it is never
-drawn as 0.
+metadata, fixed size and resolution), so a process keeps the charts it drew last and draws
+again only what changed (a board is rebuilt after every score and analysis; its chart changes
+only when its top entries do). A missing or undefined value gets no bar: it is never drawn
+as 0.
 """
 from __future__ import annotations
 
+import functools
 import io
+import json
 from collections.abc import Mapping, Sequence
 
 MAX_ROWS = 10
+#: charts a process keeps, by what they show (a few boards' latest, a few kilobytes each)
+KEPT_CHARTS = 32
+
+
+def _drawn_once(draw):
+    """`draw(*args, **options)`, kept by the JSON text of its arguments: a chart asked for
+    again with the same contents is the same bytes, not drawn anew (arguments JSON cannot
+    hold are drawn every time)."""
+    @functools.lru_cache(maxsize=KEPT_CHARTS)
+    def kept(arguments: str) -> bytes:
+        args, options = json.loads(arguments)
+        return draw(*args, **options)
+
+    @functools.wraps(draw)
+    def chart(*args, **options) -> bytes:
+        try:
+            arguments = json.dumps([args, options], sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):
+            return draw(*args, **options)
+        return kept(arguments)
+
+    chart.cache_info = kept.cache_info
+    return chart
 
 
 def chart_bars(rows: Sequence[Mapping], parts: Sequence[str]) -> list[dict]:
@@ -26,6 +53,7 @@ def chart_bars(rows: Sequence[Mapping], parts: Sequence[str]) -> list[dict]:
     return bars
 
 
+@_drawn_once
 def task_bar_chart(rows: Sequence[Mapping], parts: Sequence[str], *, title: str,
                    value_label: str = "headline (x100)") -> bytes:
     """Grouped bars per part, one colour per row (at most MAX_ROWS), error bars from
@@ -85,6 +113,7 @@ def pareto_front(points: Sequence[Mapping]) -> list[int]:
     return front
 
 
+@_drawn_once
 def cost_chart(points: Sequence[Mapping], *, title: str) -> bytes:
     """Aggregate score against the seconds an evaluation took (log scale), one labelled dot
     per entry, the Pareto front drawn as a step line. points: [{"label", "score",

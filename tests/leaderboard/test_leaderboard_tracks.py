@@ -228,6 +228,7 @@ def test_summaries_validation(tiny_pyramid):
     assert fields[:3] == [(1, "dataset"), (2, "summary"), (3, "id")]
 
 
+@pytest.mark.slow
 def test_evaluators_track_reproduces_realsumm_rouge2_meta_evaluation(pyramid_data_dir):
     from tasks.metrics.recall import rouge_recall_by_system
 
@@ -316,8 +317,24 @@ def test_chart_is_deterministic_and_never_draws_missing_values_as_zero():
     assert [(b["row"], b["part"], b["value"]) for b in bars] == [(0, 0, 50.0), (1, 0, 30.0),
                                                                  (1, 1, 20.0)]
     png = task_bar_chart(rows, ["x", "y"], title="t")
-    assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == task_bar_chart(rows, ["x", "y"],
-                                                                          title="t")
+    drawn_anew = task_bar_chart.__wrapped__(rows, ["x", "y"], title="t")  # past the kept ones
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and png == drawn_anew
+
+
+def test_a_chart_asked_for_again_is_the_kept_one_and_new_contents_are_drawn():
+    """A board is rebuilt after every score and analysis: a chart whose contents did not
+    change is the bytes drawn before; any change in a value, an interval or the title draws
+    again."""
+    rows = [{"label": "kept", "values": {"x": 41.5}, "ci95": {"x": [40.0, 43.0]}}]
+    before = task_bar_chart.cache_info()
+    first = task_bar_chart(rows, ["x"], title="kept chart")
+    again = task_bar_chart([dict(row) for row in rows], ("x",), title="kept chart")
+    after = task_bar_chart.cache_info()
+    assert again == first and (after.hits, after.misses) == (before.hits + 1, before.misses + 1)
+    changed = [{**rows[0], "ci95": {"x": [39.0, 43.0]}}]
+    assert task_bar_chart(changed, ["x"], title="kept chart") != first
+    assert task_bar_chart(rows, ["x"], title="kept chart 2") != first
+    assert task_bar_chart.cache_info().misses == before.misses + 3
 
 
 def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path):
