@@ -150,12 +150,14 @@ def find_cycle(graph: dict[str, dict[str, int]]) -> list[str] | None:
     return None
 
 
+@pytest.mark.slow
 def test_the_walker_sees_every_package():
     graph = import_graph()
     assert {name.split(".")[0] for name in graph} == set(LAYERS)
     assert "tasks.scoring" in graph and "tasks.plumbing.provenance" in graph
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_layer():
     assert upward_imports(import_graph()) == []
 
@@ -332,6 +334,7 @@ def test_the_leaderboard_table_names_each_subcommands_handler():
         "inputs", "status", "submit"]
 
 
+@pytest.mark.slow
 def test_no_import_cycles_between_modules():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)

@@ -95,6 +95,7 @@ def test_an_undefined_headline_is_empty_with_its_reason(holed_transfer, capsys):
     assert "no task (none is defined in every cell)" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_fractions_keep_the_tasks_that_have_items(corpus, holed_data, tmp_path):
     out = tmp_path / "fractions"
     assert main(_args(corpus, holed_data, out, "fractions", "--fractions", "1.0",

@@ -65,6 +65,7 @@ def test_transfer_matrix_shape_outputs_and_subsamples(transfer):
     assert plan[1]["needs"] == ["train/biographies"] and plan[1]["kind"] == "cell"
 
 
+@pytest.mark.slow
 def test_a_cell_equals_a_standalone_run(transfer, tmp_path):
     out, result = transfer
     plan = {job["name"]: job for job in map(json.loads,

@@ -47,6 +47,7 @@ def test_a_closed_output_pipe_stops_quietly(usb_fixture_dir, argv):
     assert process.returncode == 141 and process.stderr == ""
 
 
+@pytest.mark.slow
 def test_another_broken_pipe_is_reported_not_taken_for_a_closed_stdout():
     code = ("import sys, benchmark.cli as cli, benchmark.commands.tasks as tasks\n"
             "def broken(args):\n"
@@ -118,6 +119,7 @@ class _SilentServer(_TcpServer):
     (signal.SIGINT, 130, "interrupted"),
     (signal.SIGTERM, 143, "terminated (SIGTERM)"),  # Slurm's time limit, `timeout`
 ])
+@pytest.mark.slow
 def test_sigint_and_sigterm_are_one_line_and_their_exit_code(pyramid_data_dir, tmp_path,
                                                              signum, code, how):
     server, process = _SilentServer(), None
@@ -252,6 +254,7 @@ def test_a_truncated_checkpoint_names_its_file(tmp_path):
         _torch_file(path, "cpu")
 
 
+@pytest.mark.slow
 def test_a_damaged_fetch_cache_is_extracted_again(data_dir, tmp_path):
     from tasks.usb.archive import fetch_archive
     from tests.tasks.test_loaders import LocalHub, make_archive

@@ -284,6 +284,7 @@ class Clash(JsonlTask):
     ({"mine/email/__init__.py": ""}, "mine/email",
      "its name 'email' is a module already installed"),
 ])
+@pytest.mark.slow
 def test_a_named_plug_in_that_cannot_load_stops_the_command_naming_it(tmp_path, files, source,
                                                                        message):
     """Given on the command line (a relative path) or in SUMBENCH_PLUGINS (an absolute one),

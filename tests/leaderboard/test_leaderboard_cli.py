@@ -260,6 +260,7 @@ def test_an_unmigrated_database_is_refused(capsys, tmp_path):
     assert code == 2 and "run `sumbench leaderboard init" in err
 
 
+@pytest.mark.slow
 def test_rows_the_server_computes_are_not_held_to_the_submitters_limits(capsys, tmp_path,
                                                                         data_dir):
     """Tiny upload limits (set by an admin for submitters) used to fail `init` on the

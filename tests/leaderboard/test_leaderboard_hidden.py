@@ -121,6 +121,7 @@ def test_linked_parts_are_found_on_the_gold_and_hosted_apart(data_dir):
         "article_groups": 1}
 
 
+@pytest.mark.slow
 def test_the_private_split_is_keyed_stratified_and_keeps_pairs_together(corpus):
     from leaderboard.tracks.usb import UsbTrack
 
@@ -373,6 +374,7 @@ def test_reveal_publishes_the_private_part_and_is_audited(tmp_path, corpus, caps
     assert (row["actor"], row["action"]) == ("organiser", "reveal")
 
 
+@pytest.mark.slow
 def test_keep_linked_marks_the_parts_whose_labels_are_inferable(tmp_path, data_dir):
     from leaderboard.service.app import create_app
 

@@ -336,6 +336,7 @@ def test_no_answer_names_a_path_of_the_server(lab, monkeypatch):
                             "'<model root>/team/unreadable/config.json'"
 
 
+@pytest.mark.slow  # it reads what the module's slow tests left
 def test_no_answer_given_with_the_guards_in_place_names_a_server_path(lab):
     answers = "".join(lab["answers"])
     assert len(lab["answers"]) > 20
@@ -360,6 +361,7 @@ def test_a_hub_model_is_checked_exactly_as_a_folder(lab, monkeypatch, tmp_path):
                                        "folder")
 
 
+@pytest.mark.slow  # it reads what the module's slow tests left
 def test_submissions_of_the_suite_left_no_outside_weights_scored(lab):
     with lab["database"].session() as session:
         scored = session.scalars(select(Submission).where(

@@ -142,6 +142,7 @@ def test_an_evaluated_model_without_a_clean_declaration_is_listed_not_ranked(lab
     assert answer.json()["id"] not in [entry["id"] for entry in board["entries"]]
 
 
+@pytest.mark.slow  # it reads what the module's slow tests left
 def test_every_output_states_the_gold_visibility(lab, tmp_path):
     from leaderboard.service.export import export_site
 
@@ -233,6 +234,7 @@ def test_the_visibility_of_loaded_gold_never_changes(tmp_path, data_dir, capsys)
     assert code == 0 and json.loads(out)["gold_visibility"] == "private", err
 
 
+@pytest.mark.slow
 def test_charts_show_any_model_name_as_text(monkeypatch):
     """A "$" opens matplotlib's math markup: a bad formula in a model name failed the charts,
     and the board's rebuild with them."""

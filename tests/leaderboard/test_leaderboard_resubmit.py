@@ -69,6 +69,7 @@ def test_a_retried_submission_answers_the_earlier_one(tmp_path, data_dir, usb_fi
     assert again.status_code == 202 and again.json()["id"] != resent.json()["id"]
 
 
+@pytest.mark.slow
 def test_a_retry_is_answered_when_another_write_comes_between(tmp_path, data_dir,
                                                                usb_fixture_dir, monkeypatch):
     """The duplicate's audit row is written in a write transaction: a read transaction that

@@ -762,6 +762,7 @@ def test_migrations_build_exactly_the_models_schema(tmp_path):
         assert session.execute(text("PRAGMA journal_mode")).scalar() == "wal"
 
 
+@pytest.mark.slow
 def test_a_write_by_a_request_while_the_worker_claims_a_submission_costs_no_retry(
         tmp_path, data_dir, usb_fixture_dir, monkeypatch):
     """A request writes (an audit row) while the worker is inside its claiming transaction:

@@ -171,6 +171,7 @@ def test_a_zip_listing_too_long_for_the_member_limit_is_refused_before_it_is_par
                                      f"file)")
 
 
+@pytest.mark.slow
 def test_members_are_counted_while_listed_not_after():
     """A tiny archive of many empty members is refused at the limit (16 per allowed file),
     without listing the rest; folders and files that are not read count too."""

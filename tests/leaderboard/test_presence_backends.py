@@ -78,6 +78,7 @@ def test_calibrate_threshold_maximises_f1_and_prefers_larger_on_ties():
     ("realsumm", 0.5714285714285714, 0.7203754399687133, 0.7646090534979424),
     ("pyrxsum", 0.6666666666666666, 0.5102880658436214, 0.85125),
 ])
+@pytest.mark.slow
 def test_lexical_f1_on_pyramid_scus(pyramid_data_dir, variant, threshold, f1, micro):
     """Threshold calibrated on the train split; positive-class F1 and micro F1 (the paper's
     headline, over both classes) on the test split (example-id split)."""

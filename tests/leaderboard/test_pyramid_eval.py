@@ -48,6 +48,7 @@ def test_known_human_values(pyramid_data_dir, folder, system, expected):
     assert result.score == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_realsumm_all_systems(pyramid_data_dir):
     data = load_pyramid_dataset(pyramid_data_dir / "realsumm")
     scores = {s: r.score for s, r in evaluate_dataset(data, "scus", "human").items()}
@@ -105,6 +106,7 @@ def run_cli(capsys, *argv):
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_cli_reproduces_known_values(pyramid_data_dir, capsys, tmp_path):
     out = tmp_path / "pyr.json"
     code, stdout, _ = run_cli(capsys, "pyramid", "--pyramid", str(pyramid_data_dir / "realsumm"),
@@ -179,6 +181,7 @@ def test_cli_lexical_on_realsumm_scus(pyramid_data_dir, capsys, tmp_path):
     assert code == 0 and json.loads(stdout)["abs_bart_out"] < REALSUMM_BART_LEXICAL - 0.1
 
 
+@pytest.mark.slow
 def test_cli_lexical_records_its_calibration_and_scores_held_out_splits(pyramid_data_dir,
                                                                         capsys, tmp_path):
     """The default threshold is fitted on the train examples' human labels: the output says
@@ -316,6 +319,7 @@ def test_cli_nli_with_a_tiny_classifier_on_sentences(pyramid_data_dir, capsys, t
     assert scores["ptgen"] != pytest.approx(scores["t5-large"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_human_presence_imports_no_model_library(pyramid_data_dir):
     """`--presence human` (and importing the presence module) loads neither torch nor the
     model backends; the model backends' names are still importable from presence."""
@@ -337,6 +341,7 @@ def test_human_presence_imports_no_model_library(pyramid_data_dir):
     assert json.loads(result.stdout) == {"ptgen": pytest.approx(expected, abs=1e-12)}
 
 
+@pytest.mark.slow
 def test_cli_nli_entailment_label(small_folder, capsys, tmp_path):
     """A two-class checkpoint named refuted/supported: --entailment-label picks the class;
     the two choices' probabilities add up to 1 for every pair, so the scores too."""

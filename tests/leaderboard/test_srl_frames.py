@@ -175,6 +175,7 @@ def _verb_tagging_pipeline(folder):
     return str(folder)
 
 
+@pytest.mark.slow
 def test_a_spacy_pipeline_with_a_tagger_gives_the_verbs_verb_and_aux(models, tmp_path):
     """As the official predictor: spaCy's words, and its VERB and AUX words as the verbs; the
     detector is not needed (and not asked) then."""

@@ -141,6 +141,7 @@ def test_malformed_lines_and_wrong_fields_name_file_line_and_field(data_dir, tmp
 
 # ---------------------------------------------------------------- record checks (no casting)
 
+@pytest.mark.slow
 def test_every_fixture_file_loads_unchanged(data_dir):
     """Valid records pass the checks and load exactly as written (no value is cast)."""
     files = sorted(data_dir.glob("*/*/*.jsonl"))

@@ -118,6 +118,7 @@ def test_parse_records_and_scores():
     assert error.value.field == "prediction"
 
 
+@pytest.mark.slow
 def test_score_examples_aggregate_to_the_pooled_scores_and_bootstrap():
     import random
 

@@ -15,6 +15,7 @@ from tasks.scoring import read_prediction_files, score_files, score_records
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_streaming_scores_equal_scoring_all_records_at_once(usb_fixture_dir, monkeypatch):
     import tasks.scoring as scoring
 

@@ -273,6 +273,7 @@ def test_bad_options_are_usage_errors(capsys, prediction_files):
 
 
 # ---- bootstrap ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_bootstrap_is_seeded_and_keeps_point_estimates(capsys, prediction_files, expected):
     files = [p for p in prediction_files if "factuality" in p or "compression" in p]
     code, stdout, _ = run_cli(capsys, *files, "--bootstrap", "50", "--seed", "3")

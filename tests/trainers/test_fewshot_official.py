@@ -122,6 +122,7 @@ def test_sentence_ids_are_exact_tokens_of_the_last_content():
     assert parse_sent_ids(prompt, "none of them") == ([0.0, 0.0, 0.0], False)
 
 
+@pytest.mark.slow
 def test_a_run_against_a_local_openai_server(data_dir, tmp_path, capsys):
     def answer(messages):
         text = messages[-1]["content"]

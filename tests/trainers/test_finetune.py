@@ -158,6 +158,7 @@ def _assert_one_resume_and_the_same_result(run_spec, whole, parts):
     assert results[0] == results[1]
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
     from trainers.finetuning.finetune import finetune
 
@@ -178,6 +179,7 @@ def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
     assert_same_weights(model_weights(final), model_weights(one_step))
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_best_model_selection_and_a_stale_best(spec, data_dir,
                                                                       tmp_path):
     """The early-stopping choice is part of what a resumed run must share (a changed one
@@ -232,6 +234,7 @@ def test_resume_before_any_checkpoint_still_checks_the_settings(spec, data_dir, 
                  evaluate_fn=interrupting)
 
 
+@pytest.mark.slow
 def test_train_command(spec, data_dir, tmp_path, capsys):
     from benchmark.commands.train import main
 
@@ -248,6 +251,7 @@ def test_train_command(spec, data_dir, tmp_path, capsys):
     assert "fp16" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_gradient_checkpointing_gives_the_same_lora_training(spec, data_dir, tmp_path):
     import torch
     from safetensors.torch import load_file
@@ -298,6 +302,7 @@ def _flip_first_fac_label(data_dir) -> bytes:
     return before
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_training_data(spec, data_dir, tmp_path):
     from trainers.finetuning.finetune import finetune
 
@@ -339,6 +344,7 @@ def test_a_damaged_train_config_is_a_data_error_naming_file_and_key(spec, data_d
         finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path, resume=True)
 
 
+@pytest.mark.slow
 def test_an_undefined_headline_counts_as_no_improvement(spec, data_dir, tmp_path):
     import math
 
@@ -414,6 +420,7 @@ def test_model_commit_reads_the_hub_cache(tmp_path, monkeypatch):
     assert model_commit("someone/unknown", None) is None
 
 
+@pytest.mark.slow
 def test_training_runs_with_deterministic_kernels_and_restores_the_setting(spec, data_dir,
                                                                           tmp_path):
     """deterministic (default true) is on while training (an evaluation sees it), recorded
@@ -446,6 +453,7 @@ def test_training_runs_with_deterministic_kernels_and_restores_the_setting(spec,
     assert config["config"]["spec"]["deterministic"] is False
 
 
+@pytest.mark.slow
 def test_deterministic_may_change_on_resume_and_each_part_records_its_own(spec, data_dir,
                                                                           tmp_path):
     """`deterministic` decides only whether a GPU adds up in a fixed order: a run resumes with

@@ -109,6 +109,7 @@ def test_positional_rule_gives_zero_to_lines_without_marker(tokenizer):
 
 
 # ---- against the official computation ----------------------------------------------------
+@pytest.mark.slow
 def test_batched_equals_one_generate_per_example(labeler, tokenizer, fac_sources):
     spec = cpu_spec(batch_size=4)
     batched = label_probabilities(labeler, tokenizer, fac_sources, spec)

@@ -41,6 +41,7 @@ def test_lora_defaults_for_t5():
     assert lora_config(get_profile("flan-t5-large", revision="abc123")).revision == "abc123"
 
 
+@pytest.mark.slow
 def test_lora_initialisation_is_seeded(trained_adapter):
     import torch
     from transformers import AutoModelForSeq2SeqLM
@@ -78,6 +79,7 @@ def test_adapter_is_saved_alone_with_trained_b_weights(trained_adapter):
     assert (adapter / "adapter_model.safetensors").stat().st_size < base_size / 5
 
 
+@pytest.mark.slow
 def test_merged_model_matches_the_adapter_model(trained_adapter, data_dir, tmp_path):
     import torch
     from transformers import AutoModelForSeq2SeqLM

@@ -173,6 +173,7 @@ def test_span_task_keeps_the_generated_text(writer, tokenizer, data_dir, usb_fix
     assert [without_prediction(r) for r in predicted] == [without_prediction(r) for r in official]
 
 
+@pytest.mark.slow
 def test_cli_predicts_tasks_of_every_kind_and_the_files_score(labeler, tokenizer, data_dir,
                                                               tmp_path, monkeypatch):
     from benchmark.commands import predict as command

@@ -43,6 +43,7 @@ def no_yes_model(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_label_words_are_checked_before_the_first_step(no_yes_model, data_dir, tmp_path,
                                                        capsys):
     spec = get_profile("tiny", model=str(no_yes_model), max_steps=2)

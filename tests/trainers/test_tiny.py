@@ -62,6 +62,7 @@ def test_t5_is_seeded_without_touching_the_global_generator(tokenizer, tmp_path)
     assert reloaded.generation_config.decoder_start_token_id == tokenizer.pad_token_id
 
 
+@pytest.mark.slow
 def test_t5_trains_and_generates(tokenizer):
     import torch
 
