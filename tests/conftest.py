@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tasks.plumbing.provenance import available_cpus
+
 from helpers import OWNER_VARIABLE, left_behind
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -25,8 +27,7 @@ os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="sumbench-hf-home-"))
 # a core another worker needs (neither changes a result: intra-op threads only split work)
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
-    os.environ.setdefault("OMP_NUM_THREADS",
-                          str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, available_cpus() // _WORKERS)))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # A shell without job control starts background commands (`pytest ... &` in a script, as CI

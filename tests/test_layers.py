@@ -233,6 +233,20 @@ def test_our_own_modules_are_imported_at_module_top():
     assert own_imports_inside_functions() == []
 
 
+#: what a participant's leaderboard commands do without: the web stack, the database library
+#: and NLTK (which the scoring tracks load)
+WEB = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "nltk", *HEAVY)
+
+
+def _probe_output(code: str, *args: str) -> list[str]:
+    """The stdout lines of `code` run by this interpreter in the repository (WEB defined);
+    the run must succeed."""
+    completed = subprocess.run([sys.executable, "-c", f"WEB = {WEB!r}\n{code}", *args],
+                               cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout.strip().splitlines()
+
+
 @pytest.mark.parametrize("code", [
     "import benchmark.cli",
     "import benchmark.cli as cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass",
@@ -244,15 +258,8 @@ def test_the_command_line_starts_without_heavy_libraries(code):
     """`sumbench --help` (and a command's --help) import no torch, transformers, peft,
     datasets or matplotlib: those load only where a model, a dataset or a chart is made."""
     probe = f"{code}\nimport sys\nprint(sorted(set({HEAVY!r}) & set(sys.modules)))"
-    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                               text=True, timeout=120)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    assert completed.stdout.strip().splitlines()[-1] == "[]"
+    assert _probe_output(probe)[-1] == "[]"
 
-
-#: what a participant's leaderboard commands do without: the web stack, the database library
-#: and NLTK (which the scoring tracks load)
-WEB = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "nltk", *HEAVY)
 
 LEADERBOARD_HELP_PROBE = """
 import sys
@@ -298,13 +305,6 @@ server.shutdown()
 print("codes:", submitted, shown)
 print("loaded:", seen)
 """
-
-
-def _probe_output(code: str, *args: str) -> list[str]:
-    completed = subprocess.run([sys.executable, "-c", f"WEB = {WEB!r}\n{code}", *args],
-                               cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return completed.stdout.strip().splitlines()
 
 
 @pytest.mark.slow
