@@ -142,3 +142,27 @@ def left_behind(grace: float = 10.0) -> dict[int, str]:
     while (alive := processes_started_here()) and time.monotonic() < deadline:
         time.sleep(0.1)
     return alive
+
+
+def built_once_per_run(tmp_path_factory, name: str, build) -> Path:
+    """The folder `build(folder)` fills, built once per test run even across xdist workers
+    (the first worker to ask builds it under a file lock, the others wait for it and read
+    it). What it holds is read-only to the tests: a test writes to folders of its own."""
+    import fcntl
+    import shutil
+
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # every worker's folder lies in the run's
+    folder = run / f"built-once-{name}"
+    with open(run / f"built-once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():  # none yet, or a build that failed
+            staging = run / f"built-once-{name}.staging"
+            for leftover in (folder, staging):
+                shutil.rmtree(leftover, ignore_errors=True)
+            staging.mkdir()
+            build(staging)
+            (staging / ".built").touch()
+            staging.rename(folder)
+    return folder

@@ -121,3 +121,56 @@ def test_the_shared_service_modules_run_as_one_unit_and_the_longest_start_first(
         ("tests/tasks/test_new.py", ["tmp_path", "postgres_server"]),
         ("tests/leaderboard/test_leaderboard_live.py", ["postgres_server"]),
         ("tests/tasks/test_io.py", ["tmp_path"])]) == ["tests/tasks/test_new.py"]
+
+
+def test_a_folder_built_once_per_run_is_built_once_and_a_failed_build_again(tmp_path_factory):
+    """Workers asking at once get one build (the others wait on the lock); a build that
+    raised leaves nothing that passes for built."""
+    import threading
+
+    from helpers import built_once_per_run
+
+    builds, started = [], threading.Barrier(3)
+
+    def build(folder: Path) -> None:
+        builds.append(folder)
+        (folder / "made").write_text(str(len(builds)))
+
+    def ask(into: list) -> None:
+        started.wait()
+        into.append(built_once_per_run(tmp_path_factory, "hermetic-probe", build))
+
+    tmp_path_factory.getbasetemp()  # made once per process, before the threads ask
+    answers: list[Path] = []
+    threads = [threading.Thread(target=ask, args=(answers,)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and len(set(answers)) == 1
+    assert (answers[0] / "made").read_text() == "1"
+
+    def broken(folder: Path) -> None:
+        (folder / "half").write_text("")
+        raise RuntimeError("build failed")
+
+    with pytest.raises(RuntimeError):
+        built_once_per_run(tmp_path_factory, "hermetic-broken", broken)
+    again = built_once_per_run(tmp_path_factory, "hermetic-broken", build)
+    assert sorted(p.name for p in again.iterdir()) == [".built", "made"]
+
+
+def test_processes_the_tests_start_keep_compiled_modules_outside_the_checkout():
+    """Compiled modules are cached for every process (none is told not to write them), and
+    never into the checkout when the environment asked for none there."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "import sys; print(sys.dont_write_bytecode, sys.pycache_prefix)"
+    answer = subprocess.run([sys.executable, "-c", probe], env=os.environ, check=True,
+                            capture_output=True, text=True).stdout.split()
+    assert answer[0] == "False"
+    if answer[1] != "None":  # the environment asked for no bytecode: a cache outside
+        repo = Path(__file__).resolve().parent.parent
+        assert not Path(answer[1]).resolve().is_relative_to(repo), answer

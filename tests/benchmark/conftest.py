@@ -62,14 +62,10 @@ def workspace(tmp_path_factory, usb_fixture_dir, pyramid_data_dir) -> dict[str, 
             "dup_key": str(root / "dup-key.jsonl"), "dup_metric": str(root / "dup-metric.json")}
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> dict[str, Path]:
-    """The experiments' raw corpus (4 training domains + landmarks, test-only) and a
-    tiny T5."""
+def _build_experiment_corpus(root: Path) -> None:
     from benchmark.synthetic import SyntheticSpec, generate_corpus
     from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
-    root = tmp_path_factory.mktemp("experiments")
     generate_corpus(root / "raw", SyntheticSpec(seed=2, docs=24, domains=EXPERIMENT_DOMAINS,
                                                 test_only_domains=("landmarks",),
                                                 test_only_docs=2))
@@ -78,4 +74,15 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
     tokenizer = build_tiny_tokenizer(texts + ["Yes No SENT0 SENT1 Summarize content :"],
                                      vocab_size=400)
     build_tiny_t5(tokenizer, save_dir=root / "t5", seed=0)
-    return {"raw": root / "raw", "model": root / "t5", "root": root}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    """The experiments' raw corpus (4 training domains + landmarks, test-only) and a tiny T5,
+    built once per run and read-only, and a folder of the module's own (`root`)."""
+    from helpers import built_once_per_run
+
+    shared = built_once_per_run(tmp_path_factory, "experiment-corpus",
+                                _build_experiment_corpus)
+    return {"raw": shared / "raw", "model": shared / "t5",
+            "root": tmp_path_factory.mktemp("experiments")}

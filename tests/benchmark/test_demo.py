@@ -59,6 +59,7 @@ def test_fine_tuning_beats_the_untrained_model(demo):
     assert comparison["evidence_extraction"]["finetuned"] > 5
 
 
+@pytest.mark.slow
 def test_baseline_column_is_the_baseline_command_output(demo):
     out, results = demo
     scores = json.loads((out / "baseline" / "scores.json").read_text())
@@ -72,6 +73,7 @@ def test_baseline_column_is_the_baseline_command_output(demo):
     assert score_files(paths) == scores
 
 
+@pytest.mark.slow
 def test_demo_scores_all_eight_tasks_and_records_how(demo):
     out, results = demo
     assert sorted(results["scores"]) == task_names("usb")
@@ -97,6 +99,7 @@ def test_demo_scores_all_eight_tasks_and_records_how(demo):
     assert score_files(paths) == results["scores"]
 
 
+@pytest.mark.slow
 def test_demo_png_is_a_chart(demo):
     out, _ = demo
     data = (out / "demo.png").read_bytes()

@@ -345,6 +345,7 @@ def test_an_ordinary_account_pins_down_at_most_a_tenth_of_the_fac_labels(demo):
     assert len(hosted_pinned) <= 0.1 * len(truth), (len(hosted_pinned), len(truth))
 
 
+@pytest.mark.slow
 def test_the_linked_inputs_attack_reads_the_labels_off_full_test_sets(demo):
     """Had the instance kept the paper's full test sets (`--keep-linked`), the inputs alone
     would have given nearly every FAC label away."""
