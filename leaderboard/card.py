@@ -48,11 +48,17 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                           "\u2066\u2067\u2068\u2069")
 
 
-def _hidden_control(char: str) -> bool:
-    """A control character other than tab and line ends, or a bidi control."""
+#: the fields whose text goes into the board's CSV (a tab there reads as a column break)
+CSV_TEXT_FIELDS = ("training_data",)
+
+
+def _hidden_control(char: str, key: str) -> bool:
+    """A control character other than a line feed (and a tab, outside the CSV's fields), a
+    carriage return included (it ends a CSV row), or a bidi control."""
     import unicodedata
 
-    return (unicodedata.category(char) == "Cc" and char not in "\t\n\r") or \
+    allowed = "\n" if key in CSV_TEXT_FIELDS else "\t\n"
+    return (unicodedata.category(char) in ("Cc", "Zl", "Zp") and char not in allowed) or \
         char in BIDI_CONTROLS
 
 
@@ -79,10 +85,11 @@ def check_card(card: Any, source: str = "card") -> dict[str, Any]:
         if isinstance(value, str) and ("\x00" in value or has_lone_surrogate(value)):
             raise DataError("a NUL or a lone UTF-16 surrogate (\\ud800-\\udfff) cannot be "
                             "stored or shown", path=source, field=key)
-        if isinstance(value, str) and any(_hidden_control(ch) for ch in value):
+        if isinstance(value, str) and any(_hidden_control(ch, key) for ch in value):
+            allowed = "new lines (LF)" if key in CSV_TEXT_FIELDS else "new lines (LF) and tabs"
             raise DataError("control characters and bidi controls (which reorder what is "
-                            "shown) are not allowed; text, new lines and tabs are",
-                            path=source, field=key)
+                            "shown) are not allowed, carriage returns (CR) included; text and "
+                            f"{allowed} are", path=source, field=key)
         checked[key] = value
     return checked
 

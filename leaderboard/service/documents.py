@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,9 +54,13 @@ CSV_LISTS = (("ranked", "ranked"), ("partial", "partial"), ("not_ranked", "not r
 def board_csv(snapshot: Mapping[str, Any]) -> str:
     """One row per scored entry: its list, rank, band, model, aggregate (+ interval), part
     headlines, the board's gold visibility, the declared training data, whether it copies
-    the public gold, and the cost the server measured."""
+    the public gold, and the cost the server measured.
+
+    Rows end with CRLF (RFC 4180) and a cell holding a line break is quoted, so no cell can
+    end its row or start another; user text has its carriage returns and other control
+    characters replaced and no line of it starts a formula (see `csv_text`)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n")
     parts = list(snapshot["parts"])
     writer.writerow(["id", "model", "source", "list", "rank", "band", "aggregate",
                      "aggregate_low", "aggregate_high", *parts, "gold_visibility",
@@ -67,18 +72,38 @@ def board_csv(snapshot: Mapping[str, Any]) -> str:
             ci = entry.get("aggregate_ci95") or [None, None]
             card, cost = entry.get("card") or {}, entry.get("cost") or {}
             matches = (entry.get("gold_match") or {}).get("matches_public_gold")
-            writer.writerow([entry["id"], _csv_text(entry["model"]), entry["badge"], listed,
+            writer.writerow([entry["id"], csv_text(entry["model"]), entry["badge"], listed,
                              entry.get("rank"), entry.get("band"), entry.get("aggregate"), *ci,
                              *[entry["headlines"].get(part) for part in parts], visibility,
-                             _csv_text(str(card.get("training_data", ""))),
-                             card.get("usb_test_seen"), matches,
+                             csv_text(str(card.get("training_data", ""))),
+                             _csv_boolean(card.get("usb_test_seen")), _csv_boolean(matches),
                              *[cost.get(name) for name in COST_FIELDS]])
     return buffer.getvalue()
 
 
-def _csv_text(text: str) -> str:
-    """Neutralise spreadsheet formulas in user text (a leading = + - @ is quoted away)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+#: what makes a spreadsheet read a cell as a formula (or a command) at its start, ASCII and
+#: full-width; OWASP's list, with the full-width forms some spreadsheets also accept
+FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
+
+
+def csv_text(text: str) -> str:
+    """User text made safe for a CSV cell: CR and CRLF become a line feed, other control
+    characters (tab included) a space, and a line whose first character after leading
+    white space is a formula start (= + - @) gets a leading apostrophe, the spreadsheets'
+    own sign for literal text, on every line of the cell."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = "".join(" " if _control(char) else char for char in text)
+    return "\n".join("'" + line if line.lstrip()[:1] in FORMULA_STARTS else line
+                     for line in text.split("\n"))
+
+
+def _control(char: str) -> bool:
+    return char != "\n" and unicodedata.category(char) in ("Cc", "Zl", "Zp")
+
+
+def _csv_boolean(value: Any) -> str:
+    """true / false as JSON writes them (empty when unknown), never Python's True/False."""
+    return "" if value is None else "true" if value else "false"
 
 
 #: the board filters the page and the API share: source values, training values

@@ -186,6 +186,8 @@ def test_rejections_are_4xx_naming_file_line_field_and_store_only_an_audit_row(
     ({"notes": "\ud800x"}, "notes", "lone UTF-16 surrogate"),
     ({"notes": "safe\u202egnp.exe"}, "notes", "control characters and bidi controls"),
     ({"link": "https://a.example/\x1b[2J"}, "link", "control characters and bidi controls"),
+    ({"training_data": "USB train split\r=cmd|' /C calc'!A0"}, "training_data",
+     "carriage returns (CR) included"),
     ({"seed": int("9" * 600)}, "seed", "at most 500 characters"),
     ([1, 2], "card", "expected a JSON object of model card fields, got array"),
 ])
@@ -203,16 +205,22 @@ def test_card_text_in_any_script_is_kept_and_only_hidden_controls_are_refused():
     from leaderboard.card import check_card
     from tasks.plumbing.errors import DataError
 
-    texts = ["line one\r\nline two\ttab", "nbsp\u00a0here \u202f and \u3000 full width",
+    texts = ["line one\nline two\ttab", "nbsp\u00a0here \u202f and \u3000 full width",
              "family \U0001F468\u200d\U0001F469\u200d\U0001F467, Persian "
              "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
              "soft\u00adhyphen, Zürich, 東京, naïve"]
     for text in texts:
         assert check_card({"notes": text}) == {"notes": text}
     for text in ("bell\x07", "escape\x1b[31m", "rlo\u202e", "isolate\u2067x\u2069",
-                 "mark\u200f"):
+                 "mark\u200f", "line one\r\nline two", "bare\rreturn", "line\u2028separator"):
         with pytest.raises(DataError, match="control characters and bidi controls"):
             check_card({"notes": text})
+    # the CSV's text field: new lines only (a tab would read as a column break there)
+    assert check_card({"training_data": "USB train\nsplit"}) == {
+        "training_data": "USB train\nsplit"}
+    with pytest.raises(DataError, match="text and new lines \\(LF\\) are") as caught:
+        check_card({"training_data": "USB\ttrain"})
+    assert caught.value.field == "training_data"
     with pytest.raises(DataError) as caught:  # JSON of the wrong shape: said as such
         from leaderboard.service.app import parse_card
         parse_card("[1, 2]")
