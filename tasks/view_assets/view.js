@@ -41,11 +41,29 @@
   }
 
   // ---- state <-> URL (a link or a reload keeps the view) -----------------------------------
+  // a link's values are taken only when they name what this page has (own properties, never
+  // inherited ones such as __proto__ or valueOf); the others are ignored, and the note says so
+  function own(object, key) { return Object.prototype.hasOwnProperty.call(object, key); }
+  var domains = {};
+  items.forEach(function (item) { if (item.domain) domains[item.domain] = true; });
+  function number(value) { return value === "" || (value.trim() !== "" && isFinite(Number(value))); }
+  var VALID = {
+    task: function (value) { return value === "" || own(tasks, value); },
+    domain: function (value) { return value === "" || own(domains, value); },
+    run: function (value) { return value === "0" || (two && value === "1"); },
+    min: number, max: number, q: function () { return true; },
+    sort: function (value) { return own(SORTS, value) && (two || !/^(b-|gap-)/.test(value)); },
+    page: function (value) { return /^[0-9]{1,9}$/.test(value); }
+  };
+  var ignored = [];
   function readHash() {
     var query = new URLSearchParams(location.hash.slice(1));
-    Object.keys(state).forEach(function (key) {
-      if (query.has(key)) state[key] = key === "page" ? parseInt(query.get(key), 10) || 0 : query.get(key);
+    ignored = [];
+    query.forEach(function (value, key) {
+      if (!own(state, key) || !VALID[key](value)) { ignored.push(key + "=" + value); return; }
+      state[key] = key === "page" ? parseInt(value, 10) : value;
     });
+    window.sumbenchView.ignored = ignored;
   }
   function writeHash() {
     var query = new URLSearchParams();
@@ -222,8 +240,10 @@
         nav.appendChild(button);
       });
     }
-    $("note").textContent = state.task ? taskNote(tasks[state.task]) :
-      "Each task's items are valued by their own main value; pick a task to read how its score relates to them.";
+    $("note").textContent = (state.task ? taskNote(tasks[state.task]) :
+      "Each task's items are valued by their own main value; pick a task to read how its score relates to them.") +
+      (ignored.length ? " The link's " + ignored.join(", ") + " named nothing on this page and " +
+        (ignored.length > 1 ? "were" : "was") + " ignored." : "");
     timings.render = performance.now() - started;
   }
   function update() { writeHash(); render(); }

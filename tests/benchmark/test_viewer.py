@@ -109,3 +109,40 @@ def test_the_page_works_offline_from_a_file(runs, tmp_path, chromium):
         finally:
             browser.close()
     assert (requests, dialogs, errors) == ([], [], [])
+
+
+BAD_HASHES = ["task=nope", "task=__proto__", "task=constructor", "sort=valueOf",
+              "sort=__proto__", "run=7&sort=gap-abs", "domain=toString&page=-1", "min=1e999x"]
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+@pytest.mark.slow
+def test_a_link_with_values_the_page_does_not_have_opens_it_with_every_item(runs, tmp_path,
+                                                                             chromium):
+    """Unknown values in the URL's hash (inherited property names included) are ignored,
+    and the note names them; a one-run view ignores the two-run sorts."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    two, one = tmp_path / "two.html", tmp_path / "one.html"
+    write_view([runs / "a", runs / "b"], two)
+    write_view([runs / "a"], one)
+    errors = []
+    with sync_api.sync_playwright() as playwright:
+        browser = connect_chromium(playwright, chromium)
+        try:
+            page = browser.new_context().new_page()
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            for bad in BAD_HASHES:
+                page.goto(f"{two.as_uri()}#{bad}")
+                page.reload()  # the hash read at load (goto to the same file keeps the page)
+                assert page.locator("#count").inner_text().startswith("65 of 65 items"), bad
+                assert page.locator("article.item").count() == 50, bad
+                note = page.locator("#note").inner_text()
+                assert "named nothing on this page" in note, bad
+                assert bad.split("&")[0] in note, (bad, note)
+            page.goto(f"{one.as_uri()}#sort=gap-abs&task=factuality_classification")
+            page.reload()
+            assert page.locator("#count").inner_text() == "14 of 65 items"
+            assert "sort=gap-abs" in page.locator("#note").inner_text()
+        finally:
+            browser.close()
+    assert errors == []

@@ -216,4 +216,10 @@ def test_a_task_page_ranks_and_maps_domains_and_its_entries_open_item_by_item(pu
         assert page.locator("#top-gaps li").count() == 10
         assert "gap correct" in page.locator("article.item").first.inner_text()
         page.screenshot(path=str(screenshot_path(tmp_path, "items-served.png")))
+        for bad in ("task=__proto__", "sort=valueOf"):  # ignored, and the note says so
+            page.goto(f"{public_server.url}/items/{baseline}?task=factuality_classification"
+                      f"&b={copy}#{bad}")
+            page.wait_for_selector("article.item")
+            assert page.locator("#count").inner_text().startswith("14 of 14 items")
+            assert bad in page.locator("#note").inner_text()
     assert (dialogs, errors) == ([], [])
