@@ -4,7 +4,8 @@
            every variant of a task-datasets folder; --pyramid DIR, repeatable: REALSumm/
            PyrXSum-layout folders), settings (--set KEY=VALUE) and the rows computed here
   token    print a new API token (last line of stdout; only its hash is stored)
-  serve    the web app and one in-process worker (--no-worker to run workers apart)
+  serve    the web app with its workers: one for evaluations, one for scoring and
+           analysis (--no-worker to run workers apart)
   worker   claim and run jobs (--once: until none is left)
   submit   send prediction files / archives / run folders (--check: validate only)
   status   one submission's status and scores
@@ -211,10 +212,12 @@ def _serve_args(parser) -> None:
     parser.add_argument("--port", type=positive_int, default=8000)
     parser.add_argument("--no-worker", action="store_true",
                         help="no worker (run `leaderboard worker` apart)")
-    add_option(parser, "workers")
+    parser.add_argument("--workers", type=positive_int, metavar="N",
+                        help="workers for scoring and analysis (default 1, a thread of the "
+                             "server; more: processes); evaluations have one of their own")
     parser.add_argument("--no-evaluate", action="store_true",
-                        help="the server's workers evaluate no submitted model (GPU "
-                             "machines run `leaderboard worker --kinds evaluate`)")
+                        help="the server evaluates no submitted model (GPU machines run "
+                             "`leaderboard worker --kinds evaluate`)")
     _evaluate_args(parser)
 
 
@@ -237,6 +240,7 @@ def _worker_args(parser) -> None:
     parser.add_argument("--kinds", type=kinds_list, default=JOB_KINDS, metavar="KINDS",
                         help=f"the jobs it takes, comma-separated (default all: "
                              f"{','.join(JOB_KINDS)}); `evaluate` on GPU machines")
+    parser.add_argument("--server-pid", type=positive_int, help=argparse.SUPPRESS)
     _evaluate_args(parser)
 
 

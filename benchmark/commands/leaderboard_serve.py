@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 from benchmark.commands.leaderboard import JOB_KINDS
 from benchmark.commands.options import given_or_default
 from leaderboard.service.app import create_app
 from leaderboard.service.db import Database, database_url
-from leaderboard.service.evaluation import EvaluateOptions
+from leaderboard.service.evaluation import EvaluateOptions, die_with_parent
 from leaderboard.service.schema import check_schema
 from leaderboard.service.worker import Worker
 from tasks.plumbing.errors import SumbenchError
@@ -79,6 +80,8 @@ def check_address(host: str, port: int) -> None:
 
 
 def run_serve(args) -> int:
+    import signal
+
     import uvicorn
 
     database = _database(args.db)
@@ -87,40 +90,75 @@ def run_serve(args) -> int:
     app = create_app(args.db, options.model_root)
     _log_jobs()
     stop = threading.Event()
-    thread, processes = None, []
-    kinds = tuple(kind for kind in JOB_KINDS if kind != "evaluate" or not args.no_evaluate)
-    workers = args.workers or 1  # 1: in the server's process; more: processes of their own
-    if not args.no_worker and workers == 1:
-        worker = Worker(database, kinds=kinds, evaluate=options)
-        thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
-        thread.start()
-    elif not args.no_worker:
-        processes = [worker_process(args.db, kinds, options) for _ in range(workers)]
-    print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} (Ctrl-C "
-          f"stops)", file=sys.stderr, flush=True)
+    threads, processes = [], []
+    # SIGTERM stops the server as Ctrl-C does: uvicorn shuts down, then raises the signal
+    # again, and this handler turns it into an exit that stops the workers first
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
+        if not args.no_worker:
+            threads, processes = start_workers(args, database, options, stop)
+        print(f"sumbench leaderboard: serving http://{shown_host(args.host)}:{args.port} "
+              f"(Ctrl-C stops)", file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except SystemExit as exiting:  # uvicorn's exit when the server did not start
+    except SystemExit as exiting:  # uvicorn's exit when the server did not start, or SIGTERM
         if exiting.code not in (0, None):
             raise OSError(None, f"the server could not start on {shown_host(args.host)}:"
                                 f"{args.port} (its log above says why)") from None
     finally:
         stop.set()
-        if thread is not None:
-            thread.join(timeout=30)
         stop_processes(processes)
+        for thread in threads:
+            thread.join(timeout=30)
     return 0
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(0)
+
+
+#: the jobs of the server's scoring workers: evaluations always have a worker of their own,
+#: so a predictions file is scored while any number of models are evaluated
+SCORING_KINDS = tuple(kind for kind in JOB_KINDS if kind != "evaluate")
+
+
+def start_workers(args, database, options, stop: threading.Event) -> tuple[list, list]:
+    """The server's workers: `--workers` for scoring and analysis (1: a thread of the server's
+    process; more: processes of their own, which stop when the server does), and unless
+    `--no-evaluate` one for evaluations, a thread (the model runs in a process it watches)."""
+    threads, processes = [], []
+    plan = [] if args.no_evaluate else [("evaluate",)]
+    workers = args.workers or 1
+    if workers == 1:
+        plan.append(SCORING_KINDS)
+    else:
+        processes = [worker_process(args.db, SCORING_KINDS, options) for _ in range(workers)]
+    for kinds in plan:
+        worker = Worker(database, kinds=kinds, evaluate=options)
+        threads.append(threading.Thread(target=worker.run, args=(stop,), daemon=True,
+                                        name=f"worker-{'-'.join(kinds)}"))
+        threads[-1].start()
+    return threads, processes
+
+
 def worker_process(db: str, kinds: tuple[str, ...], options):
-    """A `sumbench leaderboard worker` in a process of its own (its log on this stderr)."""
+    """A `sumbench leaderboard worker` in a process of its own (its log on this stderr) that
+    stops when this process does, however it ends: Linux signals it when its parent dies,
+    and it watches its parent's id everywhere else."""
+    import os
     import subprocess
 
     command = [sys.executable, "-m", "benchmark", "leaderboard", "worker", "--db", db,
-               "--kinds", ",".join(kinds), "--device", options.device]
+               "--kinds", ",".join(kinds), "--device", options.device,
+               "--server-pid", str(os.getpid())]
     if options.model_root:
         command += ["--model-root", options.model_root]
-    return subprocess.Popen(command)
+    return subprocess.Popen(command, preexec_fn=_terminate_with_parent)
+
+
+def _terminate_with_parent() -> None:
+    import signal
+
+    die_with_parent(signal.SIGTERM)
 
 
 def stop_processes(processes) -> None:
@@ -138,7 +176,28 @@ def stop_processes(processes) -> None:
             process.wait()
 
 
+def watch_server(server_pid: int, poll_seconds: float = 1.0) -> None:
+    """A worker the server started ends when the server has: its parent's id changes when
+    its parent dies (where no signal from the kernel came first)."""
+    import os
+    import signal
+
+    def watch() -> None:
+        while os.getppid() == server_pid:
+            time.sleep(poll_seconds)
+        print("sumbench leaderboard worker: the server that started it is gone; stopping",
+              file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if os.getppid() != server_pid:  # the server died before this process ran
+        raise SumbenchError(f"the server (process {server_pid}) that started this worker "
+                            f"is gone")
+    threading.Thread(target=watch, daemon=True, name="watch-server").start()
+
+
 def run_worker(args) -> int:
+    if args.server_pid is not None:
+        watch_server(args.server_pid)
     worker = Worker(_database(args.db), lease_seconds=args.lease, hold=args.hold,
                     kinds=args.kinds, evaluate=evaluate_options(args))
     _log_jobs()

@@ -189,7 +189,7 @@ SHARED: dict[str, Option] = {
                                     "--seed here)"),
     "workers": _option("--workers", type=positive_int, metavar="N",
                        help="processes working in parallel (default: as many as help, at "
-                            "most 8; the leaderboard server: 1)"),
+                            "most 8)"),
     "markdown": _option("--markdown", action="store_true",
                         help="print Markdown (for the docs) instead of text"),
     # ---- Pyramid-style evaluation --------------------------------------------------------

@@ -307,14 +307,17 @@ def evaluation_cost(measured: dict, seconds: float, polled_rss: int) -> dict:
             "peak_gpu_bytes": measured["peak_gpu_bytes"], "device": measured["device"]}
 
 
-def die_with_parent() -> None:
-    """Run in the evaluation process before it starts: ask Linux to SIGKILL it when its
-    parent (the worker) dies; set before the program runs, so no kill slips in between."""
+def die_with_parent(signal_number: int | None = None) -> None:
+    """Run in a child process before it starts: ask Linux to send it `signal_number`
+    (default SIGKILL: an evaluation process) when its parent (the worker; the server, for
+    its workers) dies; set before the program runs, so no death slips in between."""
+    import signal
+
     try:
         import ctypes
-        import signal
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(  # PR_SET_PDEATHSIG
+            1, signal_number or signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: the worker's lease still covers it
         pass
 
