@@ -4,7 +4,7 @@
 quota and a plain resubmission (the same source, revision and settings), and queues an
 "evaluate" job. The job (`evaluate_job`) copies the model into the worker's scratch folder,
 checked and hashed as it is copied (leaderboard.service.model_fetch); fails it as a duplicate
-when the user's earlier evaluation on the board had the same content and settings; writes the
+of an earlier evaluation on the board of the same model (`same_model`); writes the
 board's public inputs; and runs leaderboard.service.evaluate_child in a process of its own
 (no network, none of the worker's credentials) under the instance's wall-clock
 (`evaluate_seconds`) and memory (`evaluate_memory_bytes`, resident, as the worker polls it)
@@ -90,6 +90,9 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
         model = check_model_name(model)
         card = check_card({k: v for k, v in card.items() if v not in (None, "")})
         resolved = resolve_source(source, model_root, revision or None)
+        if resolved.kind == "folder" and revision:
+            raise DataError("a revision names a version of a hub model; a folder is "
+                            "evaluated as it is now", field="revision")
         listing = None
         if resolved.kind == "folder":  # what can be seen without reading the weights
             with open_source(resolved.name, model_root) as folder:
@@ -173,7 +176,8 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
             folder = Path(scratch)
             fetched = fetch_checked(evaluation, options, settings, folder)
             evaluation = {**evaluation, "digest": fetched.digest, "weights": fetched.weights,
-                          "model_card": fetched.card, "removed_fields": list(fetched.removed)}
+                          "files_key": fetched.files_key, "model_card": fetched.card,
+                          "removed_fields": list(fetched.removed)}
             claim_content(database, job, evaluation)
             outcome = run_child(database, track, board, evaluation, settings, options,
                                 folder, fetched.folder)
@@ -221,33 +225,47 @@ def redact(text: str, scratch: str, model_root: str | None) -> str:
 
 
 def claim_content(database: Database, job, evaluation: dict) -> None:
-    """Record the digests on the submission, unless an earlier evaluation on the board (any
-    user's, not deleted, not failed) had the same weights and settings: then fail, naming it."""
+    """Record the digests on the submission, unless an earlier evaluation on the board of the
+    same model blocks it (`same_model`): then fail, naming it."""
     with database.write_session() as session:
         submission = session.scalars(select(Submission).where(
             Submission.id == job.submission_id).with_for_update()).one()
         earlier = same_model(session, submission, evaluation)
-        duplicate = {} if earlier is None else {"duplicate_of": earlier}
+        shown = earlier is not None and not earlier.hidden  # a hidden one is never named
+        duplicate = {"duplicate_of": earlier.id} if shown else {}
         submission.evaluation = json.dumps({**evaluation, **duplicate}, sort_keys=True)
-    if earlier is not None:
-        raise EvaluationFailed(f"submission {earlier} already evaluated the same model (the "
-                               f"same weights and settings): not evaluated again")
+        which = None if earlier is None else f"submission {earlier.id}" if shown else \
+            "one of your hidden submissions (unhide it to show it)"
+    if which is not None:
+        raise EvaluationFailed(f"{which} already evaluated the same model (the same weights, "
+                               f"files and predict settings): not evaluated again")
 
 
-def same_model(session, submission: Submission, evaluation: dict) -> int | None:
-    """The earliest other evaluation on the board with the same weights fingerprint and
-    predict settings (whatever its name, files beside the weights or owner)."""
+#: the states of an evaluation that block the same model's evaluation by its own user (any
+#: but failed); another user's blocks only once scored and while it is shown
+BLOCKING_STATES = ("queued", "evaluating", "scoring", "scored")
+
+
+def same_model(session, submission: Submission, evaluation: dict) -> Submission | None:
+    """The earliest other evaluation on the board of the same model (the same weights
+    fingerprint, files key and predict settings, whatever its name or files beside them)
+    that blocks this one: the user's own, hidden or not, unless deleted or failed; another
+    user's only when scored and shown (so no one can squat a public model by evaluating it
+    and hiding the entry, and no answer names another user's hidden entry). A shown one is
+    preferred, so that the answer can name it."""
+    blocking = []
     for other in session.scalars(select(Submission).where(
             Submission.kind == "evaluation", Submission.track == submission.track,
             Submission.board == submission.board, Submission.id != submission.id,
-            Submission.deleted.is_(False),
-            Submission.status.in_(("queued", "evaluating", "scoring", "scored")))
+            Submission.deleted.is_(False), Submission.status.in_(BLOCKING_STATES))
             .order_by(Submission.id)):
+        if other.user_id != submission.user_id and (other.hidden or other.status != "scored"):
+            continue
         stored = json.loads(other.evaluation or "{}")
-        if stored.get("weights") == evaluation["weights"] and \
-                stored.get("predict") == evaluation["predict"]:
-            return other.id
-    return None
+        if all(stored.get(key) == evaluation[key] for key in ("weights", "files_key",
+                                                               "predict")):
+            blocking.append(other)
+    return min(blocking, key=lambda other: (other.hidden, other.id), default=None)
 
 
 #: what the evaluation process may see of the worker's environment (no credentials, no

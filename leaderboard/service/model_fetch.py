@@ -13,7 +13,13 @@ evaluation loads nothing but the bytes hashed here.
 
 The content digest is the sha256 over the loaded files' names and their own sha256, in name
 order, as they were submitted (for an adapter, with its base model's digest); the weights
-fingerprint covers the tensors alone.
+fingerprint covers the tensors alone; the files key covers the contents of every other
+loaded file (configuration, generation configuration, tokenizer, adapter configuration; the
+base model's too), JSON compared by its values without the fields that record where and
+with which library version it was written, and never the index that only says which shard
+holds which tensor. Weights fingerprint, files key and predict settings together say what
+produces the outputs: the duplicate rule keys on them (a re-sharded copy of the same model
+is the same model; the same tensors with another tokenizer are not).
 """
 from __future__ import annotations
 
@@ -23,10 +29,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaderboard.service.model_refs import BASE_KEY, check_references, weights_fingerprint
+from leaderboard.service.model_refs import (
+    BASE_KEY,
+    DATA_FILES,
+    check_references,
+    weights_fingerprint,
+)
 from leaderboard.service.model_source import (
     ADAPTER_CONFIG,
     HUB_PATTERNS,
+    INDEX,
     ModelLimits,
     check_hub_size,
     model_card,
@@ -45,6 +57,7 @@ class FetchedModel:
     weights: str            # the weights fingerprint (and its base model's)
     card: str | None        # its README.md
     removed: tuple[str, ...] = ()  # recorded-only fields taken out of the copy
+    files_key: str = ""     # the contents of its other loaded files (and its base model's)
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,7 @@ def fetch_model(name: str, revision: str | None, model_root: str | None, limits:
     if ADAPTER_CONFIG not in model.files:
         removed = check_references(model.folder, model.files)
         return FetchedModel(model.folder, model.digest, weights_of(model), model.card,
-                            tuple(removed))
+                            tuple(removed), files_key(model))
     config_path = model.folder / ADAPTER_CONFIG
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -104,7 +117,7 @@ def fetch_model(name: str, revision: str | None, model_root: str | None, limits:
         check_references(model.folder, model.files, base.folder)
     return FetchedModel(model.folder, combine(model.digest, base.digest),
                         combine(weights_of(model), weights_of(base)), model.card,
-                        tuple(removed))
+                        tuple(removed), files_key(model, base))
 
 
 def combine(adapter: str, base: str) -> str:
@@ -114,6 +127,37 @@ def combine(adapter: str, base: str) -> str:
 def weights_of(copied: Copied) -> str:
     return weights_fingerprint(copied.folder / name for name in copied.files
                                if name.endswith(".safetensors"))
+
+
+#: JSON fields that record where and by what a file was written, not what the model does
+#: (an adapter's base is keyed by its own files)
+RECORDED_FIELDS = frozenset({"_name_or_path", "name_or_path", "transformers_version",
+                             BASE_KEY})
+
+
+def files_key(model: Copied, base: Copied | None = None) -> str:
+    """sha256 over the contents of the loaded files other than weights and their index, in
+    name order (the base model's under `base/`); JSON by its values, recorded fields aside."""
+    entries = []
+    for prefix, copied in (("", model), ("base/", base)):
+        for name in copied.files if copied else ():
+            if name.endswith(".safetensors") or name == INDEX:
+                continue
+            data = (copied.folder / name).read_bytes()
+            if name.endswith(".json") and name not in DATA_FILES:
+                data = _json_values(data)
+            entries.append((prefix + name, hashlib.sha256(data).hexdigest()))
+    return digest_of(entries)
+
+
+def _json_values(data: bytes) -> bytes:
+    try:
+        values = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return data  # checked already; as it is otherwise
+    if isinstance(values, dict):
+        values = {key: value for key, value in values.items() if key not in RECORDED_FIELDS}
+    return json.dumps(values, sort_keys=True, separators=(",", ":")).encode()
 
 
 def fetch_one(name: str, revision: str | None, model_root: str | None, limits: ModelLimits,

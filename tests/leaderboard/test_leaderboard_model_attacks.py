@@ -248,7 +248,8 @@ def test_the_same_weights_under_another_name_or_with_extra_files_are_one_model(l
     for user in ("ada", "bob"):
         view = _evaluate(lab, "team/twin", user)
         assert _reason(view) == f"submission {first['id']} already evaluated the same model " \
-                                "(the same weights and settings): not evaluated again"
+                                "(the same weights, files and predict settings): not " \
+                                "evaluated again"
 
 
 @pytest.mark.slow
