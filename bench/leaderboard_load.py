@@ -16,6 +16,9 @@
    --workers W` on SQLite (a new instance's defaults); for each, the seconds from its score
    row's commit to the first board document that lists it (polled every 50 ms). Goal: p95
    within 5 s.
+5. Upload bombs: three 61 KB `.tgz` archives of 60 MiB of newlines sent at once to `serve`
+   (an ordinary participant's token); the server's peak resident memory (sampled every 5 ms)
+   over its idle, and the answers and their seconds. Goal: within 100 MiB of idle, 4xx.
 
     python bench/leaderboard_load.py [--entries 1000] [--requests 200] [--docs 4000]
                                      [--burst 20] [--workers 2] [--repeat 5] [--json]
@@ -250,6 +253,70 @@ def keep_up(data: Path, root: Path, count: int, workers: int) -> dict:
             "max_s": float(max(delays))}
 
 
+def newline_archive(size: int) -> bytes:
+    """A gzip-compressed tar of one `.jsonl` member holding `size` newlines."""
+    import io
+    import tarfile
+
+    member = tarfile.TarInfo("predictions.jsonl")
+    member.size = size
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
+        archive.addfile(member, io.BytesIO(b"\n" * size))
+    return buffer.getvalue()
+
+
+def upload_bombs(data: Path, root: Path, count: int = 3) -> dict:
+    """Peak RSS of the server over its idle while `count` newline archives arrive at once."""
+    import concurrent.futures
+    import threading
+
+    import httpx
+    import psutil
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from leaderboard.service.auth import create_token
+    from leaderboard.service.db import Database
+    from leaderboard.service.init import initialise
+
+    from servers import LeaderboardServer
+
+    db = str(root / "bombs.sqlite")
+    initialise(db, gold=str(data), computed_rows=False)
+    token = create_token(Database(db), "mallory")
+    bomb = newline_archive(60 << 20)
+    with LeaderboardServer(db, "--no-worker") as server, httpx.Client(timeout=300) as client:
+        process = psutil.Process(server.process.pid)
+        client.get(f"{server.url}/api/v1/manifest/usb").raise_for_status()  # warmed up
+        idle, peak, done = process.memory_info().rss, 0, threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, process.memory_info().rss)
+                time.sleep(0.005)
+
+        def send(index: int) -> tuple[int, float]:
+            started = time.perf_counter()
+            response = client.post(f"{server.url}/api/v1/submissions",
+                                   headers={"Authorization": f"Bearer {token}"},
+                                   files=[("files", (f"bomb{index}.tgz", bomb))],
+                                   data={"model": f"bomb {index}"})
+            return response.status_code, time.perf_counter() - started
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        with concurrent.futures.ThreadPoolExecutor(count) as pool:
+            answers = list(pool.map(send, range(count)))
+        done.set()
+        sampler.join()
+    return {"uploads": count, "archive_bytes": len(bomb), "unpacked_bytes": 60 << 20,
+            "statuses": [status for status, _ in answers],
+            "max_s": round(max(seconds for _, seconds in answers), 3),
+            "idle_rss_mib": round(idle / 2**20, 1),
+            "peak_over_idle_mib": round((peak - idle) / 2**20, 1)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=1000)
@@ -270,9 +337,10 @@ def main() -> int:
         pages = latency(db, args.requests)
         rebuild = rebuild_seconds(db, args.repeat)
         burst = keep_up(data, root, args.burst, args.workers)
+        bombs = upload_bombs(data, root)
     result = {"benchmark": "leaderboard_load", "entries": args.entries,
               "requests": args.requests, **scoring,
-              "latency": pages, "rebuild_s": rebuild, "keep_up": burst,
+              "latency": pages, "rebuild_s": rebuild, "keep_up": burst, "bombs": bombs,
               "ratio": scoring["scoring_ratio"], "machine": machine()}
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -290,6 +358,10 @@ def main() -> int:
         print(f"{burst['submissions']} submissions at once, {burst['workers']} workers: scored to "
               f"listed p50 {burst['p50_s']:.2f} s, p95 {burst['p95_s']:.2f} s, max "
               f"{burst['max_s']:.2f} s ({burst['listed']} listed)")
+        print(f"{bombs['uploads']} archives of {bombs['archive_bytes']} bytes unpacking to "
+              f"{bombs['unpacked_bytes']} at once: answers {bombs['statuses']} within "
+              f"{bombs['max_s']:.2f} s, peak RSS {bombs['peak_over_idle_mib']:.1f} MiB over "
+              f"idle ({bombs['idle_rss_mib']:.1f} MiB)")
         print(f"machine: {result['machine']['cpu']}, {result['machine']['cpus']} CPUs")
     return 0 if scoring["identical"] else 1
 

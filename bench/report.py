@@ -58,7 +58,8 @@ WHAT = {
     "view_speed": ("`sumbench view` of two USB-test-sized runs (about 17,600 records each): "
                    "build, then open and filter in Chromium", "open < 3 s, filter < 0.2 s"),
     "leaderboard_load": ("server-side scoring of a USB-test-sized submission vs `sumbench "
-                         "score`; page latency; listing after scoring", "<= 1.5"),
+                         "score`; page latency; listing after scoring; upload bombs "
+                         "(peak RSS within 100 MiB of idle)", "<= 1.5"),
 }
 #: fast paths deleted for gaining less than 1.15x at a real shape, as bench/fast_paths.py
 #: measured them before it went with them: path -> the code that went (lines; test lines)
@@ -105,6 +106,12 @@ def details(line: dict) -> str:
         parts.append(f"{burst['submissions']} at once: listed p95 {burst['p95_s']:.2f} s")
     for name, latency in (line.get("latency") or {}).items():
         parts.append(f"GET {name} p95 {latency['p95_ms']:.1f} ms")
+    if "bombs" in line:
+        bombs = line["bombs"]
+        parts.append(f"{bombs['uploads']} newline bombs at once: peak RSS "
+                     f"{bombs['peak_over_idle_mib']:.1f} MiB over idle, answers "
+                     f"{'/'.join(map(str, sorted(set(bombs['statuses']))))} within "
+                     f"{bombs['max_s']:.2f} s")
     if "memory_ratio" in line:
         parts.append(f"memory ratio {line['memory_ratio']}, tokens/s "
                      f"{line['tokens_per_s']['ours']} vs {line['tokens_per_s']['baseline']}"

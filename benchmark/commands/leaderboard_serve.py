@@ -12,7 +12,8 @@ from benchmark.commands.leaderboard import JOB_KINDS
 from benchmark.commands.options import given_or_default
 from leaderboard.service.app import create_app
 from leaderboard.service.db import Database, database_url
-from leaderboard.service.evaluation import EvaluateOptions, die_with_parent
+from leaderboard.service.evaluation import EvaluateOptions
+from leaderboard.service.evaluation_process import die_with_parent
 from leaderboard.service.schema import check_schema
 from leaderboard.service.worker import Worker
 from tasks.plumbing.errors import SumbenchError

@@ -21,6 +21,11 @@ UNREAD_SUFFIXES = (".tar", ".gz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tbz2",
 RESULTS_NAME = "results.json"
 #: archive members of any kind (folders, files that are not read) allowed per allowed file
 MEMBERS_PER_FILE = 16
+#: the most an archive may unpack to, as a multiple of its own size, once it unpacks to more
+#: than MIN_RATIO_BYTES (prediction files compress ten to thirty times; a 61 KB archive of
+#: 60 MiB of newlines, a thousand)
+MAX_UNPACK_RATIO = 100
+MIN_RATIO_BYTES = 4 << 20
 #: what reading a damaged or unsupported archive member can raise
 ARCHIVE_FAULTS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
                   NotImplementedError, RuntimeError, ValueError)
@@ -117,8 +122,13 @@ def _check_members(upload: Upload, members: Sequence[tuple[str, str, int]],
 
 
 def _check_room(upload: Upload, unpacked: int, limits: Limits, room: int) -> None:
-    """An archive's members may bring the submission's files to `max_bytes`, no further:
-    `room` is what the files before it left."""
+    """An archive's members may bring the submission's files to `max_bytes`, no further
+    (`room` is what the files before it left), and unpack to at most MAX_UNPACK_RATIO times
+    the archive's size (beyond MIN_RATIO_BYTES)."""
+    if unpacked > max(MIN_RATIO_BYTES, MAX_UNPACK_RATIO * len(upload.data)):
+        raise DataError(f"archive unpacks to more than {MAX_UNPACK_RATIO} times its own "
+                        f"{len(upload.data)} bytes (beyond {MIN_RATIO_BYTES} bytes, an archive "
+                        f"may not)", path=upload.name)
     if unpacked > room:
         raise DataError(f"archive unpacks to more than {limits.max_bytes} bytes"
                         if room == limits.max_bytes else

@@ -6,7 +6,8 @@ archives of such files (`.tgz`/`.tar.gz`: gzip only). Archives are checked befor
 read from them: regular files only (no links, devices or folders escaping the archive), no
 absolute or `..` member paths, no two members of one name, member sizes (of any kind) and the
 submission's files, plain and unpacked from every archive, under the instance's limit
-(`max_bytes`), and at most MEMBERS_PER_FILE members of any kind per allowed file, counted while
+(`max_bytes`), unpacking to at most MAX_UNPACK_RATIO times an archive's own size (beyond
+MIN_RATIO_BYTES), and at most MEMBERS_PER_FILE members of any kind per allowed file, counted while
 a tar listing is read (a zip listing's size is bounded before it is parsed;
 `leaderboard.intake.archives`). Damaged, encrypted or unsupported members are refused by name;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must be
@@ -90,18 +91,31 @@ def line_length(raw: bytes, number: int) -> int:
     return len(text) - text.endswith(b"\r")
 
 
+def numbered_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes without the newline) of each line, one at a time (a list of
+    every line would cost far more memory than the file: 60 MiB of newlines are 63 million
+    empty lines); nothing after a final newline."""
+    start, number, end = 0, 1, len(data)
+    while start < end:
+        stop = data.find(b"\n", start)
+        stop = end if stop < 0 else stop
+        yield number, data[start:stop]
+        start, number = stop + 1, number + 1
+
+
 def located_records(files: Sequence[Upload], limits: Limits,
                     errors: ErrorCollector) -> Iterator[Located]:
-    """(file, line, object) of every non-blank JSON line; problems go to `errors`."""
+    """(file, line, object) of every non-blank JSON line; problems go to `errors`. Every
+    line counts toward `max_records`, blank ones too."""
     count = 0
     for upload in files:
-        for number, raw in enumerate(upload.data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
+        for number, raw in numbered_lines(upload.data):
             count += 1
             if count > limits.max_records:
-                raise DataError(f"more than {limits.max_records} records in one submission",
-                                path=upload.name, line=number)
+                raise DataError(f"more than {limits.max_records} lines in one submission "
+                                f"(records and blank lines)", path=upload.name, line=number)
+            if not raw.strip():
+                continue
             length = line_length(raw, number)
             if length > limits.max_line_bytes:  # never parsed, let alone scored
                 errors.add(f"a line of {length} bytes, over this instance's limit of "

@@ -100,6 +100,14 @@ def submissions_since(session, user: User, days: int) -> int:
         Submission.kind.in_(QUOTA_KINDS))) or 0)
 
 
+def rejections_since(session, user: User, hours: int) -> int:
+    """The user's rejected submissions (audit rows) of the last `hours` hours."""
+    since = utcnow() - _dt.timedelta(hours=hours)
+    return int(session.scalar(select(func.count(AuditEntry.id)).where(
+        AuditEntry.actor == user.name, AuditEntry.action == "submit",
+        AuditEntry.outcome == "rejected", AuditEntry.at >= since)) or 0)
+
+
 def audit(session, actor: str | None, action: str, outcome: str, *,
           submission_id: int | None = None, detail: Any = None) -> None:
     """Append one audit row (in the caller's transaction)."""

@@ -30,13 +30,17 @@ def evaluate(request: dict) -> dict:
     model, tokenizer, info = load_model(request["model"], safetensors_only=True)
     spec = PredictSpec.from_dict(request["spec"])
     fingerprint = prepared_fingerprint(model, tokenizer, spec)
-    counts = {}
+    counts, budget = {}, request.get("max_generated_tokens")
     for name in request["tasks"]:
         task = get_task(name)
         instances = task.instances(task.load("test", request["board"], request["inputs"]))
         result = run_task(task, instances, model, tokenizer, spec, out, resume=False,
                           model_print=fingerprint)
         counts[name] = {"instances": len(instances), **result.counts}
+        spent = sum(count.get("generated_tokens", 0) for count in counts.values())
+        if budget is not None and spent > budget:
+            raise SumbenchError(f"it generated {spent} tokens by the end of {name}, over "
+                                f"this evaluation's budget of {budget}")
     return {"model_fingerprint": fingerprint, "counts": counts,
             "measured": measured(model_device(model), counts)}
 

@@ -1,14 +1,15 @@
 """Models the server evaluates itself (entries of kind "evaluation", badge "evaluated here").
 
 `accept_evaluation` checks a submitted SOURCE by name (leaderboard.service.model_source), its
-quota and a plain resubmission (the same source, revision and settings), and queues an
+quota, the user's waiting evaluations (leaderboard.service.compute) and a plain resubmission
+(the same source, revision and settings), and queues an
 "evaluate" job. The job (`evaluate_job`) copies the model into the worker's scratch folder,
 checked and hashed as it is copied (leaderboard.service.model_fetch); fails it as a duplicate
 of an earlier evaluation on the board of the same model (`same_model`); writes the
 board's public inputs; and runs leaderboard.service.evaluate_child in a process of its own
-(no network, none of the worker's credentials) under the instance's wall-clock
-(`evaluate_seconds`) and memory (`evaluate_memory_bytes`, resident, as the worker polls it)
-limits. It then stores the predictions, checked like a file's but with every label count
+(no network, none of the worker's credentials; leaderboard.service.evaluation_process) under
+the board's wall-clock and token budget (leaderboard.service.compute) and the instance's
+memory limit (`evaluate_memory_bytes`, resident, as the worker polls it). It then stores the predictions, checked like a file's but with every label count
 accepted (they are scored by the official rule and counted), and queues the ordinary score
 job, in one transaction, once (a job taken over after its worker died finds the predictions
 stored and stops). A model that cannot be fetched, loaded or evaluated, runs too long or out
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +33,12 @@ from leaderboard.card import check_card
 from leaderboard.intake.inputs import write_inputs
 from leaderboard.intake.validate import Upload, validate_submission
 from leaderboard.service.auth import audit
+from leaderboard.service.compute import check_evaluation_slots, evaluation_budget
 from leaderboard.service.db import Database, Job, Submission, User, pack
+from leaderboard.service.evaluation_process import (
+    EvaluationFailed,
+    supervise,
+)
 from leaderboard.service.gold import board_inputs, board_manifest, gold_for, require_board
 from leaderboard.service.jobs import finish
 from leaderboard.service.model_fetch import fetch_model
@@ -45,7 +50,13 @@ from leaderboard.service.model_source import (
 )
 from leaderboard.service.probing import item_digests
 from leaderboard.service.settings import InstanceSettings, load_settings
-from leaderboard.service.submissions import Identical, check_model_name, check_quota
+from leaderboard.service.submissions import (
+    Identical,
+    check_model_name,
+    check_quota,
+    check_rejections,
+    refusal_outcome,
+)
 from leaderboard.service.system_rows import TRUSTED_LIMITS
 from leaderboard.tracks.usb import UsbTrack
 from tasks.plumbing.errors import DataError, SumbenchError
@@ -54,7 +65,6 @@ from trainers.inference.predict import PredictSpec
 
 #: the tracks whose boards can evaluate a model (their parts are tasks `sumbench predict` runs)
 EVALUATED_TRACKS = ("usb",)
-POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,9 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
             raise DataError(f"track {track_name!r} evaluates no models (tracks that do: "
                             f"{', '.join(EVALUATED_TRACKS)})", field="track")
         require_board(gold_for(database, track_name), track_name, board)
+        if not user.is_admin:
+            with database.session() as session:
+                check_rejections(session, settings, user)  # before reading the model
         model = check_model_name(model)
         card = check_card({k: v for k, v in card.items() if v not in (None, "")})
         resolved = resolve_source(source, model_root, revision or None)
@@ -118,7 +131,7 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
 
 def _audit_rejection(database: Database, user: User, detail: dict, error: Exception) -> None:
     with database.write_session() as session:
-        audit(session, user.name, "submit", "rejected",
+        audit(session, user.name, "submit", refusal_outcome(error),
               detail={**detail, "error": str(error)[:2000]})
 
 
@@ -142,6 +155,7 @@ def _queue(database: Database, settings: InstanceSettings, user: User, identical
             return identical.answer(session, earlier, detail)
         if not user.is_admin:
             check_quota(session, settings, user)
+            check_evaluation_slots(session, settings, user)
         submission = Submission(
             user_id=user.id, kind="evaluation", track=identical.track, board=identical.board,
             model=identical.model, card=json.dumps(card, sort_keys=True), status="queued",
@@ -156,10 +170,6 @@ def _queue(database: Database, settings: InstanceSettings, user: User, identical
 
 
 # ---- the job -------------------------------------------------------------------------------
-class EvaluationFailed(SumbenchError):
-    """The model could not be evaluated: the reason a participant reads."""
-
-
 def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
     with database.write_session() as session:
         submission = session.get(Submission, job.submission_id)
@@ -268,27 +278,6 @@ def same_model(session, submission: Submission, evaluation: dict) -> Submission 
     return min(blocking, key=lambda other: (other.hidden, other.id), default=None)
 
 
-#: what the evaluation process may see of the worker's environment (no credentials, no
-#: database address; the operator's task plug-ins, so that their tasks evaluate); it runs
-#: offline
-CHILD_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
-                     "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
-                     "SUMBENCH_PLUGINS")
-
-
-def child_environment(scratch: Path) -> dict[str, str]:
-    """The worker's harmless variables; offline, with an empty Hugging Face home of its own
-    (no cached model of the worker's can stand in for a name)."""
-    import os
-
-    kept = {key: os.environ[key] for key in CHILD_ENVIRONMENT if key in os.environ}
-    code = str(Path(__file__).resolve().parents[2])  # sumbench's own, installed or not
-    path = os.pathsep.join(filter(None, [code, kept.get("PYTHONPATH")]))
-    return {**kept, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(scratch / "hf-home")}
-
-
 def run_child(database: Database, track, board: str, evaluation: dict,
               settings: InstanceSettings, options: EvaluateOptions, folder: Path,
               model: Path) -> dict:
@@ -296,15 +285,17 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     evaluation.json, or EvaluationFailed."""
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
+    budget = evaluation_budget(settings, sum(map(len, inputs["parts"].values())),
+                               int(evaluation["predict"]["max_new_tokens"]))
     request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
                "tasks": sorted(inputs["parts"]), "out": str(folder / "run"),
                "spec": {**evaluation["predict"], "device": options.device},
-               "scratch": str(folder)}
+               "scratch": str(folder), "max_generated_tokens": budget.tokens}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     started = time.monotonic()
     code, peak_rss = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
-                                str(folder / "request.json")], settings, folder / "stderr.log",
-                               folder)
+                                str(folder / "request.json")], budget.seconds,
+                               settings.evaluate_memory_bytes, folder / "stderr.log", folder)
     seconds = time.monotonic() - started
     run = folder / "run"
     if code != 0:
@@ -323,59 +314,6 @@ def evaluation_cost(measured: dict, seconds: float, polled_rss: int) -> dict:
     return {"seconds": round(seconds, 3), "generated_tokens": int(measured["generated_tokens"]),
             "peak_rss_bytes": max(int(measured["peak_rss_bytes"]), polled_rss),
             "peak_gpu_bytes": measured["peak_gpu_bytes"], "device": measured["device"]}
-
-
-def die_with_parent(signal_number: int | None = None) -> None:
-    """Run in a child process before it starts: ask Linux to send it `signal_number`
-    (default SIGKILL: an evaluation process) when its parent (the worker; the server, for
-    its workers) dies; set before the program runs, so no death slips in between."""
-    import signal
-
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(  # PR_SET_PDEATHSIG
-            1, signal_number or signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the worker's lease still covers it
-        pass
-
-
-def supervise(command: list[str], settings: InstanceSettings, log: Path,
-              scratch: Path) -> tuple[int, int]:
-    """Run `command` in `scratch` (its output to `log`), killing it past `evaluate_seconds` or
-    when its resident memory (with its children's) passes `evaluate_memory_bytes`; (its exit
-    status, the most resident memory polled), or EvaluationFailed."""
-    import psutil
-
-    with open(log, "wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
-                                   cwd=scratch, env=child_environment(scratch),
-                                   preexec_fn=die_with_parent)
-        deadline = time.monotonic() + settings.evaluate_seconds
-        peak = 0
-        try:
-            while process.poll() is None:
-                if time.monotonic() > deadline:
-                    raise EvaluationFailed(f"the evaluation timed out after "
-                                           f"{settings.evaluate_seconds} s")
-                peak = max(peak, resident_bytes(psutil, process.pid))
-                if peak > settings.evaluate_memory_bytes:
-                    raise EvaluationFailed(f"the evaluation ran out of memory (over "
-                                           f"{settings.evaluate_memory_bytes} bytes resident)")
-                time.sleep(POLL_SECONDS)
-            return process.returncode, peak
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-
-
-def resident_bytes(psutil, pid: int) -> int:
-    try:
-        parent = psutil.Process(pid)
-        return sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)])
-    except psutil.Error:  # it ended between the poll and now
-        return 0
 
 
 def read_predictions(run: Path) -> list:

@@ -18,8 +18,9 @@ SETTINGS_KEY = "instance"
 #: bumped when the way a track's scores are computed or published changes (part of every
 #: version key: entries wait for `rescore`, which answers them under the new rules). 2: a
 #: participant's evaluated model is laddered on hidden gold, and the Ladder stays inside each
-#: metric's range
-SCORER_VERSION = "2"
+#: metric's range. 3: the public-gold copy check reads records as each task's metric does,
+#: per task as well as pooled (leaderboard.tracks.usb.COPY_SHARES)
+SCORER_VERSION = "3"
 
 
 #: "public": participants may hold the test labels (the USB release is public); "private":
@@ -77,6 +78,15 @@ class InstanceSettings(JsonFields):
     max_model_files: int = 1000      # entries in a submitted model's folder
     evaluate_seconds: int = 6 * 3600  # wall-clock limit of one model's evaluation
     evaluate_memory_bytes: int = 64 << 30  # resident memory limit of an evaluation process
+    rejected_per_hour: int = 30      # rejected submissions a user may send in an hour before
+    #                                  the next are refused unread (429; admins: none)
+    evaluations_per_user: int = 2    # a user's evaluations queued or running at once (admins:
+    #                                  none; leaderboard.service.compute)
+    evaluate_token_budget: int = 0   # generated tokens of one evaluation; 0: the board's test
+    #                                  items x the release's max_new_tokens
+    evaluate_base_seconds: int = 600  # an evaluation's wall-clock limit: this plus ...
+    evaluate_seconds_per_token: float = 0.05  # ... this per budgeted token, at most
+    #                                  evaluate_seconds
     summary_evaluators: tuple[Mapping[str, Any], ...] = field(
         default_factory=lambda: tuple(_default_evaluators()))
 
@@ -86,7 +96,8 @@ class InstanceSettings(JsonFields):
         for name in ("n_resamples", "quota_per_day", "quota_per_week", "max_upload_bytes",
                      "max_records", "max_files", "max_line_bytes", "min_public_items",
                      "max_model_bytes", "max_model_files", "evaluate_seconds",
-                     "evaluate_memory_bytes"):
+                     "evaluate_memory_bytes", "rejected_per_hour", "evaluations_per_user",
+                     "evaluate_base_seconds"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SumbenchError(f"setting {name} must be a positive integer, got {value!r}")
@@ -105,6 +116,15 @@ class InstanceSettings(JsonFields):
         if not (_is_number(self.private_fraction) and 0 <= self.private_fraction < 1):
             raise SumbenchError(f"setting private_fraction must be in [0, 1), got "
                                 f"{self.private_fraction!r}")
+        if not isinstance(self.evaluate_token_budget, int) or \
+                isinstance(self.evaluate_token_budget, bool) or self.evaluate_token_budget < 0:
+            raise SumbenchError(f"setting evaluate_token_budget must be a non-negative integer "
+                                f"(0: the board's items x max_new_tokens), got "
+                                f"{self.evaluate_token_budget!r}")
+        if not (_is_number(self.evaluate_seconds_per_token)
+                and 0 <= self.evaluate_seconds_per_token < math.inf):
+            raise SumbenchError(f"setting evaluate_seconds_per_token must be a non-negative "
+                                f"number, got {self.evaluate_seconds_per_token!r}")
         if not (_is_number(self.ladder_step) and 0 <= self.ladder_step <= 100):
             raise SumbenchError(f"setting ladder_step must be in [0, 100] (0: off), got "
                                 f"{self.ladder_step!r}")

@@ -19,7 +19,13 @@ from sqlalchemy import select
 
 from leaderboard.card import check_card, merged_card
 from leaderboard.intake.validate import Limits, Upload, uploads_sha256, validate_submission
-from leaderboard.service.auth import QUOTA_KINDS, audit, submissions_since, system_user
+from leaderboard.service.auth import (
+    QUOTA_KINDS,
+    audit,
+    rejections_since,
+    submissions_since,
+    system_user,
+)
 from leaderboard.service.db import Database, Job, Submission, User, pack, utcnow
 from leaderboard.service.gold import board_manifest
 from leaderboard.service.probing import item_digests
@@ -83,6 +89,7 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
             return answer
         if kind in QUOTA_KINDS and not user.is_admin:
             with database.session() as session:
+                check_rejections(session, settings, user)  # before reading the files
                 check_quota(session, settings, user)  # early: before the work of validating
         result = validate_submission(track, uploads, board_manifest(database, track, board),
                                      Limits.of(settings), board)
@@ -99,8 +106,23 @@ def accept(database: Database, settings: InstanceSettings, user: User, *, track_
 
 def _audit_rejection(database: Database, user: User, detail: dict, error: Exception) -> None:
     with database.session() as session:
-        audit(session, user.name, "submit", "rejected",
+        audit(session, user.name, "submit", refusal_outcome(error),
               detail={**detail, "error": str(error)[:2000]})
+
+
+def refusal_outcome(error: Exception) -> str:
+    """The audit outcome of a submission not taken: "refused" over a quota or rate limit
+    (nothing was read), else "rejected" (which counts toward `rejected_per_hour`)."""
+    return "refused" if isinstance(error, QuotaExceeded) else "rejected"
+
+
+def check_rejections(session, settings: InstanceSettings, user: User) -> None:
+    """Refuse, unread, a submission of a user whose last hour held `rejected_per_hour`
+    rejected ones (bad files cost the server work whether or not they are stored)."""
+    if rejections_since(session, user, 1) >= settings.rejected_per_hour:
+        raise QuotaExceeded(f"{settings.rejected_per_hour} rejected submissions in the last "
+                            f"hour (this instance's limit): check files with `sumbench "
+                            f"leaderboard submit --check` before sending them")
 
 
 def check_quota(session, settings: InstanceSettings, user: User) -> None:

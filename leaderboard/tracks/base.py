@@ -172,27 +172,49 @@ class Track(abc.ABC):
         return None
 
 
-#: a predictions file "matches the public gold" when at least MATCH_SHARE of its records are
-#: the gold answer (the same letters and digits, or values within 0.01 of the 0/1 labels) and
-#: it answers a text task, or at least MATCH_SHARE_LABELS of them when it answers label tasks
-#: only (where a very good classifier's hard decisions come close). A model's own outputs stay
-#: far below (probabilities are rarely the labels, generated text rarely the reference; the
-#: shared fixture's sample predictions: 20%); a copy keeps it with a few records changed,
-#: rounded or re-punctuated.
+#: an entry "matches the public gold" when, pooled over every part it answers, at least
+#: MATCH_SHARE of its records are the gold answer as each part's metric sees it and it answers
+#: a text part, or at least MATCH_SHARE_LABELS of them when it answers label parts only (where
+#: a very good classifier's decisions come close); or when any one part reaches its own
+#: share (`copy_shares`; these two by default: text, labels). A model's own outputs stay far
+#: below (the shared fixture's sample predictions: 20%); a copy keeps it with a few records
+#: changed, rounded or perturbed in what the metric ignores.
 MATCH_SHARE, MATCH_SHARE_LABELS = 0.85, 0.99
 
 
-def gold_match_summary(counts: Mapping[str, tuple[int, int, bool]]) -> dict:
-    """{"matches_public_gold", "share", "parts": {part: share}} from part -> (records that
-    are the gold answer, records, whether the part's answers are text)."""
+def gold_match_summary(counts: Mapping[str, tuple[int, int, bool]],
+                       copy_shares: Mapping[str, float] | None = None) -> dict:
+    """{"matches_public_gold", "share" (pooled), "parts": {part: share}, "copied_parts"
+    (those at their own share), "text_copies" (those of them whose answers are text: memorised
+    references), "copy_shares"} from part -> (records that are the gold answer, records,
+    whether the part's answers are text)."""
     total = sum(records for _, records, _ in counts.values())
     copied = sum(same for same, _, _ in counts.values())
     share = copied / total if total else None
     needed = MATCH_SHARE if any(text for _, _, text in counts.values()) else MATCH_SHARE_LABELS
-    return {"matches_public_gold": share is not None and share >= needed,
+    shares = {part: (copy_shares or {}).get(part, MATCH_SHARE if text else MATCH_SHARE_LABELS)
+              for part, (_, _, text) in counts.items()}
+    copied_parts = sorted(part for part, (same, records, _) in counts.items()
+                          if records and same / records >= shares[part])
+    return {"matches_public_gold": bool(copied_parts) or (share is not None and share >= needed),
             "share": None if share is None else round(share, 4),
             "parts": {part: round(same / records, 4)
-                      for part, (same, records, _) in counts.items() if records}}
+                      for part, (same, records, _) in counts.items() if records},
+            "copied_parts": copied_parts,
+            "text_copies": [part for part in copied_parts if counts[part][2]],
+            "copy_shares": shares}
+
+
+def text_copies(gold_match: Mapping[str, Any] | None) -> list[str]:
+    """The text parts whose answers reproduce the public references (an entry scored before
+    per-part shares existed: every part, when it matched the public gold)."""
+    if not gold_match:
+        return []
+    if "text_copies" not in gold_match:
+        return sorted(gold_match.get("parts", {})) if gold_match.get("matches_public_gold") \
+            else []
+    return list(gold_match["text_copies"])
+
 
 def check_id_types(collector: ErrorCollector, located: Located,
                    fields: Sequence[str]) -> bool:

@@ -144,6 +144,18 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
     unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
 
 
+#: per task, the share of its records that are the gold answer (as its metric sees them) at
+#: which an entry copies the public gold there. Text tasks: a fine-tuned Flan-T5 reproduces a
+#: reference token for token on a few percent of ABS, TOPIC and COMP items, and exactly on
+#: about a third of FIX items (the paper's exact match: 33-37); their copies are memorised
+#: test data. Label tasks (decisions, spans): a perfect classifier's equal the gold's too, so
+#: the bar is near all of them, and a copy there is flagged, never taken for memorisation.
+COPY_SHARES = {"abstractive_summarization": 0.5, "topicbased_summarization": 0.5,
+               "multisentence_compression": 0.5, "fixing_factuality": 0.8,
+               "extractive_summarization": 0.99, "evidence_extraction": 0.99,
+               "factuality_classification": 0.99, "unsupported_span_prediction": 0.99}
+
+
 class UsbTrack(Track):
     name = "usb"
     title = "USB: eight summarization tasks"
@@ -321,14 +333,15 @@ class UsbTrack(Track):
         return parts
 
     def gold_match(self, checked, gold, board: str) -> dict:
-        """Records whose prediction is the gold answer (task.reproduces_gold), per part."""
+        """Records whose prediction is the gold answer as the task's metric sees it
+        (task.reproduces_gold), per part, against each task's COPY_SHARES."""
         counts = {}
         for name, records in sorted(checked.items()):
             task = get_task(name)
             joined = self.joined_records(name, records, gold, board)
             counts[name] = (sum(task.reproduces_gold(record) for record in joined), len(joined),
-                            task.output_kind != "probabilities")
-        return gold_match_summary(counts)
+                            task.output_kind == "text")
+        return gold_match_summary(counts, COPY_SHARES)
 
     def statistic(self, part: str, gold, board: str):
         return headline_statistic(get_task(part))

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tasks.base import FewShotParts, ModelInput, Task
-from tasks.metrics.classification import align_to_labels, flagged_scores
+from tasks.metrics.classification import align_to_labels, flagged_scores, rounded_classes
 from tasks.metrics.rouge import (
     BOOTSTRAP_SAMPLES,
     ROUGE_AGGREGATES,
     aggregate_rouge,
     geometric_mean,
     rouge_per_example,
+    rouge_tokens,
 )
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.usb.loaders import GOLD_FIELDS, load_task_split
@@ -31,10 +32,6 @@ SPAN_METRICS = ("precision", "recall", "f1")
 def joined(lines: Sequence[str]) -> str:
     """Input lines as one content string (one space between lines)."""
     return " ".join(lines)
-
-
-def _alphanumeric(text: str) -> str:
-    return "".join(char for char in text.lower() if char.isalnum())
 
 
 def instructed(instruction: str, content: str) -> str:
@@ -76,13 +73,14 @@ class UsbTask(Task):
         raise NotImplementedError
 
     def reproduces_gold(self, record: dict) -> bool:
-        """Whether the record's prediction is its gold answer: the same letters and digits
-        (case, spaces and punctuation aside), or values within 0.01 of the 0/1 gold ones."""
-        gold, prediction = self.gold_prediction(record), record.get("prediction")
-        if isinstance(gold, str):
-            return isinstance(prediction, str) and _alphanumeric(prediction) == _alphanumeric(gold)
-        return isinstance(prediction, list) and len(prediction) == len(gold) and all(
-            abs(float(value) - float(target)) <= 0.01 for value, target in zip(prediction, gold))
+        """Whether the record's prediction is its gold answer as the task's metric sees it:
+        for probabilities, the same decisions (rounded as the metrics round them, after the
+        official truncation or padding, which a copy never needs); text tasks and UNSUP
+        override it with their metric's own view."""
+        if self.output_kind != "probabilities":
+            raise NotImplementedError
+        ((probabilities, labels, mismatched),) = self.score_examples([record])
+        return not mismatched and rounded_classes(probabilities).tolist() == list(labels)
 
     def format(self, instance: dict, tokenizer: Any = None,
                max_input_tokens: int | None = None) -> list[ModelInput]:
@@ -197,6 +195,16 @@ class TextTask(UsbTask):
     def score_examples(self, records: Sequence[dict]) -> list[dict]:
         return rouge_per_example([r["prediction"] for r in records],
                                  [r["output_string"] for r in records])
+
+    def reproduces_gold(self, record: dict) -> bool:
+        """The same lower-cased string for an exact-match task (FIX), else the same ROUGE
+        tokens (rouge-score's lower-cased runs of [a-z0-9]: what every ROUGE score reads)."""
+        prediction, gold = record.get("prediction"), self.gold_prediction(record)
+        if not isinstance(prediction, str):
+            return False
+        if self.main_metric == "exactmatch":
+            return prediction.lower() == gold.lower()
+        return rouge_tokens(prediction) == rouge_tokens(gold)
 
     def aggregate_scores(self, examples: Sequence[dict]) -> dict:
         """rouge1, rouge2, rougel, exactmatch, `rouge_gmean` (their R1/R2/RL mean) and

@@ -45,6 +45,15 @@ class UnsupportedSpanPrediction(UsbTask):
         for field in ("prediction", "summary", "annotated_summary"):
             require_str(record, field)
 
+    def reproduces_gold(self, record: dict) -> bool:
+        """The same spans as the gold, as span F1 counts them (every predicted span right,
+        every gold span predicted)."""
+        if not isinstance(record.get("prediction"), str):
+            return False
+        correct, predicted, gold = span_example_counts(
+            record["prediction"], record["summary"], record["annotated_summary"])
+        return correct == predicted == gold
+
     def score_examples(self, records: Sequence[dict]) -> list[tuple[int, int, int]]:
         """Per record: (correct, predicted, gold) span counts (`span_example_counts`)."""
         return [span_example_counts(r["prediction"], r["summary"], r["annotated_summary"])

@@ -539,6 +539,44 @@ def test_owner_only_hide_and_delete_admin_only_rescore(service, scored, usb_fixt
     assert ("admin", "delete") in actions and ("alice", "hide") in actions
 
 
+def test_rejected_submissions_count_toward_an_hourly_limit(service, usb_fixture_dir):
+    """Bad files cost the server work whether or not they are stored: past
+    `rejected_per_hour`, a user's next submissions are refused unread (429), good ones too;
+    the refusals count toward nothing (audited as refused), and other users are unaffected."""
+    from sqlalchemy import select
+
+    from leaderboard.service.db import AuditEntry
+
+    database, original = service["database"], load_settings(service["database"])
+    token = create_token(database, "erin")
+    service["tokens"]["erin"] = token
+    good = [Upload("fix.jsonl", minimal_lines(
+        usb_fixture_dir / "predictions" / "fixing_factuality.jsonl"))]
+    try:
+        save_settings(database, original.with_changes({"rejected_per_hour": "3"}))
+        for number in range(3):
+            bad = _submit(service, [Upload("bad.jsonl", b"{not json\n")], model=f"bad {number}",
+                          user="erin")
+            assert bad.status_code == 422, bad.text
+        for _ in range(2):
+            refused = _submit(service, good, model="good after bad ones", user="erin")
+            assert refused.status_code == 429, refused.text
+            assert refused.json()["errors"][0]["message"].startswith(
+                "3 rejected submissions in the last hour")
+        evaluation = service["client"].post("/api/v1/submissions", headers=_auth(
+            service, "erin"), data={"model": "evaluated", "evaluate": "team/none"})
+        assert evaluation.status_code == 429, evaluation.text
+        service["tokens"]["frank"] = create_token(database, "frank")
+        assert _submit(service, good, model="another user", user="frank").status_code == 202
+        with database.session() as session:
+            outcomes = [row.outcome for row in session.scalars(
+                select(AuditEntry).where(AuditEntry.actor == "erin", AuditEntry.action == "submit")
+                .order_by(AuditEntry.id))]
+        assert outcomes == ["rejected"] * 3 + ["refused"] * 3
+    finally:
+        save_settings(database, original)
+
+
 @pytest.mark.slow
 def test_quota_and_body_limit(service, usb_fixture_dir):
     from leaderboard.service.app import create_app

@@ -298,7 +298,7 @@ def test_a_byte_order_mark_before_the_first_line_is_skipped(abs_lines):
 
 
 def test_record_limit_and_empty_submissions(abs_lines):
-    with pytest.raises(DataError, match="more than 2 records"):
+    with pytest.raises(DataError, match="more than 2 lines in one submission"):
         validate_submission(make_track("usb"), [Upload("a.jsonl", abs_lines)], None,
                             Limits(max_records=2), "all")
     with pytest.raises(SubmissionErrors, match="holds no prediction records"):
@@ -371,3 +371,62 @@ def test_at_most_twenty_errors_are_listed_and_the_rest_counted():
                             "all")
     assert len(caught.value.to_list()) == 20 and caught.value.more == 5
     assert "(and 24 more problem(s))" in str(caught.value)
+
+
+@pytest.mark.parametrize("data, lines", [
+    (b"", []), (b"\n", [(1, b"")]), (b"a", [(1, b"a")]), (b"a\n", [(1, b"a")]),
+    (b"a\r\nb", [(1, b"a\r"), (2, b"b")]),
+    (b"\n\na\n\n", [(1, b""), (2, b""), (3, b"a"), (4, b"")]),
+])
+def test_lines_are_read_one_at_a_time_as_split_numbers_them(data, lines):
+    from leaderboard.intake.validate import numbered_lines
+
+    assert list(numbered_lines(data)) == lines
+    expected = list(enumerate(data.split(b"\n"), start=1))
+    assert lines == (expected[:-1] if data.endswith(b"\n") or not data else expected)
+
+
+def _newline_archive(size: int) -> bytes:
+    member = tarfile.TarInfo("predictions.jsonl")
+    member.size = size
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
+        archive.addfile(member, io.BytesIO(b"\n" * size))
+    return buffer.getvalue()
+
+
+def _peak_bytes(call) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as caught:
+            call()
+        return tracemalloc.get_traced_memory()[1], caught.value
+    finally:
+        tracemalloc.stop()
+
+
+def test_blank_lines_and_unpacking_cost_no_more_memory_than_their_bytes():
+    """A 61 KB archive of 60 MiB of newlines cost the server 550 MiB (every line a bytes
+    object, blank lines counted toward nothing): it is refused from its header, and a plain
+    file of newlines at the line limit, without a list of its lines."""
+    bomb = _newline_archive(60 << 20)
+    assert len(bomb) < 80_000
+    peak, error = _peak_bytes(lambda: validate_submission(
+        make_track("usb"), [Upload("bomb.tgz", bomb)], None, Limits(), "all"))
+    assert "unpacks to more than 100 times its own" in str(error) and peak < 8 << 20
+    newlines = b"\n" * (8 << 20)
+    peak, error = _peak_bytes(lambda: validate_submission(
+        make_track("usb"), [Upload("blank.jsonl", newlines)], None, Limits(), "all"))
+    assert str(error).startswith("blank.jsonl:500001: more than 500000 lines")
+    assert peak < 4 << 20  # the 8 MiB file itself was allocated before
+
+
+def test_an_archive_may_unpack_a_hundredfold_and_small_ones_as_they_like(abs_lines):
+    from leaderboard.intake.archives import MIN_RATIO_BYTES
+
+    small = _newline_archive(MIN_RATIO_BYTES)  # over 100 times, but small: read
+    assert len(expand([Upload("small.tgz", small)], Limits())[0].data) == MIN_RATIO_BYTES
+    with pytest.raises(DataError, match="unpacks to more than 100 times"):
+        expand([Upload("big.tgz", _newline_archive(MIN_RATIO_BYTES + 1))], Limits())

@@ -1,0 +1,89 @@
+"""The process that evaluates a submitted model, as a worker runs it: its environment (none
+of the worker's credentials, offline), its death with the worker, and its wall-clock and
+memory limits (leaderboard.service.evaluation starts it; evaluate_child is its program)."""
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from tasks.plumbing.errors import SumbenchError
+
+POLL_SECONDS = 0.5
+
+
+class EvaluationFailed(SumbenchError):
+    """The model could not be evaluated: the reason a participant reads."""
+
+#: what the evaluation process may see of the worker's environment (no credentials, no
+#: database address; the operator's task plug-ins, so that their tasks evaluate); it runs
+#: offline
+CHILD_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV",
+                     "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM",
+                     "SUMBENCH_PLUGINS")
+
+
+def child_environment(scratch: Path) -> dict[str, str]:
+    """The worker's harmless variables; offline, with an empty Hugging Face home of its own
+    (no cached model of the worker's can stand in for a name)."""
+    import os
+
+    kept = {key: os.environ[key] for key in CHILD_ENVIRONMENT if key in os.environ}
+    code = str(Path(__file__).resolve().parents[2])  # sumbench's own, installed or not
+    path = os.pathsep.join(filter(None, [code, kept.get("PYTHONPATH")]))
+    return {**kept, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(scratch / "hf-home")}
+
+
+def die_with_parent(signal_number: int | None = None) -> None:
+    """Run in a child process before it starts: ask Linux to send it `signal_number`
+    (default SIGKILL: an evaluation process) when its parent (the worker; the server, for
+    its workers) dies; set before the program runs, so no death slips in between."""
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(  # PR_SET_PDEATHSIG
+            1, signal_number or signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the worker's lease still covers it
+        pass
+
+
+def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path,
+              scratch: Path) -> tuple[int, int]:
+    """Run `command` in `scratch` (its output to `log`), killing it past `seconds` or when
+    its resident memory (with its children's) passes `memory_bytes`; (its exit status, the
+    most resident memory polled), or EvaluationFailed naming the limit."""
+    import psutil
+
+    with open(log, "wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                                   cwd=scratch, env=child_environment(scratch),
+                                   preexec_fn=die_with_parent)
+        deadline = time.monotonic() + seconds
+        peak = 0
+        try:
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    raise EvaluationFailed(f"the evaluation timed out after {seconds} s (this "
+                                           f"board's limit for one evaluation)")
+                peak = max(peak, resident_bytes(psutil, process.pid))
+                if peak > memory_bytes:
+                    raise EvaluationFailed(f"the evaluation ran out of memory (over "
+                                           f"{memory_bytes} bytes resident)")
+                time.sleep(POLL_SECONDS)
+            return process.returncode, peak
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def resident_bytes(psutil, pid: int) -> int:
+    try:
+        parent = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)])
+    except psutil.Error:  # it ended between the poll and now
+        return 0

@@ -1,0 +1,135 @@
+"""Compute one participant cannot hog: evaluations have a worker of their own in `serve`, so
+a predictions file is scored while a model that never stops runs; a user's evaluations
+queued or running are capped; an evaluation's generated tokens and wall-clock seconds are
+bounded by a budget that grows with the board (leaderboard.service.compute)."""
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from leaderboard.service.compute import evaluation_budget
+from leaderboard.service.settings import InstanceSettings, load_settings, save_settings
+from leaderboard.service.worker import Worker
+
+from lb_helpers import distinct_copy, evaluation_lab, minimal_lines
+from servers import LeaderboardServer
+
+TASKS = ("fixing_factuality",)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, data_dir, usb_tokenizer):
+    lab = evaluation_lab(tmp_path_factory.mktemp("compute"), data_dir, usb_tokenizer, TASKS)
+    endless = lab["models"] / "team" / "endless"
+    never_stopping(lab["models"] / "team" / "tiny", endless)
+    return lab
+
+
+def never_stopping(tiny, out) -> None:
+    """The tiny T5 turned around: it always writes one token and never the end of sequence,
+    so every answer runs to the release's 767 new tokens (4 beams each)."""
+    import torch
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    model = T5ForConditionalGeneration.from_pretrained(tiny)
+    with torch.no_grad():  # as lb_helpers.answers_at_once, with the end of sequence last
+        model.shared.weight[:, 0] = 1.0
+        model.shared.weight[model.config.eos_token_id, 0] = -1000.0
+        model.shared.weight[5, 0] = 1000.0
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny).save_pretrained(out)
+    (out / "README.md").write_text("# never stops\n")
+
+
+def _settings(lab, **changes):
+    before = load_settings(lab["database"])
+    save_settings(lab["database"], before.with_changes(
+        {key: str(value) for key, value in changes.items()}))
+    return lambda: save_settings(lab["database"], before)
+
+
+def _evaluate(client, lab, source: str, user: str = "ada"):
+    return client.post("/api/v1/submissions", data={"model": f"c {source}", "evaluate": source},
+                       headers={"Authorization": f"Bearer {lab['tokens'][user]}"})
+
+
+def test_the_budget_is_the_board_s_items_times_the_release_s_tokens():
+    default = InstanceSettings()
+    assert evaluation_budget(default, 10, 767).to_dict() == {
+        "max_generated_tokens": 7670, "seconds": 600 + int(7670 * 0.05)}
+    assert evaluation_budget(default, 20_000, 767).seconds == default.evaluate_seconds
+    chosen = default.with_changes({"evaluate_token_budget": "100",
+                                   "evaluate_seconds_per_token": "1"})
+    assert evaluation_budget(chosen, 10, 767).to_dict() == {"max_generated_tokens": 100,
+                                                            "seconds": 700}
+
+
+def test_a_user_s_waiting_evaluations_are_capped_and_others_and_admins_go_on(lab):
+    restore = _settings(lab, evaluations_per_user=1)
+    try:
+        client = lab["client"]
+        assert _evaluate(client, lab, distinct_copy(lab["models"], "cap-1")).status_code == 202
+        refused = _evaluate(client, lab, distinct_copy(lab["models"], "cap-2"))
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["errors"][0]["message"] == (
+            "1 of your evaluations are queued or running (this instance's limit): submit this "
+            "one when one of them has finished")
+        assert _evaluate(client, lab, "team/cap-2", "bob").status_code == 202
+        assert _evaluate(client, lab, distinct_copy(lab["models"], "cap-3"), "root") \
+            .status_code == 202
+        Worker(lab["database"], evaluate=lab["options"]).drain()
+        assert _evaluate(client, lab, "team/cap-3").status_code == 202  # a slot is free again
+        Worker(lab["database"], evaluate=lab["options"]).drain()
+    finally:
+        restore()
+
+
+@pytest.mark.slow
+def test_an_evaluation_over_its_token_budget_fails_naming_it(lab):
+    restore = _settings(lab, evaluate_token_budget=3)
+    try:
+        answer = _evaluate(lab["client"], lab, distinct_copy(lab["models"], "budget"))
+        assert answer.status_code == 202, answer.text
+        Worker(lab["database"], evaluate=lab["options"]).drain()
+        view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
+            "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+        assert view["status"] == "failed"
+        assert view["errors"][0]["message"] == (
+            "the model cannot be evaluated: it generated 7 tokens by the end of "
+            "fixing_factuality, over this evaluation's budget of 3")
+    finally:
+        restore()
+
+
+def _status(server, lab, number: int, user: str = "ada") -> str:
+    return httpx.get(f"{server.url}/api/v1/submissions/{number}", headers={
+        "Authorization": f"Bearer {lab['tokens'][user]}"}, timeout=30).json()["status"]
+
+
+def _wait(server, lab, number: int, states: tuple[str, ...], timeout: float,
+          user: str = "ada") -> str:
+    deadline = time.monotonic() + timeout
+    while (status := _status(server, lab, number, user)) not in states:
+        assert time.monotonic() < deadline, f"submission {number} still {status}"
+        time.sleep(0.2)
+    return status
+
+
+@pytest.mark.slow
+def test_a_predictions_file_is_scored_while_a_never_stopping_model_runs(lab, usb_fixture_dir):
+    fix = minimal_lines(usb_fixture_dir / "predictions" / "fixing_factuality.jsonl")
+    with LeaderboardServer(lab["url"], "--model-root", str(lab["models"])) as server:
+        endless = httpx.post(f"{server.url}/api/v1/submissions", data={
+            "model": "endless", "evaluate": "team/endless"}, headers={
+            "Authorization": f"Bearer {lab['tokens']['ada']}"}, timeout=60)
+        assert endless.status_code == 202, endless.text
+        _wait(server, lab, endless.json()["id"], ("evaluating",), 60)
+        sent = httpx.post(f"{server.url}/api/v1/submissions", files=[("files", (
+            "fix.jsonl", fix))], data={"model": "a file meanwhile"}, headers={
+            "Authorization": f"Bearer {lab['tokens']['bob']}"}, timeout=60)
+        assert sent.status_code == 202, sent.text
+        assert _wait(server, lab, sent.json()["id"], ("scored", "failed", "rejected"), 30,
+                     "bob") == "scored"
+        assert _status(server, lab, endless.json()["id"]) == "evaluating"
