@@ -9,9 +9,10 @@ of an earlier evaluation on the board of the same model (`same_model`); writes t
 board's public inputs; and runs leaderboard.service.evaluate_child in a process of its own
 (no network, none of the worker's credentials; leaderboard.service.evaluation_process) under
 the board's wall-clock and token budget (leaderboard.service.compute) and the instance's
-memory limit (`evaluate_memory_bytes`, resident, as the worker polls it). It then stores the predictions, checked like a file's but with every label count
-accepted (they are scored by the official rule and counted), and queues the ordinary score
-job, in one transaction, once (a job taken over after its worker died finds the predictions
+memory limit (`evaluate_memory_bytes`, resident, as the worker polls it). It then stores
+the predictions, checked like a file's but with every label count accepted (they are scored
+by the official rule and counted), and queues the ordinary score job, in one transaction,
+once (a job taken over after its worker died finds the predictions
 stored and stops). A model that cannot be fetched, loaded or evaluated, runs too long or out
 of memory ends "failed" with the reason, without a retry.
 """

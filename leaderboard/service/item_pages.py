@@ -6,9 +6,15 @@ records of one task (`&b=` a second entry's beside it) in the viewer of `sumbenc
 
 Where the gold is hidden nothing of this is served, not even after `reveal` (which publishes
 the private part's scores, not its references): an item page would hand out the gold. A
-page is assembled on request (one at a time; the last few kept) for entries anyone may see,
-from what the worker stored when it scored the entry: the predictions, joined onto the
-hosted gold, the score's results and each record's material. Nothing is scored in a request.
+page is assembled on request for entries anyone may see, from what the worker stored when it
+scored the entry: the predictions, joined onto the hosted gold, the score's results and each
+record's material. Nothing is scored in a request.
+
+What one entry's task brings to a page is built once and kept (per entry and task, as last
+scored), so a page of two entries reuses each; the finished pages are kept too. Building
+takes a lock of that entry and task alone: a page kept already is answered at once, however
+many others are being built. A prediction longer than MAX_SHOWN_CHARS is shown cut, marked
+as such; `/items/{id}/predictions.jsonl` downloads the entry's predictions whole.
 """
 from __future__ import annotations
 
@@ -27,11 +33,50 @@ from tasks import get_task
 from tasks.item_values import item_kind, item_values
 from tasks.item_view import render_view, view_data
 
-#: pages kept, newest last: (database, ids, task, when each was scored) -> HTML
-_pages: OrderedDict[tuple, str] = OrderedDict()
-_lock = threading.Lock()
-KEPT_PAGES = 4
+#: the most characters of a prediction a page shows (a page stays a bounded size, however
+#: large the upload was); the rest is in the entry's predictions download
+MAX_SHOWN_CHARS = 4000
+KEPT_RUNS, KEPT_PAGES = 32, 8
 ASSET_PATH = "/view-assets/"
+
+
+class Kept:
+    """Values kept by key, newest last, at most `size`; `get_or_build` builds a missing one
+    under a lock of its key alone (the table's own lock is held only to look up and store)."""
+
+    def __init__(self, size: int):
+        self.size, self.values = size, OrderedDict()
+        self.guard, self.building = threading.Lock(), {}
+
+    def get(self, key):
+        with self.guard:
+            if key in self.values:
+                self.values.move_to_end(key)
+                return self.values[key]
+        return None
+
+    def get_or_build(self, key, build):
+        found = self.get(key)
+        if found is not None:
+            return found
+        with self.guard:
+            lock = self.building.setdefault(key, threading.Lock())
+        with lock:  # one build per key; other keys are built and answered meanwhile
+            try:
+                found = self.get(key)
+                if found is None:
+                    found = build()
+                    with self.guard:
+                        self.values[key] = found
+                        while len(self.values) > self.size:
+                            self.values.popitem(last=False)
+            finally:
+                with self.guard:
+                    self.building.pop(key, None)
+        return found
+
+
+_runs, _pages = Kept(KEPT_RUNS), Kept(KEPT_PAGES)
 
 
 def item_pages_offered(database: Database) -> bool:
@@ -52,27 +97,56 @@ def item_page(database: Database, entry_id: int, task: str, versus: int | None =
     if len({(view["track"], view["variant"]) for view in views}) != 1:
         raise NotFound("the two entries are on different boards")
     key = (database.url, ids, task, tuple(view["scored"] for view in views))
-    with _lock:  # one page at a time: a task's records make a page of megabytes
-        if key not in _pages:
-            _pages[key] = _render(database, views, task)
-            while len(_pages) > KEPT_PAGES:
-                _pages.popitem(last=False)
-        _pages.move_to_end(key)
-        return _pages[key]
+    return _pages.get_or_build(key, lambda: _render(database, views, task))
 
 
 def _render(database: Database, views: list[dict], task: str) -> str:
-    track = load_settings(database).track(views[0]["track"])
-    if not hasattr(track, "joined_records"):  # USB: records by task
-        raise NotFound(f"track {track.name} has no item pages")
-    hosted, board = hosted_gold(database, track.name), views[0]["variant"]
-    key = score_versions(track, board, hosted)[0]
-    runs = [(f"#{view['id']} {view['model']}",
-             {task: _scored_records(database, track, hosted.gold, board, key, view["id"],
-                                    task)}) for view in views]
+    runs = [(f"#{view['id']} {view['model']}", {task: _run(database, view, task)})
+            for view in views]
     title = " vs ".join(name for name, _ in runs) + f": {task}, item by item"
     return render_view(view_data(runs), title=title,
                        asset_urls={name: ASSET_PATH + name for name in ("view.js", "view.css")})
+
+
+def _run(database: Database, view: dict, task: str) -> tuple[list[dict], dict, list[dict]]:
+    """One entry's task as a page shows it (kept per entry and task, as last scored)."""
+    def build():
+        track = load_settings(database).track(view["track"])
+        if not hasattr(track, "joined_records"):  # USB: records by task
+            raise NotFound(f"track {track.name} has no item pages")
+        hosted, board = hosted_gold(database, track.name), view["variant"]
+        key = score_versions(track, board, hosted)[0]
+        records, result, values = _scored_records(database, track, hosted.gold, board, key,
+                                                  view["id"], task)
+        return [shown_record(record, view["id"]) for record in records], result, values
+
+    return _runs.get_or_build((database.url, view["id"], task, view["scored"]), build)
+
+
+def shown_record(record: dict, entry_id: int) -> dict:
+    """The record with a prediction over MAX_SHOWN_CHARS cut, and marked where it was."""
+    prediction = record.get("prediction")
+    if not isinstance(prediction, str) or len(prediction) <= MAX_SHOWN_CHARS:
+        return record
+    left = len(prediction) - MAX_SHOWN_CHARS
+    return {**record, "prediction": f"{prediction[:MAX_SHOWN_CHARS]} … [cut here: {left} more "
+                                    f"characters; /items/{entry_id}/predictions.jsonl holds "
+                                    f"the whole prediction]"}
+
+
+def predictions_download(database: Database, entry_id: int) -> bytes:
+    """The entry's stored predictions (every task, as submitted records' ids and
+    predictions), JSON Lines; NotFound as for its pages."""
+    if not item_pages_offered(database):
+        raise NotFound("predictions are served only where the test gold is public")
+    view = public_view(database, entry_id)
+    if view["status"] != "scored":
+        raise NotFound(f"submission {entry_id} is not scored")
+    with database.session() as session:
+        stored = session.get(Submission, entry_id).predictions
+    parts = unpack(stored) if stored is not None else {}
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n"
+                   for task in sorted(parts) for record in parts[task]).encode("utf-8")
 
 
 def _scored_records(database: Database, track, gold, board: str, key: str, entry_id: int,

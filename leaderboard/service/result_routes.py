@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, Response
 from leaderboard.service.boards import read_board
 from leaderboard.service.db import Database
 from leaderboard.service.entry_view import public_view
-from leaderboard.service.item_pages import ASSET_PATH, item_page
+from leaderboard.service.item_pages import ASSET_PATH, item_page, predictions_download
 from leaderboard.service.part_page import part_view
 from leaderboard.service.submissions import NotFound
 from leaderboard.service.views import compare_view, render
@@ -54,6 +54,15 @@ def result_routes(router: APIRouter, database: Database, links) -> None:
             return HTMLResponse(item_page(database, submission_id, task, b))
         except NotFound as error:
             raise HTTPException(404, str(error)) from None
+
+    @router.get("/items/{submission_id}/predictions.jsonl")
+    def predictions_file(submission_id: int):
+        try:
+            body = predictions_download(database, submission_id)
+        except NotFound as error:
+            raise HTTPException(404, str(error)) from None
+        return Response(body, media_type="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="submission-{submission_id}.jsonl"'})
 
     @router.get(ASSET_PATH + "{name}")
     def view_asset(name: str):

@@ -303,6 +303,104 @@ def test_item_pages_show_entries_item_by_item_as_sumbench_scores_them(lab, usb_f
                              params={"task": "no_such_task"}).status_code == 404
 
 
+def _huge_fix_file(data_dir, size: int) -> bytes:
+    """FIX predictions of `size` characters each (the gold sentence, then filler)."""
+    records = gold_copy(data_dir, ("fixing_factuality",))
+    return "".join(json.dumps({**record, "prediction": (record["prediction"] + " x" * size)[
+        :size]}) + "\n" for record in records).encode()
+
+
+@pytest.mark.slow
+def test_an_item_page_shows_long_predictions_cut_and_the_download_has_them_whole(lab,
+                                                                                 data_dir):
+    from leaderboard.service.item_pages import MAX_SHOWN_CHARS
+
+    sent = _post(lab, model="long predictions", files=[("files", (
+        "fix.jsonl", _huge_fix_file(data_dir, 200_000)))])
+    assert sent.status_code == 202, sent.text
+    _board(lab)
+    entry = sent.json()["id"]
+    page = lab["client"].get(f"/items/{entry}", params={"task": "fixing_factuality"})
+    assert page.status_code == 200, page.text
+    assert len(page.content) < 20 * (MAX_SHOWN_CHARS + 1000) + 200_000  # 7 records of 200 KB
+    shown = [text for text in _page_data(page.text)["texts"] if "cut here" in text]
+    assert len(shown) == 7 and all(len(text) < MAX_SHOWN_CHARS + 200 for text in shown)
+    assert f"/items/{entry}/predictions.jsonl holds the whole prediction" in shown[0]
+    download = lab["client"].get(f"/items/{entry}/predictions.jsonl")
+    assert download.status_code == 200
+    assert download.headers["content-type"].startswith("application/x-ndjson")
+    whole = [json.loads(line)["prediction"] for line in download.text.splitlines()]
+    assert len(whole) == 7 and {len(text) for text in whole} == {200_000}
+
+
+@pytest.mark.slow
+def test_a_kept_item_page_is_answered_while_big_ones_are_built(lab, usb_fixture_dir,
+                                                               monkeypatch):
+    """Building a page takes a lock of its own entry and task: a page kept already is
+    answered while others are built (one process-wide lock made it wait behind them)."""
+    import threading
+
+    from leaderboard.service import item_pages
+
+    board = _board(lab)
+    baseline = next(e["id"] for e in board["entries"] if e["kind"] == "baseline")
+    fix = "fixing_factuality"
+    assert lab["client"].get(f"/items/{baseline}", params={"task": fix}).status_code == 200
+    building, release = threading.Event(), threading.Event()
+    scored = item_pages._scored_records
+
+    def slow(database, track, gold, board_name, key, entry_id, task):
+        building.set()
+        assert release.wait(60)
+        return scored(database, track, gold, board_name, key, entry_id, task)
+
+    monkeypatch.setattr(item_pages, "_scored_records", slow)
+    big = [threading.Thread(target=lab["client"].get, args=(f"/items/{baseline}",),
+                            kwargs={"params": {"task": name}})
+           for name in ("factuality_classification", "extractive_summarization")]
+    for thread in big:
+        thread.start()
+    try:
+        assert building.wait(30)
+        kept: list = []
+        answer = threading.Thread(target=lambda: kept.append(lab["client"].get(
+            f"/items/{baseline}", params={"task": fix})))
+        answer.start()
+        answer.join(30)
+        assert kept and kept[0].status_code == 200 and not release.is_set()
+    finally:
+        release.set()
+        for thread in big:
+            thread.join(60)
+
+
+def test_a_kept_value_is_built_once_per_key_and_a_failed_build_is_not_kept():
+    import threading
+
+    from leaderboard.service.item_pages import Kept
+
+    kept, builds, gate = Kept(2), [], threading.Event()
+
+    def build():
+        builds.append(1)
+        gate.wait(5)
+        return "page"
+
+    threads = [threading.Thread(target=kept.get_or_build, args=("a", build)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    gate.set()
+    for thread in threads:
+        thread.join(10)
+    assert builds == [1] and kept.get("a") == "page"
+    with pytest.raises(ZeroDivisionError):
+        kept.get_or_build("b", lambda: 1 / 0)
+    assert kept.get("b") is None and kept.building == {}
+    for key in ("c", "d"):
+        kept.get_or_build(key, lambda: key)
+    assert kept.get("a") is None and kept.get("d") == "d"  # at most two kept, newest last
+
+
 @pytest.fixture(scope="module")
 def mixed_board(lab, usb_fixture_dir):
     """The board with an entry of every source: a model evaluated here with declared training
