@@ -9,11 +9,16 @@ from leaderboard.service.gold import boards_of
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.settings import load_settings, save_settings
 
+NOTHING_TO_REVEAL = ("the test gold is public: every test item is ranked already, and there is "
+                     "no private part to reveal")
+
 
 def reveal(database: Database, actor: str) -> dict:
     """Publish the private part's scores of every entry (the live boards keep ranking on the
     public part and show the private headlines beside); audited. Returns what changed."""
     settings = load_settings(database)
+    if settings.gold_is_public:
+        return {"revealed": False, "changed": False, "reason": NOTHING_TO_REVEAL}
     if settings.revealed:
         return {"revealed": True, "changed": False}
     save_settings(database, dataclasses.replace(settings, revealed=True))

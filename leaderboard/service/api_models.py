@@ -193,6 +193,7 @@ class Revealed(BaseModel):
     revealed: bool
     changed: bool
     boards: int | None = None
+    reason: str | None = None  # why nothing was revealed (a public-gold instance)
 
 
 class AuditLog(BaseModel):

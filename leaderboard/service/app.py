@@ -19,6 +19,7 @@ so is a query parameter an API route does not take (`known_query_parameters`).
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 from fastapi import (
@@ -214,10 +215,12 @@ def known_query_parameters(request: Request) -> None:
     route = request.scope.get("route")
     if route is None:
         return
-    known, dependants = set(), [route.dependant]
+    known, lists, dependants = set(), set(), [route.dependant]
     while dependants:  # the route's own parameters and those of its dependencies
         dependant = dependants.pop()
         known.update(param.alias for param in dependant.query_params)
+        lists.update(param.alias for param in dependant.query_params
+                     if typing.get_origin(param.field_info.annotation) in (list, tuple, set))
         dependants.extend(dependant.dependencies)
     known = sorted(known)
     unknown = sorted(set(request.query_params) - set(known))
@@ -227,6 +230,13 @@ def known_query_parameters(request: Request) -> None:
             {"loc": ("query", key), "type": "extra_forbidden",
              "msg": f"not a query parameter of this endpoint ({takes})"
                     f"{did_you_mean(key, known)}"} for key in unknown])
+    repeated = sorted(key for key in set(request.query_params) - lists
+                      if len(request.query_params.getlist(key)) > 1)
+    if repeated:  # the binding would keep the last value, as a form's would
+        raise RequestValidationError([
+            {"loc": ("query", key), "type": "value_error",
+             "msg": "given more than once in the query: which value is meant is ambiguous"}
+            for key in repeated])
 
 
 def api_router(database: Database):

@@ -397,7 +397,7 @@ def test_a_kept_value_is_built_once_per_key_and_a_failed_build_is_not_kept():
         kept.get_or_build("b", lambda: 1 / 0)
     assert kept.get("b") is None and kept.building == {}
     for key in ("c", "d"):
-        kept.get_or_build(key, lambda: key)
+        kept.get_or_build(key, lambda key=key: key)
     assert kept.get("a") is None and kept.get("d") == "d"  # at most two kept, newest last
 
 

@@ -410,6 +410,55 @@ def test_unknown_and_empty_form_fields_are_refused_not_passed_over(service, usb_
     assert _get(service, "/api/v1/leaderboard/usb").text == before
 
 
+def test_a_query_parameter_given_twice_is_refused_as_a_form_field_is(service):
+    """`?variant=all&variant=biographies` used to answer the last board named."""
+    response = _get(service, "/api/v1/leaderboard/usb?variant=all&variant=biographies")
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{
+        "file": None, "line": None, "field": "variant",
+        "message": "given more than once in the query: which value is meant is ambiguous"}]
+    assert _get(service, "/api/v1/leaderboard/usb?variant=all").status_code == 200
+
+
+def test_reveal_on_a_public_gold_instance_reveals_nothing_and_adds_no_private_part(
+        tmp_path, data_dir):
+    from leaderboard.service.admin import NOTHING_TO_REVEAL, reveal
+    from leaderboard.service.app import create_app
+
+    url = make_database(tmp_path / "public.sqlite", usb_data=data_dir, n_resamples=20,
+                        open_instance=False, gold_visibility="public", computed_rows=False)
+    database = Database(url)
+    assert reveal(database, "root") == {"revealed": False, "changed": False,
+                                        "reason": NOTHING_TO_REVEAL}
+    assert not load_settings(database).revealed
+    page = TestClient(create_app(url)).get("/track/usb", params={"variant": "all"}).text
+    assert "Private part" not in page
+
+
+def test_pages_say_yes_or_no_never_python_s_true_or_false(service, scored):
+    def set_card(card: str) -> str:
+        with service["database"].write_session() as session:
+            submission = session.get(Submission, scored[1])
+            before, submission.card = submission.card, card
+        return before
+
+    before = set_card(json.dumps({"training_data": "USB train", "usb_test_seen": False}))
+    try:
+        page = _get(service, f"/submission/{scored[1]}").text
+        assert "<dt>usb_test_seen</dt><dd>no</dd>" in page
+        for text in (page, _get(service, "/track/usb", params={"variant": "all"}).text,
+                     _get(service, "/api/v1/leaderboard/usb.csv",
+                          params={"variant": "all"}).text):
+            assert not re.search(r"\b(True|False)\b", re.sub(r"<[^>]*>", " ", text))
+    finally:
+        set_card(before)
+
+
+def test_the_home_page_shows_the_current_submit_flags(service):
+    page = _get(service, "/").text
+    assert "submit --server URL --token TOKEN --name NAME" in page and "--model NAME" not in page
+
+
 def test_unknown_query_parameters_of_the_api_are_refused_not_passed_over(service,
                                                                          usb_fixture_dir):
     """A mistyped `?varaint=` used to answer the default board, and a `variant` put in a
