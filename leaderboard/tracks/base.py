@@ -176,9 +176,9 @@ class Track(abc.ABC):
 #: MATCH_SHARE of its records are the gold answer as each part's metric sees it and it answers
 #: a text part, or at least MATCH_SHARE_LABELS of them when it answers label parts only (where
 #: a very good classifier's decisions come close); or when any one part reaches its own
-#: share (`copy_shares`; these two by default: text, labels). A model's own outputs stay far
-#: below (the shared fixture's sample predictions: 20%); a copy keeps it with a few records
-#: changed, rounded or perturbed in what the metric ignores.
+#: share (`copy_shares`; these two by default: text, labels). A model's own outputs stay
+#: below (the shared fixture's sample predictions: 43% pooled, no part at its share); a copy
+#: keeps it with a few records changed, rounded or perturbed in what the metric ignores.
 MATCH_SHARE, MATCH_SHARE_LABELS = 0.85, 0.99
 
 
