@@ -253,19 +253,6 @@ def keep_up(data: Path, root: Path, count: int, workers: int) -> dict:
             "max_s": float(max(delays))}
 
 
-def newline_archive(size: int) -> bytes:
-    """A gzip-compressed tar of one `.jsonl` member holding `size` newlines."""
-    import io
-    import tarfile
-
-    member = tarfile.TarInfo("predictions.jsonl")
-    member.size = size
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
-        archive.addfile(member, io.BytesIO(b"\n" * size))
-    return buffer.getvalue()
-
-
 def upload_bombs(data: Path, root: Path, count: int = 3) -> dict:
     """Peak RSS of the server over its idle while `count` newline archives arrive at once."""
     import concurrent.futures
@@ -279,6 +266,7 @@ def upload_bombs(data: Path, root: Path, count: int = 3) -> dict:
     from leaderboard.service.db import Database
     from leaderboard.service.init import initialise
 
+    from lb_helpers import newline_archive
     from servers import LeaderboardServer
 
     db = str(root / "bombs.sqlite")

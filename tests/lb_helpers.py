@@ -251,3 +251,17 @@ def wait_for_lapsed_leases(database, submission_id: int, timeout: float = 60.0) 
             return
         assert time.monotonic() < deadline, f"a lease of submission {submission_id} held on"
         time.sleep(0.05)
+
+
+def newline_archive(size: int) -> bytes:
+    """A gzip-compressed tar of one `.jsonl` member holding `size` newlines (an upload bomb:
+    60 MiB of them pack into 61 KB)."""
+    import io
+    import tarfile
+
+    member = tarfile.TarInfo("predictions.jsonl")
+    member.size = size
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
+        archive.addfile(member, io.BytesIO(b"\n" * size))
+    return buffer.getvalue()

@@ -13,7 +13,7 @@ from leaderboard.intake.validate import Limits, Upload, expand, validate_submiss
 from leaderboard.tracks import SubmissionErrors, make_track
 from tasks.plumbing.errors import DataError
 
-from lb_helpers import minimal_lines
+from lb_helpers import minimal_lines, newline_archive
 
 
 def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
@@ -386,16 +386,7 @@ def test_lines_are_read_one_at_a_time_as_split_numbers_them(data, lines):
     assert lines == (expected[:-1] if data.endswith(b"\n") or not data else expected)
 
 
-def _newline_archive(size: int) -> bytes:
-    member = tarfile.TarInfo("predictions.jsonl")
-    member.size = size
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
-        archive.addfile(member, io.BytesIO(b"\n" * size))
-    return buffer.getvalue()
-
-
-def _peak_bytes(call) -> int:
+def _peak_bytes(call) -> tuple[int, DataError]:
     import tracemalloc
 
     tracemalloc.start()
@@ -411,7 +402,7 @@ def test_blank_lines_and_unpacking_cost_no_more_memory_than_their_bytes():
     """A 61 KB archive of 60 MiB of newlines cost the server 550 MiB (every line a bytes
     object, blank lines counted toward nothing): it is refused from its header, and a plain
     file of newlines at the line limit, without a list of its lines."""
-    bomb = _newline_archive(60 << 20)
+    bomb = newline_archive(60 << 20)
     assert len(bomb) < 80_000
     peak, error = _peak_bytes(lambda: validate_submission(
         make_track("usb"), [Upload("bomb.tgz", bomb)], None, Limits(), "all"))
@@ -426,7 +417,7 @@ def test_blank_lines_and_unpacking_cost_no_more_memory_than_their_bytes():
 def test_an_archive_may_unpack_a_hundredfold_and_small_ones_as_they_like(abs_lines):
     from leaderboard.intake.archives import MIN_RATIO_BYTES
 
-    small = _newline_archive(MIN_RATIO_BYTES)  # over 100 times, but small: read
+    small = newline_archive(MIN_RATIO_BYTES)  # over 100 times, but small: read
     assert len(expand([Upload("small.tgz", small)], Limits())[0].data) == MIN_RATIO_BYTES
     with pytest.raises(DataError, match="unpacks to more than 100 times"):
-        expand([Upload("big.tgz", _newline_archive(MIN_RATIO_BYTES + 1))], Limits())
+        expand([Upload("big.tgz", newline_archive(MIN_RATIO_BYTES + 1))], Limits())
