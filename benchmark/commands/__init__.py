@@ -136,6 +136,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "stus --srl-model)"),
     "qapyramid": ("benchmark.commands.qapyramid",
                   "human and automatic QAPyramid scores, agreement and nQAPyramid normalization"),
+    "questeval": ("benchmark.commands.questeval",
+                  "QuestEval scores of summaries against their sources and/or references "
+                  "(protocols v0.2.4, v0.1.1, paper)"),
     "meta-eval": ("benchmark.commands.meta_eval",
                   "system- and summary-level correlation of a metric with humans"),
     "train": ("benchmark.commands.train",

@@ -212,9 +212,7 @@ def _serve_args(parser) -> None:
     parser.add_argument("--port", type=positive_int, default=8000)
     parser.add_argument("--no-worker", action="store_true",
                         help="no worker (run `leaderboard worker` apart)")
-    parser.add_argument("--workers", type=positive_int, metavar="N",
-                        help="workers for scoring and analysis (default 1, a thread of the "
-                             "server; more: processes); evaluations have one of their own")
+    add_option(parser, "workers")
     parser.add_argument("--no-evaluate", action="store_true",
                         help="the server evaluates no submitted model (GPU machines run "
                              "`leaderboard worker --kinds evaluate`)")

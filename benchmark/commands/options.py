@@ -189,7 +189,8 @@ SHARED: dict[str, Option] = {
                                     "--seed here)"),
     "workers": _option("--workers", type=positive_int, metavar="N",
                        help="processes working in parallel (default: as many as help, at "
-                            "most 8)"),
+                            "most 8; leaderboard serve: its scoring workers, 1 by default, a "
+                            "thread of the server; evaluations have one of their own)"),
     "markdown": _option("--markdown", action="store_true",
                         help="print Markdown (for the docs) instead of text"),
     # ---- Pyramid-style evaluation --------------------------------------------------------
@@ -200,6 +201,13 @@ SHARED: dict[str, Option] = {
     "references": _option("--references", metavar="FILE",
                           help="the reference summaries (the format the command's "
                                "description names)"),
+    "summaries": _option("--summaries", metavar="FILE",
+                         help="the summaries, JSON Lines (the fields the command's description "
+                              "names)"),
+    "spacy_pipeline": _option("--spacy-pipeline", metavar="NAME",
+                              help="a spaCy pipeline by package or folder (default: "
+                                   "en_core_web_sm; stus: its VERB and AUX words, questeval: "
+                                   "its entities and noun chunks)"),
     "alpha": _option("--alpha", type=positive_float,
                      help="nQAPyramid's length-penalty alpha (default 6)"),
     "use": _option("--use", choices=("label", "probability"), default="label",

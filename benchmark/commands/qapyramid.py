@@ -48,9 +48,13 @@ def register(subparsers) -> None:
                        help="a QA with as many 1 votes as 0 votes: not present (default) or "
                             "present (the release has no rule for ties)")
     human.set_defaults(handler=run_human, out_inputs={"judgments": "--judgments file"})
-    norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties")
+    norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties",
+                               description="nQAPyramid: repetition and length penalties. "
+                                           "--summaries: JSON Lines {system, example_id, "
+                                           "summary}; --scores: JSON {system: {example_id: "
+                                           "score}}.")
     norm.add_argument("--scores", required=True, help="JSON {system: {example_id: score}}")
-    norm.add_argument("--summaries", required=True, help="JSONL {system, example_id, summary}")
+    add_option(norm, "summaries", required=True)  # JSONL {system, example_id, summary}
     add_option(norm, "references", required=True)
     choice = norm.add_mutually_exclusive_group()
     add_option(choice, "alpha")

@@ -60,9 +60,7 @@ def register(subparsers) -> None:
     parser.add_argument("--srl-model", metavar="DIR", help="instead of --frames: an SRL "
                         "token classifier (AllenNLP SRL BERT's convention; folder or hub id)")
     add_option(parser, "predicate_model")
-    parser.add_argument("--spacy-pipeline", metavar="NAME", help="with --srl-model: the spaCy "
-                        "pipeline (package or folder) whose VERB and AUX words are the verbs, "
-                        "as the official predictor's (default: en_core_web_sm when installed)")
+    add_option(parser, "spacy_pipeline")  # with --srl-model: its VERB and AUX words are verbs
     add_option(parser, "device")
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")

@@ -1,0 +1,173 @@
+"""`sumbench questeval`: QuestEval scores of summaries (leaderboard.evaluators.questeval).
+
+    sumbench questeval (--summaries FILE | --pyramid DIR [--systems S ...])
+                       [--protocol v0.2.4|v0.1.1|paper] [--question-scores answerability,f1]
+                       [--weighter | --no-weighter] [--answers FILE | --spacy-pipeline NAME]
+                       [--question-generator M] [--question-answerer M] [--weighter-model M]
+                       [--batch-size N] [--cache FILE] [--device D] [--details] [--out FILE]
+
+--summaries: JSON Lines, one object per summary: {"id", "summary", "source"?,
+"references"?: [...], "system"?}. --pyramid: a REALSumm-layout folder; every system's
+summaries against `documents.txt` (sources) and `references.txt`. Prints the corpus mean
+(and per-system means); --out writes every summary's score, precision, recall and question
+counts (--details: every question), with the configuration, the models' revisions and
+provenance.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from benchmark.commands import command_help
+from benchmark.commands.options import add_option
+from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
+from leaderboard.evaluators.questeval_answers import answer_source
+from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, load_t2t
+from tasks.metrics.questeval import PROTOCOLS, check_score_types
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_jsonl, write_json
+from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+from trainers.models.disk_cache import open_cache
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("questeval", help=command_help("questeval"),
+                                   description="\n\n".join(__doc__.split("\n\n")[:2]),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    inputs = parser.add_mutually_exclusive_group(required=True)
+    add_option(inputs, "summaries")
+    add_option(inputs, "pyramid")
+    add_option(parser, "systems")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="v0.2.4",
+                        help="v0.2.4 (the current package, default), v0.1.1 (the paper's "
+                             "code), paper (its equations 1-2 and harmonic mean)")
+    parser.add_argument("--question-scores", type=_score_list, metavar="TYPES",
+                        help="comma-separated: answerability, f1 (default: the protocol's)")
+    parser.add_argument("--weighter", action=argparse.BooleanOptionalAction, default=None,
+                        help="weigh the source's questions (default: the protocol's)")
+    answers = parser.add_mutually_exclusive_group()
+    answers.add_argument("--answers", metavar="FILE",
+                         help="recorded answers, JSON Lines {text, answers, sentence_answers?}")
+    add_option(answers, "spacy_pipeline")
+    parser.add_argument("--question-generator", metavar="MODEL",
+                        default="ThomasNLG/t5-qg_squad1-en", help="QG model (hub id or folder)")
+    parser.add_argument("--question-answerer", metavar="MODEL",
+                        default="ThomasNLG/t5-qa_squad2neg-en", help="QA model")
+    parser.add_argument("--weighter-model", metavar="MODEL",
+                        default="ThomasNLG/t5-weighter_cnndm-en", help="the weighter")
+    parser.add_argument("--details", action="store_true",
+                        help="--out holds every question, its answers and scores")
+    add_option(parser, "batch_size")
+    add_option(parser, "cache")
+    add_option(parser, "device")
+    add_option(parser, "out_file")
+    parser.set_defaults(handler=run_questeval)
+
+
+def _score_list(text: str) -> tuple[str, ...]:
+    try:
+        return check_score_types([part.strip() for part in text.split(",") if part.strip()])
+    except SumbenchError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def read_summaries(path: str):
+    """The --summaries file as Summary records; errors name the line and field."""
+    rows = []
+    for number, record in enumerate(read_jsonl(path), start=1):
+        where = {"path": path, "line": number}
+        if not isinstance(record, dict):
+            raise DataError("expected a JSON object", **where)
+        for name in ("id", "summary"):
+            if not isinstance(record.get(name), str):
+                raise DataError("expected a string", field=name, **where)
+        source, references = record.get("source"), record.get("references", [])
+        if source is not None and not isinstance(source, str):
+            raise DataError("expected a string", field="source", **where)
+        if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+            raise DataError("expected a list of strings", field="references", **where)
+        if source is None and not references:
+            raise DataError("a summary needs a source or references", field="source", **where)
+        rows.append(Summary(record["id"], record["summary"], source, tuple(references),
+                            record.get("system")))
+    if not rows:
+        raise DataError("no summaries", path=path)
+    return rows
+
+
+def pyramid_summaries(root: str, systems):
+    data = load_pyramid_dataset(root, systems, unit_kinds=(), labels=False)
+    return [Summary(f"{system}/{example}", data.summaries[system][index],
+                    data.documents[index], (data.references[index],), system)
+            for system in data.systems for index, example in enumerate(data.ids)]
+
+
+def load_models(args, settings):
+    batch = args.batch_size or 48
+    generator, qg_revision = load_t2t(args.question_generator, role="question generator",
+                                      word=None, batch_size=args.batch_size or 36,
+                                      device=args.device or "auto")
+    answerer, qa_revision = load_t2t(args.question_answerer, role="question answerer",
+                                     word=UNANSWERABLE, batch_size=batch,
+                                     device=args.device or "auto")
+    weighter, w_revision = (None, None)
+    if settings.weighted:
+        weighter, w_revision = load_t2t(args.weighter_model, role="weighter", word=TRUE,
+                                        batch_size=batch, device=args.device or "auto")
+    revisions = {"generator": qg_revision, "answerer": qa_revision}
+    if w_revision:
+        revisions["weighter"] = w_revision
+    return Models(generator, answerer, weighter, revisions)
+
+
+def _progress(role: str, total: int):
+    from tqdm import tqdm
+
+    names = {"generator": "questions", "answerer": "answers", "weighter": "weights"}
+    return tqdm(total=total, desc=f"QuestEval {names[role]}", unit="input", file=sys.stderr,
+                disable=None)
+
+
+def run_questeval(args) -> int:
+    settings = Settings(args.protocol, args.question_scores, args.weighter)
+    summaries = read_summaries(args.summaries) if args.summaries else \
+        pyramid_summaries(args.pyramid, args.systems)
+    answers = answer_source(args.answers, args.spacy_pipeline)
+    models = load_models(args, settings)
+    cache = open_cache(args.cache) if args.cache else None
+    try:
+        result = questeval(summaries, models, answers, settings, cache, _progress,
+                           details=args.details)
+    finally:
+        if cache is not None:
+            cache.close()
+    systems = _system_means(result["summaries"])
+    summary = {"corpus_score": result["corpus_score"], "n_summaries": len(summaries),
+               **({"systems": systems} if systems else {}), "computed": result["computed"]}
+    print(_json(summary))
+    if args.out:
+        config = {"protocol": settings.protocol, "question_scores": list(settings.scores),
+                  "weighter": settings.weighted, "answers": answers.description,
+                  "models": {"generator": args.question_generator,
+                             "answerer": args.question_answerer,
+                             **({"weighter": args.weighter_model} if settings.weighted else {})},
+                  "revisions": dict(models.revisions)}
+        write_json(Path(args.out), {**summary, "summaries": result["summaries"],
+                                    "config": config, "provenance": provenance()})
+    return 0
+
+
+def _system_means(rows) -> dict:
+    by_system: dict[str, list[float]] = {}
+    for row in rows:
+        if row.get("system") is not None:
+            by_system.setdefault(row["system"], []).append(row["score"])
+    return {system: sum(values) / len(values) for system, values in sorted(by_system.items())}
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, indent=1, sort_keys=True)

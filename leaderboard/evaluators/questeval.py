@@ -1,0 +1,264 @@
+"""QuestEval (Scialom et al., 2021) on summaries, with a source, references or both.
+
+For every text (the summary, the source, each reference) answers are selected
+(leaderboard.evaluators.questeval_answers) and a question is generated for each (QG input
+`sv1 </s> {answer} </s> {context}`, M:589-590, the context the whole text, or under v0.1.1
+and `paper` the answer's sentence, M:416-419 (v0.1.1)). Each compared text's questions are
+answered on the summary and the summary's on it (`{question} </s> {text}`, M:601), each
+answer compared with the one the question came from (SQuAD F1), and the answerability read
+off the first decoding step. With the weighter, the source's questions get a weight (v0.2.4:
+`{answer} </s> {question} </s> {source}`, w = 1 - p("true"), M:542-543; v0.1.1:
+`{sentence index} </s> {answer} </s> {question} </s> {source}`, w = p_max when it answers
+"true", else 1 - p_max, M:278-286 (v0.1.1)). tasks.metrics.questeval does the arithmetic.
+
+Every model output is kept in an optional SQLite cache keyed by the model's revision and its
+exact input (so a new answer, context or model is computed anew), and the answers by the
+text and the answer selection's settings: a rerun computes only what is new.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.metrics.questeval import (
+    DEFAULT_SCORES,
+    Asked,
+    Compared,
+    check_protocol,
+    check_score_types,
+    protocol_score,
+    squad_f1,
+)
+from tasks.plumbing.errors import SumbenchError
+from trainers.models.disk_cache import cache_key
+
+SEP = "</s>"
+QG_PREFIX = "sv1"
+#: whether each protocol weighs the source's questions unless told (v0.2.4: M:29, off; the
+#: paper's recall is weighted)
+DEFAULT_WEIGHTER = {"v0.2.4": False, "v0.1.1": False, "paper": True}
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: str
+    summary: str
+    source: str | None = None
+    references: tuple[str, ...] = ()
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    protocol: str = "v0.2.4"
+    question_scores: tuple[str, ...] | None = None   # None: the protocol's
+    weighter: bool | None = None                     # None: the protocol's
+
+    def __post_init__(self) -> None:
+        check_protocol(self.protocol)
+        if self.question_scores is not None:
+            check_score_types(self.question_scores)
+
+    @property
+    def scores(self) -> tuple[str, ...]:
+        return self.question_scores or DEFAULT_SCORES[self.protocol]
+
+    @property
+    def weighted(self) -> bool:
+        return DEFAULT_WEIGHTER[self.protocol] if self.weighter is None else self.weighter
+
+    @property
+    def per_sentence(self) -> bool:
+        return self.protocol in ("v0.1.1", "paper")
+
+
+@dataclass
+class Models:
+    """The question generator, answerer and (optional) weighter, with their revisions."""
+    generator: Any
+    answerer: Any
+    weighter: Any = None
+    revisions: Mapping[str, str] = field(default_factory=dict)
+
+
+class Outputs:
+    """Model outputs by (model, input), from the cache when it has them."""
+
+    def __init__(self, models: Models, cache=None, progress=None):
+        self.models, self.cache, self.progress = models, cache, progress
+        self.computed = {"generator": 0, "answerer": 0, "weighter": 0}
+
+    def run(self, role: str, inputs: Sequence[str]) -> dict[str, tuple]:
+        """input -> (text, probability, top) for the distinct `inputs` of model `role`."""
+        distinct = list(dict.fromkeys(inputs))
+        revision = self.models.revisions.get(role, role)
+        keys = {text: cache_key("questeval", role, revision, text) for text in distinct}
+        found = self.cache.get_many(list(keys.values())) if self.cache is not None else {}
+        missing = [text for text in distinct if keys[text] not in found]
+        results = {text: tuple(found[keys[text]]) for text in distinct if keys[text] in found}
+        if missing:
+            model = getattr(self.models, role)
+            bar = self.progress(role, len(missing)) if self.progress else None
+            outputs = model.predict(missing, bar)
+            if bar is not None:
+                bar.close()
+            self.computed[role] += len(missing)
+            fresh = {text: (out.text, out.probability, out.top)
+                     for text, out in zip(missing, outputs)}
+            if self.cache is not None:
+                self.cache.set_many((keys[text], list(value)) for text, value in fresh.items())
+            results.update(fresh)
+        return results
+
+
+@dataclass
+class TextQuestions:
+    """A text's questions: (question, its answer, its weight) in answer order."""
+    text: str
+    items: list[tuple[str, str, float]]
+
+
+def _contexts(text: str, answers, settings: Settings) -> list[tuple[str, str, int]]:
+    """(answer, QG context, sentence index) of each answer of `text`."""
+    if not text:
+        return []
+    if not settings.per_sentence:
+        return [(answer, text, 0) for answer in answers.answers(text)]
+    return [(answer, sentence, index)
+            for index, (sentence, found) in enumerate(answers.sentence_answers(text))
+            for answer in found]
+
+
+def _question_input(answer: str, context: str) -> str:
+    return f"{QG_PREFIX} {SEP} {answer} {SEP} {context}"
+
+
+def _weighter_input(answer: str, question: str, source: str, index: int,
+                    settings: Settings) -> str:
+    if settings.per_sentence:
+        return f"{index} {SEP} {answer} {SEP} {question} {SEP} {source}"
+    return f"{answer} {SEP} {question} {SEP} {source}"
+
+
+def _weight(output: tuple, settings: Settings) -> float:
+    text, probability, top = output
+    if settings.per_sentence:
+        return top if text == "true" else 1 - top
+    return 1 - probability
+
+
+def text_questions(texts: Mapping[str, str], answers, outputs: Outputs, settings: Settings,
+                   weighted_roles: set[str]) -> dict[tuple[str, str], TextQuestions]:
+    """(role, text) -> its questions, for every text of `texts` ((role, text) -> text)."""
+    planned = {key: _contexts(text, answers, settings) for key, text in texts.items()}
+    generated = outputs.run("generator", [_question_input(answer, context)
+                                          for items in planned.values()
+                                          for answer, context, _ in items])
+    weights: dict[str, tuple] = {}
+    if settings.weighted and outputs.models.weighter is not None:
+        weights = outputs.run("weighter", [
+            _weighter_input(answer, generated[_question_input(answer, context)][0], text,
+                            index, settings)
+            for (role, text), items in planned.items() if role in weighted_roles
+            for answer, context, index in items])
+    result = {}
+    for (role, text), items in planned.items():
+        rows = []
+        for answer, context, index in items:
+            question = generated[_question_input(answer, context)][0]
+            weight = 1.0
+            if role in weighted_roles and weights:
+                weight = _weight(weights[_weighter_input(answer, question, text, index,
+                                                         settings)], settings)
+            rows.append((question, answer, weight))
+        result[(role, text)] = TextQuestions(text, rows)
+    return result
+
+
+def _asked(questions: TextQuestions, on: str, answered: Mapping[str, tuple]) -> list[Asked]:
+    """`questions` answered on the text `on` (SQuAD F1 against each question's answer)."""
+    rows = []
+    for question, gold, weight in questions.items:
+        text, probability, _ = answered[f"{question} {SEP} {on}"]
+        rows.append(Asked(question, gold, text, 1 - probability, {"f1": squad_f1(gold, text)},
+                          weight))
+    return rows
+
+
+def check_summaries(summaries: Sequence[Summary], settings: Settings) -> None:
+    counts = {len(summary.references) for summary in summaries}
+    for number, summary in enumerate(summaries, start=1):
+        if summary.source is None and not summary.references:
+            raise SumbenchError(f"summary {number} ({summary.id!r}) has neither a source nor "
+                                f"references: QuestEval compares it with one of them")
+    if len(counts) > 1 and settings.protocol != "paper":
+        raise SumbenchError(f"summaries have {sorted(counts)} references: QuestEval takes the "
+                            f"same number for every summary (M:184)")
+    if settings.protocol == "v0.1.1" and max(counts, default=0) > 1:
+        raise SumbenchError("protocol v0.1.1 takes one reference per summary")
+    if "bertscore" in settings.scores:
+        raise SumbenchError("the bertscore question score is not available yet in sumbench's "
+                            "QuestEval: choose --question-scores answerability,f1")
+
+
+def questeval(summaries: Sequence[Summary], models: Models, answers, settings: Settings,
+              cache=None, progress=None, details: bool = False) -> dict:
+    """Per summary {"id", "system", "score", "precision", "recall", "questions": {"summary",
+    "compared"}} (with `details`, every question), the corpus mean, and the model calls made
+    (`computed`: what the cache did not hold)."""
+    check_summaries(summaries, settings)
+    outputs = Outputs(models, cache, progress)
+    texts: dict[tuple[str, str], str] = {}
+    for summary in summaries:
+        texts[("hyp", summary.summary)] = summary.summary
+        if summary.source is not None:
+            texts[("src", summary.source)] = summary.source
+        for reference in summary.references:
+            texts[("ref", reference)] = reference
+    questions = text_questions(texts, answers, outputs, settings, {"src"})
+    compared_of = {summary.id: [("src", summary.source)] * (summary.source is not None)
+                   + [("ref", reference) for reference in summary.references]
+                   for summary in summaries}
+    qa_inputs = []
+    for summary in summaries:
+        mine = questions[("hyp", summary.summary)]
+        for role, text in compared_of[summary.id]:
+            if summary.summary and text:
+                qa_inputs += [f"{q} {SEP} {summary.summary}" for q, _, _ in
+                              questions[(role, text)].items]
+                qa_inputs += [f"{q} {SEP} {text}" for q, _, _ in mine.items]
+    answered = outputs.run("answerer", qa_inputs)
+    rows = [_summary_row(summary, questions, compared_of[summary.id], answered, settings,
+                         details) for summary in summaries]
+    mean = sum(row["score"] for row in rows) / len(rows) if rows else None
+    return {"summaries": rows, "corpus_score": mean, "computed": dict(outputs.computed)}
+
+
+def _summary_row(summary: Summary, questions, compared: list[tuple[str, str]],
+                 answered: Mapping[str, tuple], settings: Settings, details: bool) -> dict:
+    mine = questions[("hyp", summary.summary)]
+    pairs = []
+    for role, text in compared:
+        theirs = questions[(role, text)]
+        live = bool(summary.summary and text)
+        pairs.append(Compared("source" if role == "src" else "reference", not text,
+                              _asked(theirs, summary.summary, answered) if live else [],
+                              _asked(mine, text, answered) if live else []))
+    result = protocol_score(settings.protocol, not summary.summary, pairs, settings.scores,
+                            settings.weighted)
+    row = {"id": summary.id, "system": summary.system, "score": result.score,
+           "precision": result.precision, "recall": result.recall,
+           "questions": {"summary": len(mine.items),
+                         "compared": [len(questions[key].items) for key in compared]}}
+    if details:
+        row["details"] = [{"role": pair.role, "recall": [_detail(a) for a in pair.recall],
+                           "precision": [_detail(a) for a in pair.precision]}
+                          for pair in pairs]
+    return row
+
+
+def _detail(asked: Asked) -> dict:
+    return {"answer": asked.gold, "question": asked.question, "qa_answer": asked.answer,
+            "answerability": asked.answerability, "f1": asked.similarity["f1"],
+            "weight": asked.weight}

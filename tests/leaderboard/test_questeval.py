@@ -1,0 +1,313 @@
+"""QuestEval: each protocol's arithmetic on recorded questions and answers against values
+worked out by hand from the code (shared/docs/questeval.md §6, §9); the pipeline on tiny real
+T5 models (the same scores at batch 1 and 32, from a cold and a warm cache, recomputed when
+an answer changes); the command line and its bad input."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
+from leaderboard.evaluators.questeval_answers import RecordedAnswers, sentences
+from leaderboard.evaluators.questeval_models import T2TModel, first_piece
+from tasks.metrics.questeval import (
+    Asked,
+    Compared,
+    check_score_types,
+    protocol_score,
+    split_on_punct,
+    squad_f1,
+)
+from tasks.plumbing.errors import DataError, SumbenchError
+from trainers.models.disk_cache import DiskCache
+
+from helpers import sumbench
+
+
+# ---- arithmetic --------------------------------------------------------------------------
+@pytest.mark.parametrize("gold, prediction, f1", [
+    ("the cat", "a cat", 1.0), ("Paris", "Paris, France", 2 / 3), ("", "", 1.0),
+    ("Paris", "", 0.0), ("Paris", "Rome", 0.0), ("an Apple pie!", "APPLE", 2 / 3),
+])
+def test_squad_f1_with_squad_normalisation(gold, prediction, f1):
+    assert squad_f1(gold, prediction) == pytest.approx(f1)
+    assert squad_f1(prediction, gold) == pytest.approx(f1)  # called either way round (M:502)
+
+
+def test_the_official_splitter_cuts_after_end_marks_at_the_next_word():
+    import spacy
+
+    nlp = spacy.blank("en")
+    text = "Hi there. It rains !! Really? Dr. Smith said so... ok"
+    # "Dr." is one token, "..." is not a "." token: neither ends a sentence
+    assert sentences(nlp, text) == ["Hi there.", "It rains !!", "Really?",
+                                    "Dr. Smith said so... ok"]
+    assert split_on_punct([], "") == []
+
+
+def _asked(p: float, f1: float, weight: float = 1.0) -> Asked:
+    return Asked("q", "gold", "answer", p, {"f1": f1}, weight)
+
+
+SOURCE = Compared("source", False, recall=[_asked(0.9, 1.0, 0.5), _asked(0.2, 0.0, 1.0)],
+                  precision=[_asked(0.6, 0.5)])
+REFERENCE = Compared("reference", False, recall=[_asked(1.0, 1.0)],
+                     precision=[_asked(0.0, 0.0)])
+KINDS = ("answerability", "f1")
+
+
+@pytest.mark.parametrize("protocol, compared, weighter, expected", [
+    # v0.2.4: R = (0.9 + 0.2 + 1 + 0) / 4, P = (0.6 + 0.5) / 2, F = (P + R) / 2
+    ("v0.2.4", [SOURCE], False, (0.5375, 0.55, 0.525)),
+    # the weighter multiplies the source's recall scores, still divided by 4
+    ("v0.2.4", [SOURCE], True, ((0.55 + 0.2875) / 2, 0.55, 0.2875)),
+    # the max over compared texts: the reference pair gives (1 + 0) / 2 = 0.5 < 0.5375
+    ("v0.2.4", [REFERENCE, SOURCE], False, (0.5375, 0.55, 0.525)),
+    # v0.1.1: R and P are means over the compared texts, F = (P + R) / 2
+    ("v0.1.1", [SOURCE, REFERENCE], False, ((0.275 + 0.7625) / 2, 0.275, 0.7625)),
+    # paper: P = mean F1 = 0.5, R = (0.5*0.9 + 1*0.2) / 1.5, F = 2PR / (P + R)
+    ("paper", [SOURCE], True, (2 * 0.5 * (0.65 / 1.5) / (0.5 + 0.65 / 1.5), 0.5, 0.65 / 1.5)),
+    ("paper", [SOURCE], False, (2 * 0.5 * 0.55 / 1.05, 0.5, 0.55)),
+])
+def test_each_protocol_s_arithmetic_on_recorded_answers(protocol, compared, weighter,
+                                                        expected):
+    score = protocol_score(protocol, False, compared, KINDS, weighter)
+    assert (score.score, score.precision, score.recall) == pytest.approx(expected)
+
+
+def test_empty_texts_no_questions_and_clipped_scores():
+    assert protocol_score("v0.2.4", True, [SOURCE], KINDS, False).score == 0.0
+    empty = Compared("source", True, [], [])
+    assert protocol_score("v0.2.4", False, [empty], KINDS, False).score == 0.0
+    none = Compared("source", False, [], [])  # a text with no answers: 0, not an error
+    for protocol in ("v0.2.4", "v0.1.1", "paper"):
+        assert protocol_score(protocol, False, [none], KINDS, False).score == 0.0
+    over = Compared("source", False, [_asked(1.0000004, 1.0)], [_asked(1.0000004, 1.0)])
+    assert protocol_score("v0.2.4", False, [over], KINDS, False).score == 1.0
+
+
+@pytest.mark.parametrize("names, message", [
+    (["exact"], "one or more of answerability, f1, bertscore"), ([], "got none"),
+    (["f1", "f1"], "each once"),
+])
+def test_unknown_score_names_list_the_choices(names, message):
+    with pytest.raises(SumbenchError, match=message):
+        check_score_types(names)
+    with pytest.raises(SumbenchError, match="choices: v0.2.4, v0.1.1, paper"):
+        Settings("v2")
+
+
+# ---- the pipeline on tiny models -----------------------------------------------------------
+TEXTS = {
+    "summary one": "Ada Lovelace wrote the first program. She worked with Babbage.",
+    "summary two": "The bridge in Ohio closed in 1877.",
+    "source one": "Ada Lovelace wrote the first program for the Analytical Engine. Charles "
+                  "Babbage designed the engine. She worked with Babbage in London.",
+    "source two": "The council closed the bridge in Ohio in 1877. It had stood for years.",
+    "reference one": "Lovelace wrote a program for Babbage's engine.",
+    "reference two": "An Ohio bridge closed in 1877.",
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("questeval")
+    tokenizer = build_tiny_tokenizer(list(TEXTS.values()) + ["unanswerable true false sv1"],
+                                     vocab_size=300)
+    folders = {}
+    for seed, role in enumerate(("generator", "answerer", "weighter")):
+        folders[role] = root / role
+        build_tiny_t5(tokenizer, save_dir=folders[role], seed=seed, d_model=32)
+        tokenizer.save_pretrained(folders[role])
+    answers = root / "answers.jsonl"
+    _write_answers(answers, TEXTS.values())
+    return {"root": root, "folders": folders, "answers": answers}
+
+
+def _write_answers(path, texts, drop: str | None = None) -> None:
+    import spacy
+
+    nlp, lines = spacy.blank("en"), []
+    for text in texts:
+        found = sentences(nlp, text)[:5]
+        per = [[word for word in sentence.split() if word[:1].isupper() or word[:1].isdigit()]
+               for sentence in found]
+        per = [[word.strip(".,'s") for word in words if word.strip(".,'s") != drop]
+               for words in per]
+        lines.append(json.dumps({"text": text, "answers": [w for ws in per for w in ws],
+                                 "sentence_answers": per}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _summaries() -> list[Summary]:
+    return [Summary("a", TEXTS["summary one"], TEXTS["source one"], (TEXTS["reference one"],),
+                    "sys1"),
+            Summary("b", TEXTS["summary two"], TEXTS["source two"], (TEXTS["reference two"],),
+                    "sys1"),
+            Summary("c", "", TEXTS["source two"], (TEXTS["reference two"],), "sys2")]
+
+
+def _models(lab, batch_size: int) -> Models:
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    def load(role, word):
+        folder = lab["folders"][role]
+        return T2TModel(T5ForConditionalGeneration.from_pretrained(folder),
+                        AutoTokenizer.from_pretrained(folder), role=role, word=word,
+                        batch_size=batch_size)
+    return Models(load("generator", None), load("answerer", "unanswerable"),
+                  load("weighter", "true"), {"generator": "g1", "answerer": "a1",
+                                             "weighter": "w1"})
+
+
+def _scores(result: dict) -> list[float]:
+    return [row[key] for row in result["summaries"] for key in ("score", "precision",
+                                                                 "recall")]
+
+
+@pytest.mark.parametrize("protocol", ["v0.2.4", "v0.1.1", "paper"])
+@pytest.mark.slow
+def test_the_same_scores_at_batch_1_and_32(lab, protocol):
+    answers = RecordedAnswers(lab["answers"])
+    settings = Settings(protocol, ("answerability", "f1"), protocol == "paper")
+    one = questeval(_summaries(), _models(lab, 1), answers, settings)
+    many = questeval(_summaries(), _models(lab, 32), answers, settings)
+    assert _scores(one) == pytest.approx(_scores(many), abs=1e-6)
+    assert one["summaries"][2]["score"] == 0.0  # an empty summary scores 0
+    assert one["summaries"][0]["questions"]["summary"] == 4  # Ada Lovelace, She, Babbage
+    assert 0 <= one["corpus_score"] <= 1
+
+
+@pytest.mark.slow
+def test_a_warm_cache_gives_the_same_scores_and_an_answer_change_is_recomputed(lab, tmp_path):
+    settings = Settings("v0.2.4", ("answerability", "f1"), True)
+    answers = RecordedAnswers(lab["answers"])
+    with DiskCache(tmp_path / "cache.sqlite") as cache:
+        cold = questeval(_summaries(), _models(lab, 8), answers, settings, cache)
+        warm = questeval(_summaries(), _models(lab, 8), answers, settings, cache)
+        assert _scores(warm) == _scores(cold)
+        assert all(cold["computed"].values()) and warm["computed"] == {
+            "generator": 0, "answerer": 0, "weighter": 0}
+        changed = tmp_path / "changed.jsonl"
+        _write_answers(changed, TEXTS.values(), drop="Babbage")
+        again = questeval(_summaries(), _models(lab, 8), RecordedAnswers(changed), settings,
+                          cache)
+    # the answers are read again, never kept by text alone (the official cache's stale
+    # answers, shared/docs/questeval.md §7): Babbage's questions are gone, the others cached
+    assert again["summaries"][0]["questions"]["summary"] == 3 and _scores(again) != _scores(cold)
+    assert again["computed"] == {"generator": 0, "answerer": 0, "weighter": 0}
+
+
+@pytest.mark.slow
+def test_details_hold_every_question_and_its_scores(lab):
+    result = questeval(_summaries()[:1], _models(lab, 8), RecordedAnswers(lab["answers"]),
+                       Settings("v0.2.4", ("answerability", "f1")), details=True)
+    row = result["summaries"][0]
+    source, reference = row["details"]
+    assert [item["answer"] for item in source["precision"]] == ["Ada", "Lovelace", "She",
+                                                                "Babbage"]
+    assert len(source["recall"]) == row["questions"]["compared"][0]
+    assert set(source["recall"][0]) == {"answer", "question", "qa_answer", "answerability",
+                                        "f1", "weight"}
+
+
+def test_a_tokenizer_without_the_word_is_refused_naming_it():
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    word_level = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(
+        {"[UNK]": 0, "yes": 1}, unk_token="[UNK]")), unk_token="[UNK]")
+    with pytest.raises(SumbenchError, match="the question answerer's tokenizer has no piece "
+                                            "for 'unanswerable'"):
+        first_piece(word_level, "unanswerable", "question answerer")
+
+
+@pytest.mark.slow
+def test_bad_summaries_and_answers_name_their_line(lab, tmp_path):
+    with pytest.raises(SumbenchError, match="summary 1 .'x'. has neither a source nor"):
+        questeval([Summary("x", "text")], _models(lab, 8), RecordedAnswers(lab["answers"]),
+                  Settings("v0.2.4", ("f1",)))
+    bad = tmp_path / "answers.jsonl"
+    bad.write_text('{"text": "a", "answers": ["x"]}\n{"text": "b", "answers": [1]}\n')
+    with pytest.raises(DataError, match=r"answers\.jsonl:2, field 'answers'") as caught:
+        RecordedAnswers(bad)
+    assert caught.value.field == "answers"
+    with pytest.raises(DataError, match="no recorded answers per sentence"):
+        questeval(_summaries()[:1], _models(lab, 8), RecordedAnswers(_only_answers(tmp_path)),
+                  Settings("v0.1.1", ("f1",)))
+
+
+def _only_answers(tmp_path):
+    path = tmp_path / "plain.jsonl"
+    path.write_text("".join(json.dumps({"text": text, "answers": ["Ohio"]}) + "\n"
+                            for text in TEXTS.values()))
+    return path
+
+
+# ---- the command line ---------------------------------------------------------------------
+def _args(lab, *extra, answers=None) -> list[str]:
+    return ["questeval", "--answers", str(answers or lab["answers"]), "--question-generator",
+            str(lab["folders"]["generator"]), "--question-answerer",
+            str(lab["folders"]["answerer"]), "--question-scores", "answerability,f1",
+            "--device", "cpu", *extra]
+
+
+@pytest.mark.slow
+def test_the_command_scores_a_summaries_file_and_writes_its_provenance(lab, tmp_path, capsys):
+    summaries = tmp_path / "summaries.jsonl"
+    summaries.write_text("".join(json.dumps({
+        "id": s.id, "summary": s.summary, "source": s.source, "references": list(s.references),
+        "system": s.system}) + "\n" for s in _summaries()))
+    out = tmp_path / "questeval.json"
+    code, printed, err = sumbench(capsys, *_args(lab, "--summaries", str(summaries), "--out",
+                                                 str(out), "--cache",
+                                                 str(tmp_path / "c.sqlite")))
+    assert code == 0, err
+    document = json.loads(out.read_text())
+    expected = questeval(_summaries(), _models(lab, 48), RecordedAnswers(lab["answers"]),
+                         Settings("v0.2.4", ("answerability", "f1")))
+    assert [row["score"] for row in document["summaries"]] == pytest.approx(
+        [row["score"] for row in expected["summaries"]], abs=1e-6)
+    assert set(document["systems"]) == {"sys1", "sys2"} and document["systems"]["sys2"] == 0
+    assert document["config"]["protocol"] == "v0.2.4" and document["config"]["answers"][
+        "answers"] == "recorded"
+    assert document["config"]["revisions"]["generator"].startswith("files:")
+    assert {"git", "packages"} <= set(document["provenance"])
+    assert json.loads(printed)["corpus_score"] == pytest.approx(document["corpus_score"])
+
+
+@pytest.mark.parametrize("line, message", [
+    ({"id": "x", "summary": "s"}, "bad.jsonl:1, field 'source': a summary needs a source or "
+                                  "references"),
+    ({"id": 3, "summary": "s", "source": "d"}, "field 'id': expected a string"),
+    ({"id": "x", "summary": "s", "references": "r"}, "field 'references': expected a list"),
+])
+@pytest.mark.slow
+def test_a_bad_summaries_file_is_one_line_naming_line_and_field(lab, tmp_path, capsys, line,
+                                                                message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    code, _, err = sumbench(capsys, *_args(lab, "--summaries", str(path)))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.slow
+def test_the_command_scores_every_system_of_a_pyramid_folder(lab, tmp_path, capsys):
+    from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+
+    from lb_helpers import write_pyramid_folder
+
+    root = write_pyramid_folder(tmp_path / "pyramid", n_examples=3)
+    data = load_pyramid_dataset(root, unit_kinds=(), labels=False)
+    texts = {*data.documents, *data.references,
+             *(text for system in data.systems for text in data.summaries[system])}
+    answers = tmp_path / "pyramid-answers.jsonl"
+    _write_answers(answers, sorted(texts))
+    code, printed, err = sumbench(capsys, *_args(lab, "--pyramid", str(root), answers=answers))
+    assert code == 0, err
+    report = json.loads(printed)
+    assert report["n_summaries"] == 3 * len(data.systems)
+    assert set(report["systems"]) == set(data.systems)
