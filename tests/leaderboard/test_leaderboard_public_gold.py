@@ -60,7 +60,9 @@ def test_a_copy_of_the_public_gold_is_self_reported_flagged_and_never_ranked(lab
     assert view["gold_match"]["share"] == (1.0 if not changed else round(21 / 24, 4))
     page = lab["client"].get(f"/submission/{sent.json()['id']}").text
     assert "copies the public gold" in page and "self-reported predictions" in page
-    assert f"Copied tasks: {', '.join(sorted(TASKS))}." in page  # the page names them
+    # one answer in eight changed: 87.5% copies FIX (80% flags it), not the label tasks (99%)
+    copied = sorted(TASKS) if not changed else ["fixing_factuality"]
+    assert f"Copied tasks: {', '.join(copied)}." in page  # the page names them
 
 
 def test_a_copy_rounded_and_re_punctuated_is_flagged_too(lab, data_dir):
