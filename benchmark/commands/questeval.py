@@ -5,13 +5,15 @@
                        [--weighter | --no-weighter] [--answers FILE | --spacy-pipeline NAME]
                        [--question-generator M] [--question-answerer M] [--weighter-model M]
                        [--batch-size N] [--cache FILE] [--device D] [--details] [--out FILE]
+                       [--scores-out FILE]
 
 --summaries: JSON Lines, one object per summary: {"id", "summary", "source"?,
 "references"?: [...], "system"?}. --pyramid: a REALSumm-layout folder; every system's
 summaries against `documents.txt` (sources) and `references.txt`. Prints the corpus mean
 (and per-system means); --out writes every summary's score, precision, recall and question
 counts (--details: every question), with the configuration, the models' revisions and
-provenance.
+provenance; with --pyramid, --scores-out writes {system: {example_id: score}}, the score file
+`sumbench meta-eval --metric FILE` reads.
 """
 from __future__ import annotations
 
@@ -59,6 +61,9 @@ def register(subparsers) -> None:
                         default="ThomasNLG/t5-weighter_cnndm-en", help="the weighter")
     parser.add_argument("--details", action="store_true",
                         help="--out holds every question, its answers and scores")
+    parser.add_argument("--scores-out", metavar="FILE",
+                        help="with --pyramid: {system: {example_id: score}}, the file "
+                             "`sumbench meta-eval --metric FILE` correlates with humans")
     add_option(parser, "batch_size")
     add_option(parser, "cache")
     add_option(parser, "device")
@@ -98,10 +103,21 @@ def read_summaries(path: str):
 
 
 def pyramid_summaries(root: str, systems):
+    """Every system's summaries of a Pyramid folder (id `system/example`), each against its
+    document and its reference."""
     data = load_pyramid_dataset(root, systems, unit_kinds=(), labels=False)
     return [Summary(f"{system}/{example}", data.summaries[system][index],
                     data.documents[index], (data.references[index],), system)
             for system in data.systems for index, example in enumerate(data.ids)]
+
+
+def score_file(rows) -> dict:
+    """{system: {example_id: score}} of Pyramid rows (meta-eval's score file)."""
+    scores: dict[str, dict[str, float]] = {}
+    for row in rows:
+        system, example = row["id"].split("/", 1)
+        scores.setdefault(system, {})[example] = row["score"]
+    return scores
 
 
 def load_models(args, settings):
@@ -132,6 +148,8 @@ def _progress(role: str, total: int):
 
 def run_questeval(args) -> int:
     settings = Settings(args.protocol, args.question_scores, args.weighter)
+    if args.scores_out and not args.pyramid:
+        raise SumbenchError("--scores-out writes per-system scores of a --pyramid folder")
     summaries = read_summaries(args.summaries) if args.summaries else \
         pyramid_summaries(args.pyramid, args.systems)
     answers = answer_source(args.answers, args.spacy_pipeline)
@@ -147,6 +165,8 @@ def run_questeval(args) -> int:
     summary = {"corpus_score": result["corpus_score"], "n_summaries": len(summaries),
                **({"systems": systems} if systems else {}), "computed": result["computed"]}
     print(_json(summary))
+    if args.scores_out:
+        write_json(Path(args.scores_out), score_file(result["summaries"]))
     if args.out:
         config = {"protocol": settings.protocol, "question_scores": list(settings.scores),
                   "weighter": settings.weighted, "answers": answers.description,

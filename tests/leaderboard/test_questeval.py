@@ -311,3 +311,14 @@ def test_the_command_scores_every_system_of_a_pyramid_folder(lab, tmp_path, caps
     report = json.loads(printed)
     assert report["n_summaries"] == 3 * len(data.systems)
     assert set(report["systems"]) == set(data.systems)
+    scores = tmp_path / "questeval-scores.json"
+    code, _, err = sumbench(capsys, *_args(lab, "--pyramid", str(root), "--scores-out",
+                                           str(scores), "--cache", str(tmp_path / "c.sqlite"),
+                                           answers=answers))
+    assert code == 0, err
+    assert {system: sorted(values) for system, values in json.loads(scores.read_text())
+            .items()} == {system: list(data.ids) for system in data.systems}
+    code, printed, err = sumbench(capsys, "meta-eval", "--pyramid", str(root), "--metric",
+                                  str(scores))  # correlated with the human Pyramid
+    assert code == 0, err
+    assert "kendall" in printed.lower()
