@@ -37,6 +37,10 @@ LONGEST_FIRST = (
     "tests/benchmark/test_bench_harness.py",
     "tests/benchmark/test_lm_eval_bridge.py",
     "tests/leaderboard/test_leaderboard_model_attacks.py",
+    "tests/leaderboard/test_leaderboard_serve_stop.py",
+    "tests/leaderboard/test_questeval.py",
+    "tests/leaderboard/test_leaderboard_duplicates.py",
+    "tests/leaderboard/test_leaderboard_compute.py",
     "tests/trainers/test_distributed.py",
 )
 
