@@ -25,6 +25,15 @@ LIMIT_SENTENCES = 5
 DEFAULT_PIPELINE = "en_core_web_sm"
 
 
+def _spacy():
+    try:
+        import spacy
+    except ImportError:
+        raise SumbenchError("QuestEval's answers and sentences need spaCy: pip install "
+                            "'sumbench[questeval]'") from None
+    return spacy
+
+
 def sentences(nlp: Any, text: str) -> list[str]:
     """The official splitter's sentences of `text` (U:41-45)."""
     doc = nlp.make_doc(text) if hasattr(nlp, "make_doc") else nlp(text)
@@ -36,16 +45,14 @@ class SpacyAnswers:
 
     def __init__(self, nlp: Any, name: str):
         self.nlp, self.name = nlp, name
-        import spacy
-
+        spacy = _spacy()
         self.description = {"answers": "spacy", "pipeline": name, "spacy": spacy.__version__,
                             "model": nlp.meta.get("version"), "limit_sentences":
                                 LIMIT_SENTENCES}
 
     @classmethod
     def load(cls, name: str = DEFAULT_PIPELINE) -> SpacyAnswers:
-        import spacy
-
+        spacy = _spacy()
         try:
             return cls(spacy.load(name), name)
         except OSError:
@@ -75,9 +82,7 @@ class RecordedAnswers:
     """Answers recorded per text (see the module)."""
 
     def __init__(self, path: str | Path):
-        import spacy
-
-        self.nlp, self.by_text = spacy.blank("en"), {}
+        self.nlp, self.by_text = _spacy().blank("en"), {}
         path = Path(path)
         for number, record in enumerate(read_jsonl(path), start=1):
             where = {"path": str(path), "line": number}
