@@ -144,17 +144,20 @@ def _best(scores: Sequence[Score]) -> Score:
     return best
 
 
+def _max_over_pairs(summary_empty: bool, compared: Sequence[Compared], pair) -> Score:
+    """The best of `pair(compared text)` over the compared texts (0 for a pair with an empty
+    text, M:625-626)."""
+    return _best([Score(0.0, 0.0, 0.0) if summary_empty or other.empty else pair(other)
+                  for other in compared])
+
+
 def score_v024(summary_empty: bool, compared: Sequence[Compared], kinds: Sequence[str],
                weighter: bool) -> Score:
-    pairs = []
-    for other in compared:
-        if summary_empty or other.empty:
-            pairs.append(Score(0.0, 0.0, 0.0))
-            continue
+    def pair(other: Compared) -> Score:
         recall = direction_score(other.recall, kinds, weighter and other.role == "source")
         precision = direction_score(other.precision, kinds, False)
-        pairs.append(Score((recall + precision) / 2, precision, recall))
-    return _best(pairs)
+        return Score((recall + precision) / 2, precision, recall)
+    return _max_over_pairs(summary_empty, compared, pair)
 
 
 def score_v011(summary_empty: bool, compared: Sequence[Compared], kinds: Sequence[str],
@@ -177,17 +180,13 @@ def paper_recall(asked: Sequence[Asked], weighted: bool) -> float:
 
 def score_paper(summary_empty: bool, compared: Sequence[Compared], kinds: Sequence[str],
                 weighter: bool) -> Score:
-    pairs = []
-    for other in compared:
-        if summary_empty or other.empty:
-            pairs.append(Score(0.0, 0.0, 0.0))
-            continue
+    def pair(other: Compared) -> Score:
         precision = sum(question_score(item, "f1") for item in other.precision) / \
             len(other.precision) if other.precision else 0.0
         recall = paper_recall(other.recall, weighter and other.role == "source")
         harmonic = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        pairs.append(Score(harmonic, precision, recall))
-    return _best(pairs)
+        return Score(harmonic, precision, recall)
+    return _max_over_pairs(summary_empty, compared, pair)
 
 
 SCORERS = {"v0.2.4": score_v024, "v0.1.1": score_v011, "paper": score_paper}
