@@ -4,8 +4,8 @@
                        [--protocol v0.2.4|v0.1.1|paper] [--question-scores answerability,f1]
                        [--weighter | --no-weighter] [--answers FILE | --spacy-pipeline NAME]
                        [--question-generator M] [--question-answerer M] [--weighter-model M]
-                       [--batch-size N] [--cache FILE] [--device D] [--details] [--out FILE]
-                       [--scores-out FILE]
+                       [--source-windows [--window-stride N]] [--batch-size N]
+                       [--cache FILE] [--device D] [--details] [--out FILE] [--scores-out FILE]
 
 --summaries: JSON Lines, one object per summary: {"id", "summary", "source"?,
 "references"?: [...], "system"?}. --pyramid: a REALSumm-layout folder; every system's
@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.commands import command_help
+from benchmark.commands import command_help, positive_int
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
 from leaderboard.evaluators.questeval_answers import answer_source
@@ -59,6 +59,11 @@ def register(subparsers) -> None:
                         default="ThomasNLG/t5-qa_squad2neg-en", help="QA model")
     parser.add_argument("--weighter-model", metavar="MODEL",
                         default="ThomasNLG/t5-weighter_cnndm-en", help="the weighter")
+    parser.add_argument("--source-windows", action="store_true",
+                        help="an extension: answer the summary's questions in every window of "
+                             "the source (480 tokens), keeping the most answerable answer")
+    parser.add_argument("--window-stride", type=positive_int, default=128, metavar="N",
+                        help="with --source-windows: tokens between window starts (128)")
     parser.add_argument("--details", action="store_true",
                         help="--out holds every question, its answers and scores")
     parser.add_argument("--scores-out", metavar="FILE",
@@ -147,7 +152,8 @@ def _progress(role: str, total: int):
 
 
 def run_questeval(args) -> int:
-    settings = Settings(args.protocol, args.question_scores, args.weighter)
+    settings = Settings(args.protocol, args.question_scores, args.weighter,
+                        args.source_windows, args.window_stride)
     if args.scores_out and not args.pyramid:
         raise SumbenchError("--scores-out writes per-system scores of a --pyramid folder")
     summaries = read_summaries(args.summaries) if args.summaries else \
@@ -168,7 +174,7 @@ def run_questeval(args) -> int:
     if args.scores_out:
         write_json(Path(args.scores_out), score_file(result["summaries"]))
     if args.out:
-        config = {"protocol": settings.protocol, "question_scores": list(settings.scores),
+        config = {"protocol": settings.name, "question_scores": list(settings.scores),
                   "weighter": settings.weighted, "answers": answers.description,
                   "models": {"generator": args.question_generator,
                              "answerer": args.question_answerer,

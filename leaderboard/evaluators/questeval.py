@@ -54,11 +54,22 @@ class Settings:
     protocol: str = "v0.2.4"
     question_scores: tuple[str, ...] | None = None   # None: the protocol's
     weighter: bool | None = None                     # None: the protocol's
+    source_windows: bool = False     # an extension: the source answered window by window
+    window_stride: int = 128         # tokens between window starts (FEQA's document stride)
 
     def __post_init__(self) -> None:
         check_protocol(self.protocol)
         if self.question_scores is not None:
             check_score_types(self.question_scores)
+        if not isinstance(self.window_stride, int) or self.window_stride < 1:
+            raise SumbenchError(f"the window stride is a positive number of tokens, got "
+                                f"{self.window_stride!r}")
+
+    @property
+    def name(self) -> str:
+        """The protocol as outputs name it: an extension is never an official name alone."""
+        return self.protocol + (f" + source windows (stride {self.window_stride}, an "
+                                f"extension)" if self.source_windows else "")
 
     @property
     def scores(self) -> tuple[str, ...]:
@@ -176,6 +187,32 @@ def text_questions(texts: Mapping[str, str], answers, outputs: Outputs, settings
     return result
 
 
+#: tokens of the source one window holds: the QA input is cut at 512 tokens, and the question
+#: (at most 20 tokens) and its separator come first
+WINDOW_TOKENS = 480
+
+
+def source_windows(text: str, tokenizer, stride: int, size: int = WINDOW_TOKENS) -> list[str]:
+    """`text` as windows of `size` of the tokenizer's tokens, one starting every `stride`
+    tokens and the last ending at the text's end (the whole text when it fits in one)."""
+    offsets = tokenizer(text, add_special_tokens=False,
+                        return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= size:
+        return [text]
+    starts = dict.fromkeys([*range(0, len(offsets) - size, stride), len(offsets) - size])
+    return [text[offsets[start][0]:offsets[start + size - 1][1]] for start in starts]
+
+
+def _fold_windows(answered: dict, questions: Sequence[str], source: str,
+                  windows: Sequence[str]) -> None:
+    """Each question's answer on `source`: that of the window where it is most answerable
+    (the lowest probability of "unanswerable"; the first of equals)."""
+    for question in questions:
+        answered[f"{question} {SEP} {source}"] = min(
+            (answered[f"{question} {SEP} {window}"] for window in windows),
+            key=lambda output: output[1])
+
+
 def _asked(questions: TextQuestions, on: str, answered: Mapping[str, tuple]) -> list[Asked]:
     """`questions` answered on the text `on` (SQuAD F1 against each question's answer)."""
     rows = []
@@ -220,15 +257,23 @@ def questeval(summaries: Sequence[Summary], models: Models, answers, settings: S
     compared_of = {summary.id: [("src", summary.source)] * (summary.source is not None)
                    + [("ref", reference) for reference in summary.references]
                    for summary in summaries}
-    qa_inputs = []
+    windows = {summary.source: source_windows(summary.source, models.answerer.tokenizer,
+                                              settings.window_stride)
+               for summary in summaries if settings.source_windows and summary.source}
+    qa_inputs, folds = [], []
     for summary in summaries:
-        mine = questions[("hyp", summary.summary)]
+        mine = [q for q, _, _ in questions[("hyp", summary.summary)].items]
         for role, text in compared_of[summary.id]:
             if summary.summary and text:
                 qa_inputs += [f"{q} {SEP} {summary.summary}" for q, _, _ in
                               questions[(role, text)].items]
-                qa_inputs += [f"{q} {SEP} {text}" for q, _, _ in mine.items]
+                parts = windows.get(text, [text]) if role == "src" else [text]
+                qa_inputs += [f"{q} {SEP} {part}" for q in mine for part in parts]
+                if len(parts) > 1:
+                    folds.append((mine, text, parts))
     answered = outputs.run("answerer", qa_inputs)
+    for mine, text, parts in folds:
+        _fold_windows(answered, mine, text, parts)
     rows = [_summary_row(summary, questions, compared_of[summary.id], answered, settings,
                          details) for summary in summaries]
     mean = sum(row["score"] for row in rows) / len(rows) if rows else None

@@ -322,3 +322,46 @@ def test_the_command_scores_every_system_of_a_pyramid_folder(lab, tmp_path, caps
                                   str(scores))  # correlated with the human Pyramid
     assert code == 0, err
     assert "kendall" in printed.lower()
+
+
+# ---- long sources in windows (an extension) ----------------------------------------------
+def test_a_long_source_is_cut_into_overlapping_windows_that_cover_it(lab):
+    from transformers import AutoTokenizer
+
+    from leaderboard.evaluators.questeval import source_windows
+
+    tokenizer = AutoTokenizer.from_pretrained(lab["folders"]["answerer"])
+    short = TEXTS["source one"]
+    assert source_windows(short, tokenizer, 128) == [short]
+    long = " ".join(f"Fact {n} holds in Ohio." for n in range(200))
+    tokens = len(tokenizer(long, add_special_tokens=False)["input_ids"])
+    windows = source_windows(long, tokenizer, 128, size=480)
+    assert len(windows) == -(-(tokens - 480) // 128) + 1
+    assert long.startswith(windows[0]) and long.endswith(windows[-1])
+    assert all(len(tokenizer(w, add_special_tokens=False)["input_ids"]) <= 481 for w in windows)
+    assert all(window in long for window in windows)
+    with pytest.raises(SumbenchError, match="window stride is a positive number"):
+        Settings(window_stride=0)
+
+
+@pytest.mark.slow
+def test_with_windows_each_question_keeps_its_most_answerable_window(lab, tmp_path):
+    from leaderboard.evaluators.questeval import SEP, source_windows
+
+    long = " ".join(f"Ada Lovelace met Babbage on day {n}." for n in range(150))
+    answers = tmp_path / "answers.jsonl"
+    _write_answers(answers, [TEXTS["summary one"], long])
+    summary = [Summary("long", TEXTS["summary one"], long)]
+    models = _models(lab, 8)
+    settings = Settings("v0.2.4", ("answerability", "f1"), source_windows=True)
+    windowed = questeval(summary, models, RecordedAnswers(answers), settings, details=True)
+    plain = questeval(summary, models, RecordedAnswers(answers),
+                      Settings("v0.2.4", ("answerability", "f1")), details=True)
+    windows = source_windows(long, models.answerer.tokenizer, 128)
+    assert len(windows) > 2
+    chosen = windowed["summaries"][0]["details"][0]["precision"]
+    for item in chosen:
+        outputs = models.answerer.predict([f"{item['question']} {SEP} {w}" for w in windows])
+        assert item["answerability"] == pytest.approx(max(1 - o.probability for o in outputs))
+    assert len(plain["summaries"][0]["details"][0]["precision"]) == len(chosen)
+    assert settings.name == "v0.2.4 + source windows (stride 128, an extension)"
