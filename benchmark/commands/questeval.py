@@ -22,7 +22,9 @@ import sys
 from pathlib import Path
 
 from benchmark.commands import command_help, positive_int
+from benchmark.commands.leaderboard_client import print_json
 from benchmark.commands.options import add_option
+from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
 from leaderboard.evaluators.questeval_answers import answer_source
 from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, load_t2t
@@ -116,13 +118,20 @@ def pyramid_summaries(root: str, systems):
             for system in data.systems for index, example in enumerate(data.ids)]
 
 
-def score_file(rows) -> dict:
-    """{system: {example_id: score}} of Pyramid rows (meta-eval's score file)."""
+def _by_system(rows) -> dict[str, dict[str, float]]:
+    """{system: {summary id: score}} of the rows that name a system."""
     scores: dict[str, dict[str, float]] = {}
     for row in rows:
-        system, example = row["id"].split("/", 1)
-        scores.setdefault(system, {})[example] = row["score"]
+        if row.get("system") is not None:
+            scores.setdefault(row["system"], {})[row["id"]] = row["score"]
     return scores
+
+
+def score_file(rows) -> dict:
+    """{system: {example_id: score}} of Pyramid rows (ids `system/example`): meta-eval's
+    score file."""
+    return {system: {key.split("/", 1)[1]: score for key, score in scores.items()}
+            for system, scores in _by_system(rows).items()}
 
 
 def load_models(args, settings):
@@ -167,10 +176,10 @@ def run_questeval(args) -> int:
     finally:
         if cache is not None:
             cache.close()
-    systems = _system_means(result["summaries"])
+    systems = system_means(_by_system(result["summaries"]))
     summary = {"corpus_score": result["corpus_score"], "n_summaries": len(summaries),
                **({"systems": systems} if systems else {}), "computed": result["computed"]}
-    print(_json(summary))
+    print_json(summary)
     if args.scores_out:
         write_json(Path(args.scores_out), score_file(result["summaries"]))
     if args.out:
@@ -183,17 +192,3 @@ def run_questeval(args) -> int:
         write_json(Path(args.out), {**summary, "summaries": result["summaries"],
                                     "config": config, "provenance": provenance()})
     return 0
-
-
-def _system_means(rows) -> dict:
-    by_system: dict[str, list[float]] = {}
-    for row in rows:
-        if row.get("system") is not None:
-            by_system.setdefault(row["system"], []).append(row["score"])
-    return {system: sum(values) / len(values) for system, values in sorted(by_system.items())}
-
-
-def _json(value) -> str:
-    import json
-
-    return json.dumps(value, indent=1, sort_keys=True)
