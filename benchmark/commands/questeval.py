@@ -1,9 +1,11 @@
 """`sumbench questeval`: QuestEval scores of summaries (leaderboard.evaluators.questeval).
 
     sumbench questeval (--summaries FILE | --pyramid DIR [--systems S ...])
-                       [--protocol v0.2.4|v0.1.1|paper] [--question-scores answerability,f1]
+                       [--protocol v0.2.4|v0.1.1|paper]
+                       [--question-scores answerability,bertscore,f1]
                        [--weighter | --no-weighter] [--answers FILE | --spacy-pipeline NAME]
                        [--question-generator M] [--question-answerer M] [--weighter-model M]
+                       [--bertscore-model M [--bertscore-layer N]]
                        [--source-windows [--window-stride N]] [--batch-size N]
                        [--cache FILE] [--device D] [--details] [--out FILE] [--scores-out FILE]
 
@@ -27,6 +29,7 @@ from benchmark.commands.options import add_option
 from leaderboard.evaluators.autoqapyramid import system_means
 from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
 from leaderboard.evaluators.questeval_answers import answer_source
+from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL, load_bertscore
 from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, load_t2t
 from tasks.metrics.questeval import PROTOCOLS, check_score_types
 from tasks.plumbing.errors import DataError, SumbenchError
@@ -48,7 +51,8 @@ def register(subparsers) -> None:
                         help="v0.2.4 (the current package, default), v0.1.1 (the paper's "
                              "code), paper (its equations 1-2 and harmonic mean)")
     parser.add_argument("--question-scores", type=_score_list, metavar="TYPES",
-                        help="comma-separated: answerability, f1 (default: the protocol's)")
+                        help="comma-separated: answerability, bertscore, f1 (default: the "
+                             "protocol's; bertscore needs bert-score)")
     parser.add_argument("--weighter", action=argparse.BooleanOptionalAction, default=None,
                         help="weigh the source's questions (default: the protocol's)")
     answers = parser.add_mutually_exclusive_group()
@@ -61,6 +65,12 @@ def register(subparsers) -> None:
                         default="ThomasNLG/t5-qa_squad2neg-en", help="QA model")
     parser.add_argument("--weighter-model", metavar="MODEL",
                         default="ThomasNLG/t5-weighter_cnndm-en", help="the weighter")
+    parser.add_argument("--bertscore-model", metavar="MODEL", default=BERTSCORE_MODEL,
+                        help="the bertscore score's model (hub id or folder; default: the "
+                             "official bert-base-multilingual-cased)")
+    parser.add_argument("--bertscore-layer", type=positive_int, metavar="N",
+                        help="the layer BERTScore reads (default: bert-score's for the model, "
+                             "9 for the official one)")
     parser.add_argument("--source-windows", action="store_true",
                         help="an extension: answer the summary's questions in every window of "
                              "the source (480 tokens), keeping the most answerable answer")
@@ -135,6 +145,11 @@ def score_file(rows) -> dict:
 
 
 def load_models(args, settings):
+    bertscore, revisions = None, {}
+    if "bertscore" in settings.scores:  # first: a missing bert-score fails before the T5s load
+        bertscore, revisions["bertscore"] = load_bertscore(
+            args.bertscore_model, args.bertscore_layer, batch_size=args.batch_size or 64,
+            device=args.device or "auto")
     batch = args.batch_size or 48
     generator, qg_revision = load_t2t(args.question_generator, role="question generator",
                                       word=None, batch_size=args.batch_size or 36,
@@ -146,16 +161,17 @@ def load_models(args, settings):
     if settings.weighted:
         weighter, w_revision = load_t2t(args.weighter_model, role="weighter", word=TRUE,
                                         batch_size=batch, device=args.device or "auto")
-    revisions = {"generator": qg_revision, "answerer": qa_revision}
+    revisions.update(generator=qg_revision, answerer=qa_revision)
     if w_revision:
         revisions["weighter"] = w_revision
-    return Models(generator, answerer, weighter, revisions)
+    return Models(generator, answerer, weighter, bertscore, revisions)
 
 
 def _progress(role: str, total: int):
     from tqdm import tqdm
 
-    names = {"generator": "questions", "answerer": "answers", "weighter": "weights"}
+    names = {"generator": "questions", "answerer": "answers", "weighter": "weights",
+             "bertscore": "BERTScores"}
     return tqdm(total=total, desc=f"QuestEval {names[role]}", unit="input", file=sys.stderr,
                 disable=None)
 
@@ -187,7 +203,9 @@ def run_questeval(args) -> int:
                   "weighter": settings.weighted, "answers": answers.description,
                   "models": {"generator": args.question_generator,
                              "answerer": args.question_answerer,
-                             **({"weighter": args.weighter_model} if settings.weighted else {})},
+                             **({"weighter": args.weighter_model} if settings.weighted else {}),
+                             **({"bertscore": args.bertscore_model}
+                                if "bertscore" in settings.scores else {})},
                   "revisions": dict(models.revisions)}
         write_json(Path(args.out), {**summary, "summaries": result["summaries"],
                                     "config": config, "provenance": provenance()})

@@ -9,11 +9,13 @@ answer compared with the one the question came from (SQuAD F1), and the answerab
 off the first decoding step. With the weighter, the source's questions get a weight (v0.2.4:
 `{answer} </s> {question} </s> {source}`, w = 1 - p("true"), M:542-543; v0.1.1:
 `{sentence index} </s> {answer} </s> {question} </s> {source}`, w = p_max when it answers
-"true", else 1 - p_max, M:278-286 (v0.1.1)). tasks.metrics.questeval does the arithmetic.
+"true", else 1 - p_max, M:278-286 (v0.1.1)). With the bertscore question score, each QA
+answer's BERTScore against its gold answer (leaderboard.evaluators.questeval_bertscore).
+tasks.metrics.questeval does the arithmetic.
 
 Every model output is kept in an optional SQLite cache keyed by the model's revision and its
-exact input (so a new answer, context or model is computed anew), and the answers by the
-text and the answer selection's settings: a rerun computes only what is new.
+exact input (so a new answer, context or model is computed anew; BERTScores by the pair):
+a rerun computes only what is new.
 """
 from __future__ import annotations
 
@@ -86,10 +88,12 @@ class Settings:
 
 @dataclass
 class Models:
-    """The question generator, answerer and (optional) weighter, with their revisions."""
+    """The question generator, answerer, (optional) weighter and BERTScore, with their
+    revisions."""
     generator: Any
     answerer: Any
     weighter: Any = None
+    bertscore: Any = None
     revisions: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -98,16 +102,17 @@ class Outputs:
 
     def __init__(self, models: Models, cache=None, progress=None):
         self.models, self.cache, self.progress = models, cache, progress
-        self.computed = {"generator": 0, "answerer": 0, "weighter": 0}
+        self.computed = {"generator": 0, "answerer": 0, "weighter": 0, "bertscore": 0}
 
-    def run(self, role: str, inputs: Sequence[str]) -> dict[str, tuple]:
-        """input -> (text, probability, top) for the distinct `inputs` of model `role`."""
+    def run(self, role: str, inputs: Sequence) -> dict:
+        """input -> output for the distinct `inputs` of model `role`: (text, probability,
+        top) for a T5 model's input string, the F1 for a BERTScore (prediction, gold)."""
         distinct = list(dict.fromkeys(inputs))
         revision = self.models.revisions.get(role, role)
-        keys = {text: cache_key("questeval", role, revision, text) for text in distinct}
+        keys = {item: cache_key("questeval", role, revision, item) for item in distinct}
         found = self.cache.get_many(list(keys.values())) if self.cache is not None else {}
-        missing = [text for text in distinct if keys[text] not in found]
-        results = {text: tuple(found[keys[text]]) for text in distinct if keys[text] in found}
+        missing = [item for item in distinct if keys[item] not in found]
+        results = {item: _stored(found[keys[item]]) for item in distinct if keys[item] in found}
         if missing:
             model = getattr(self.models, role)
             bar = self.progress(role, len(missing)) if self.progress else None
@@ -115,12 +120,19 @@ class Outputs:
             if bar is not None:
                 bar.close()
             self.computed[role] += len(missing)
-            fresh = {text: (out.text, out.probability, out.top)
-                     for text, out in zip(missing, outputs)}
+            fresh = {item: out if isinstance(out, float) else (out.text, out.probability,
+                                                                 out.top)
+                     for item, out in zip(missing, outputs)}
             if self.cache is not None:
-                self.cache.set_many((keys[text], list(value)) for text, value in fresh.items())
+                self.cache.set_many((keys[item], value if isinstance(value, float) else
+                                     list(value)) for item, value in fresh.items())
             results.update(fresh)
         return results
+
+
+def _stored(value):
+    """A cached output as computed: a (text, probability, top) tuple, or a float."""
+    return tuple(value) if isinstance(value, list) else float(value)
 
 
 @dataclass
@@ -213,14 +225,37 @@ def _fold_windows(answered: dict, questions: Sequence[str], source: str,
             key=lambda output: output[1])
 
 
-def _asked(questions: TextQuestions, on: str, answered: Mapping[str, tuple]) -> list[Asked]:
-    """`questions` answered on the text `on` (SQuAD F1 against each question's answer)."""
+def _asked(questions: TextQuestions, on: str, answered: Mapping[str, tuple],
+           bertscores: Mapping[tuple[str, str], float] | None) -> list[Asked]:
+    """`questions` answered on the text `on` (SQuAD F1, and BERTScore when computed, against
+    each question's answer)."""
     rows = []
     for question, gold, weight in questions.items:
         text, probability, _ = answered[f"{question} {SEP} {on}"]
-        rows.append(Asked(question, gold, text, 1 - probability, {"f1": squad_f1(gold, text)},
-                          weight))
+        similarity = {"f1": squad_f1(gold, text)}
+        if bertscores is not None:
+            similarity["bertscore"] = bertscores[(text, gold)]
+        rows.append(Asked(question, gold, text, 1 - probability, similarity, weight))
     return rows
+
+
+def _directions(summary: Summary, questions, compared: list[tuple[str, str]]):
+    """(compared text, its questions, the summary's) of each pair with two texts."""
+    mine = questions[("hyp", summary.summary)]
+    return [(text, questions[(role, text)], mine) for role, text in compared
+            if summary.summary and text]
+
+
+def _bertscores(summaries, questions, compared_of, answered, outputs: Outputs):
+    """(QA answer, gold answer) -> BERTScore F1, for every question asked both ways."""
+    if outputs.models.bertscore is None:
+        raise SumbenchError("the bertscore question score needs a BERTScore model")
+    pairs = [(answered[f"{question} {SEP} {on}"][0], gold)
+             for summary in summaries
+             for text, theirs, mine in _directions(summary, questions, compared_of[summary.id])
+             for asked, on in ((theirs, summary.summary), (mine, text))
+             for question, gold, _ in asked.items]
+    return outputs.run("bertscore", pairs)
 
 
 def check_summaries(summaries: Sequence[Summary], settings: Settings) -> None:
@@ -234,9 +269,6 @@ def check_summaries(summaries: Sequence[Summary], settings: Settings) -> None:
                             f"same number for every summary (M:184)")
     if settings.protocol == "v0.1.1" and max(counts, default=0) > 1:
         raise SumbenchError("protocol v0.1.1 takes one reference per summary")
-    if "bertscore" in settings.scores:
-        raise SumbenchError("the bertscore question score is not available yet in sumbench's "
-                            "QuestEval: choose --question-scores answerability,f1")
 
 
 def questeval(summaries: Sequence[Summary], models: Models, answers, settings: Settings,
@@ -274,22 +306,26 @@ def questeval(summaries: Sequence[Summary], models: Models, answers, settings: S
     answered = outputs.run("answerer", qa_inputs)
     for mine, text, parts in folds:
         _fold_windows(answered, mine, text, parts)
-    rows = [_summary_row(summary, questions, compared_of[summary.id], answered, settings,
-                         details) for summary in summaries]
+    bertscores = _bertscores(summaries, questions, compared_of, answered, outputs) \
+        if "bertscore" in settings.scores else None
+    rows = [_summary_row(summary, questions, compared_of[summary.id], answered, bertscores,
+                         settings, details) for summary in summaries]
     mean = sum(row["score"] for row in rows) / len(rows) if rows else None
     return {"summaries": rows, "corpus_score": mean, "computed": dict(outputs.computed)}
 
 
 def _summary_row(summary: Summary, questions, compared: list[tuple[str, str]],
-                 answered: Mapping[str, tuple], settings: Settings, details: bool) -> dict:
+                 answered: Mapping[str, tuple], bertscores, settings: Settings,
+                 details: bool) -> dict:
     mine = questions[("hyp", summary.summary)]
     pairs = []
     for role, text in compared:
         theirs = questions[(role, text)]
         live = bool(summary.summary and text)
         pairs.append(Compared("source" if role == "src" else "reference", not text,
-                              _asked(theirs, summary.summary, answered) if live else [],
-                              _asked(mine, text, answered) if live else []))
+                              _asked(theirs, summary.summary, answered, bertscores)
+                              if live else [],
+                              _asked(mine, text, answered, bertscores) if live else []))
     result = protocol_score(settings.protocol, not summary.summary, pairs, settings.scores,
                             settings.weighted)
     row = {"id": summary.id, "system": summary.system, "score": result.score,
@@ -305,5 +341,4 @@ def _summary_row(summary: Summary, questions, compared: list[tuple[str, str]],
 
 def _detail(asked: Asked) -> dict:
     return {"answer": asked.gold, "question": asked.question, "qa_answer": asked.answer,
-            "answerability": asked.answerability, "f1": asked.similarity["f1"],
-            "weight": asked.weight}
+            "answerability": asked.answerability, **asked.similarity, "weight": asked.weight}

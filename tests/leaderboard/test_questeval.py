@@ -10,6 +10,7 @@ import pytest
 
 from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
 from leaderboard.evaluators.questeval_answers import RecordedAnswers, sentences
+from leaderboard.evaluators.questeval_bertscore import NO_BERT_SCORE, default_layer, load_bertscore
 from leaderboard.evaluators.questeval_models import T2TModel, first_piece
 from tasks.metrics.questeval import (
     Asked,
@@ -150,7 +151,7 @@ def _summaries() -> list[Summary]:
             Summary("c", "", TEXTS["source two"], (TEXTS["reference two"],), "sys2")]
 
 
-def _models(lab, batch_size: int) -> Models:
+def _models(lab, batch_size: int, bertscore=None) -> Models:
     from transformers import AutoTokenizer, T5ForConditionalGeneration
 
     def load(role, word):
@@ -158,9 +159,14 @@ def _models(lab, batch_size: int) -> Models:
         return T2TModel(T5ForConditionalGeneration.from_pretrained(folder),
                         AutoTokenizer.from_pretrained(folder), role=role, word=word,
                         batch_size=batch_size)
+    scorer = load_bertscore(str(bertscore), 2, batch_size=batch_size, device="cpu")[0] \
+        if bertscore else None
     return Models(load("generator", None), load("answerer", "unanswerable"),
-                  load("weighter", "true"), {"generator": "g1", "answerer": "a1",
-                                             "weighter": "w1"})
+                  load("weighter", "true"), scorer, {"generator": "g1", "answerer": "a1",
+                                                     "weighter": "w1", "bertscore": "b1"})
+
+
+NOTHING_COMPUTED = {"generator": 0, "answerer": 0, "weighter": 0, "bertscore": 0}
 
 
 def _scores(result: dict) -> list[float]:
@@ -189,8 +195,8 @@ def test_a_warm_cache_gives_the_same_scores_and_an_answer_change_is_recomputed(l
         cold = questeval(_summaries(), _models(lab, 8), answers, settings, cache)
         warm = questeval(_summaries(), _models(lab, 8), answers, settings, cache)
         assert _scores(warm) == _scores(cold)
-        assert all(cold["computed"].values()) and warm["computed"] == {
-            "generator": 0, "answerer": 0, "weighter": 0}
+        assert all(cold["computed"][role] for role in ("generator", "answerer", "weighter"))
+        assert warm["computed"] == NOTHING_COMPUTED
         changed = tmp_path / "changed.jsonl"
         _write_answers(changed, TEXTS.values(), drop="Babbage")
         again = questeval(_summaries(), _models(lab, 8), RecordedAnswers(changed), settings,
@@ -198,7 +204,7 @@ def test_a_warm_cache_gives_the_same_scores_and_an_answer_change_is_recomputed(l
     # the answers are read again, never kept by text alone (the official cache's stale
     # answers, shared/docs/questeval.md §7): Babbage's questions are gone, the others cached
     assert again["summaries"][0]["questions"]["summary"] == 3 and _scores(again) != _scores(cold)
-    assert again["computed"] == {"generator": 0, "answerer": 0, "weighter": 0}
+    assert again["computed"] == NOTHING_COMPUTED
 
 
 @pytest.mark.slow
@@ -212,6 +218,80 @@ def test_details_hold_every_question_and_its_scores(lab):
     assert len(source["recall"]) == row["questions"]["compared"][0]
     assert set(source["recall"][0]) == {"answer", "question", "qa_answer", "answerability",
                                         "f1", "weight"}
+
+
+# ---- BERTScore -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def bert_folder(lab):
+    from trainers.models.tiny import build_tiny_bert_encoder
+
+    folder = lab["root"] / "bert"
+    build_tiny_bert_encoder([*TEXTS.values(), "unanswerable"] * 5, folder)
+    return folder
+
+
+def test_bertscore_is_bert_score_s_f1_and_0_for_an_empty_side(bert_folder):
+    from bert_score import BERTScorer
+
+    scorer, revision = load_bertscore(str(bert_folder), 2, device="cpu")
+    pairs = [("Ada Lovelace", "Lovelace"), ("Ohio", "Ohio"), ("", "Ohio"), ("  ", "Ohio"),
+             ("Ohio", ""), ("\x07", "Ohio"), ("unanswerable", "1877")]
+    got = scorer.predict(pairs)
+    direct = BERTScorer(model_type=str(bert_folder), num_layers=2).score(
+        [pairs[0][0], pairs[6][0]], [pairs[0][1], pairs[6][1]])[2].tolist()
+    # identical texts match token for token; bert-score itself gives 0 to a side without
+    # word pieces ("\x07" is cleaned away), the rule a side empty once stripped gets here
+    assert got == pytest.approx([direct[0], 1.0, 0.0, 0.0, 0.0, 0.0, direct[1]], abs=1e-6)
+    assert 0 < got[0] < 1 and revision.startswith("files:") and revision.endswith("@layer2")
+    assert default_layer("bert-base-multilingual-cased") == 9  # the official model's layer
+    with pytest.raises(SumbenchError, match="no default layer .* give --bertscore-layer N"):
+        load_bertscore(str(bert_folder))
+
+
+def test_without_bert_score_the_bertscore_score_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "bert_score", None)
+    with pytest.raises(SumbenchError, match="pip install 'sumbench.questeval.'") as caught:
+        load_bertscore("bert-base-multilingual-cased")
+    assert str(caught.value) == NO_BERT_SCORE
+
+
+def _by_hand_v024(row: dict) -> float:
+    """v0.2.4's score from a row's details: per pair the mean of its two directions, each
+    the mean of every clipped score (answerability, BERTScore, F1) of every question, the
+    source's recall side times the weights; the max over pairs (M:625-676)."""
+    def direction(items, weighted):
+        values = [min(max(item[kind], 0.0), 1.0) * (item["weight"] if weighted else 1.0)
+                  for kind in ("answerability", "bertscore", "f1") for item in items]
+        return sum(values) / len(values) if values else 0.0
+    return max((direction(pair["recall"], pair["role"] == "source")
+                + direction(pair["precision"], False)) / 2 for pair in row["details"])
+
+
+@pytest.mark.slow
+def test_bertscore_enters_v024_at_any_batch_and_from_a_warm_cache(lab, bert_folder, tmp_path):
+    settings = Settings("v0.2.4", weighter=True)  # the default scores: bertscore included
+    answers = RecordedAnswers(lab["answers"])
+    one = questeval(_summaries(), _models(lab, 1, bert_folder), answers, settings,
+                    details=True)
+    with DiskCache(tmp_path / "cache.sqlite") as cache:
+        cold = questeval(_summaries(), _models(lab, 32, bert_folder), answers, settings, cache,
+                         details=True)
+        warm = questeval(_summaries(), _models(lab, 32, bert_folder), answers, settings, cache)
+    assert _scores(one) == pytest.approx(_scores(cold), abs=1e-6)
+    assert _scores(warm) == _scores(cold) and warm["computed"] == NOTHING_COMPUTED
+    assert cold["computed"]["bertscore"] > 0
+    scorer = load_bertscore(str(bert_folder), 2, device="cpu")[0]
+    for row in one["summaries"][:2]:
+        items = [item for pair in row["details"] for side in ("recall", "precision")
+                 for item in pair[side]]
+        assert [item["bertscore"] for item in items] == pytest.approx(
+            scorer.predict([(item["qa_answer"], item["answer"]) for item in items]), abs=1e-6)
+        assert row["score"] == pytest.approx(_by_hand_v024(row), abs=1e-9)
+    plain = questeval(_summaries(), _models(lab, 8), answers,
+                      Settings("v0.2.4", ("answerability", "f1"), True))
+    assert _scores(plain)[:6] != pytest.approx(_scores(one)[:6], abs=1e-3)
 
 
 def test_a_tokenizer_without_the_word_is_refused_naming_it():
@@ -248,19 +328,23 @@ def _only_answers(tmp_path):
 
 
 # ---- the command line ---------------------------------------------------------------------
-def _args(lab, *extra, answers=None) -> list[str]:
+def _args(lab, *extra, answers=None, scores=("--question-scores", "answerability,f1")):
     return ["questeval", "--answers", str(answers or lab["answers"]), "--question-generator",
             str(lab["folders"]["generator"]), "--question-answerer",
-            str(lab["folders"]["answerer"]), "--question-scores", "answerability,f1",
-            "--device", "cpu", *extra]
+            str(lab["folders"]["answerer"]), *scores, "--device", "cpu", *extra]
 
 
-@pytest.mark.slow
-def test_the_command_scores_a_summaries_file_and_writes_its_provenance(lab, tmp_path, capsys):
+def _summaries_file(tmp_path):
     summaries = tmp_path / "summaries.jsonl"
     summaries.write_text("".join(json.dumps({
         "id": s.id, "summary": s.summary, "source": s.source, "references": list(s.references),
         "system": s.system}) + "\n" for s in _summaries()))
+    return summaries
+
+
+@pytest.mark.slow
+def test_the_command_scores_a_summaries_file_and_writes_its_provenance(lab, tmp_path, capsys):
+    summaries = _summaries_file(tmp_path)
     out = tmp_path / "questeval.json"
     code, printed, err = sumbench(capsys, *_args(lab, "--summaries", str(summaries), "--out",
                                                  str(out), "--cache",
@@ -277,6 +361,29 @@ def test_the_command_scores_a_summaries_file_and_writes_its_provenance(lab, tmp_
     assert document["config"]["revisions"]["generator"].startswith("files:")
     assert {"git", "packages"} <= set(document["provenance"])
     assert json.loads(printed)["corpus_score"] == pytest.approx(document["corpus_score"])
+
+
+@pytest.mark.slow
+def test_the_command_s_default_scores_read_bertscore_from_the_model_it_names(
+        lab, bert_folder, tmp_path, capsys):
+    out = tmp_path / "questeval.json"
+    code, _, err = sumbench(capsys, *_args(lab, "--summaries", str(_summaries_file(tmp_path)),
+                                           "--bertscore-model", str(bert_folder),
+                                           "--bertscore-layer", "2", "--out", str(out),
+                                           scores=()))
+    assert code == 0, err
+    document = json.loads(out.read_text())
+    expected = questeval(_summaries(), _models(lab, 48, bert_folder),
+                         RecordedAnswers(lab["answers"]), Settings("v0.2.4"))
+    assert [row["score"] for row in document["summaries"]] == pytest.approx(
+        [row["score"] for row in expected["summaries"]], abs=1e-6)
+    config = document["config"]
+    assert config["question_scores"] == ["answerability", "bertscore", "f1"]
+    assert config["models"]["bertscore"] == str(bert_folder)
+    assert config["revisions"]["bertscore"].endswith("@layer2")
+    code, _, err = sumbench(capsys, *_args(lab, "--summaries", str(_summaries_file(tmp_path)),
+                                           "--bertscore-model", str(bert_folder), scores=()))
+    assert code == 2 and "give --bertscore-layer N" in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("line, message", [

@@ -2,13 +2,17 @@
 tiny models, answers and texts: `questeval` 0.2.4 from PyPI, installed without its stale pins
 into a folder of its own (`.ci/run` does; SUMBENCH_QUESTEVAL_OFFICIAL names the folder).
 
-Only what no longer loads or cannot exist here is shimmed: `datasets.load_metric` (gone in
-datasets 3), `spacy.load("en_core_web_sm")` (not on PyPI: a blank English pipeline whose
-entities are the recorded answers, and no noun chunks), the tokenizer class (the tiny
-tokenizer is not SentencePiece), the token ids 73 and 1176 (set on the loaded models to the
-tiny tokenizer's pieces), and the hub names (the official names point at the local
-folders). The tiny models' generation configs say 20 decoder tokens, the official pin's
-default."""
+Only what no longer loads or cannot exist here is shimmed:
+- `datasets.load_metric` (gone in datasets 3); its `bertscore` metric is bert-score's
+  `BERTScorer` as datasets 1.7 ran it, given the `build_inputs_with_special_tokens` that
+  transformers 5 tokenizers lack;
+- `spacy.load("en_core_web_sm")` (not on PyPI): a blank English pipeline whose entities are
+  the recorded answers, and no noun chunks;
+- the tokenizer class (the tiny tokenizer is not SentencePiece);
+- the token ids 73 and 1176, set on the loaded models to the tiny tokenizer's pieces;
+- the hub names: the official names point at the local folders, bert-base-multilingual-cased
+  at a tiny BERT read at its layer 2.
+The tiny models' generation configs say 20 decoder tokens, the official pin's default."""
 from __future__ import annotations
 
 import json
@@ -86,7 +90,10 @@ def lab(tmp_path_factory):
     answers.write_text("".join(json.dumps(record) + "\n" for record in records))
     # what the official code parses for answers: the first 5 sentences joined by one space
     joined = {" ".join(sentences(nlp, r["text"])[:5]): r["answers"] for r in records}
-    return {"folders": folders, "answers": answers, "joined": joined,
+    from trainers.models.tiny import build_tiny_bert_encoder
+
+    build_tiny_bert_encoder(texts * 5, root / "bert")
+    return {"folders": folders, "answers": answers, "joined": joined, "bert": root / "bert",
             "pieces": {"qa": first_piece(tokenizer, UNANSWERABLE, "question answerer"),
                        "weighter": first_piece(tokenizer, TRUE, "weighter")}}
 
@@ -109,6 +116,31 @@ def _spread(model, tokenizer, texts) -> None:
         for word in (UNANSWERABLE, TRUE):
             model.lm_head.weight[first_piece(tokenizer, word, "model")] = \
                 direction * (3.0 / spread) + mean * (top / (mean @ mean))
+
+
+class _BertScoreMetric:
+    """datasets 1.7's `bertscore` metric as the official code uses it (U:165-184): pairs
+    added, then `compute(model_type, device)` by one cached `BERTScorer` at the model's
+    layer (the stand-in's 2)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.pending, self.scorer = folder, ([], []), None
+
+    def add_batch(self, predictions, references):
+        self.pending[0].extend(predictions)
+        self.pending[1].extend(references)
+
+    def compute(self, model_type, device):
+        from bert_score import BERTScorer
+
+        assert model_type == "bert-base-multilingual-cased"
+        if self.scorer is None:
+            self.scorer = BERTScorer(model_type=str(self.folder), num_layers=2, device=device)
+            tokenizer = self.scorer._tokenizer
+            tokenizer.build_inputs_with_special_tokens = lambda ids: [
+                tokenizer.cls_token_id, *ids, tokenizer.sep_token_id]
+        (candidates, references), self.pending = self.pending, ([], [])
+        return {"f1": self.scorer.score(candidates, references)[2].tolist()}
 
 
 class _Span:
@@ -144,7 +176,8 @@ def official(lab):
     nlp = spacy.blank("en")
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(folder))
-        patch.setattr(datasets, "load_metric", lambda *args, **kwargs: None, raising=False)
+        patch.setattr(datasets, "load_metric", lambda name, *args, **kwargs: _BertScoreMetric(
+            lab["bert"]) if name == "bertscore" else None, raising=False)
         try:
             import unidecode  # noqa: F401 (data2text only)
         except ImportError:
@@ -172,30 +205,38 @@ def official(lab):
         yield metric.QuestEval
 
 
-def _ours(lab, summaries, weighter: bool) -> list[float]:
+def _ours(lab, summaries, weighter: bool, scores) -> list[float]:
     from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    from leaderboard.evaluators.questeval_bertscore import load_bertscore
 
     def load(name, word):
         folder = lab["folders"][name]
         return T2TModel(T5ForConditionalGeneration.from_pretrained(folder),
                         AutoTokenizer.from_pretrained(folder), role=name, word=word)
 
+    bertscore = load_bertscore(str(lab["bert"]), 2, device="cpu")[0] \
+        if "bertscore" in scores else None
     models = Models(load(QUESTION_GENERATOR, None), load(QUESTION_ANSWERER, UNANSWERABLE),
-                    load(WEIGHTER, TRUE) if weighter else None)
+                    load(WEIGHTER, TRUE) if weighter else None, bertscore)
     result = questeval(summaries, models, RecordedAnswers(lab["answers"]),
-                       Settings("v0.2.4", ("answerability", "f1"), weighter))
+                       Settings("v0.2.4", scores, weighter))
     return [row["score"] for row in result["summaries"]]
 
 
-@pytest.mark.parametrize("inputs, weighter", [
-    ("source", False), ("reference", False), ("both", False), ("source", True),
+PLAIN, DEFAULT = ("answerability", "f1"), ("answerability", "bertscore", "f1")
+
+
+@pytest.mark.parametrize("inputs, weighter, scores", [
+    ("source", False, PLAIN), ("reference", False, PLAIN), ("both", False, PLAIN),
+    ("source", True, PLAIN), ("both", True, DEFAULT),
 ])
-def test_per_example_scores_equal_the_official_code_s(lab, official, inputs, weighter):
+def test_per_example_scores_equal_the_official_code_s(lab, official, inputs, weighter, scores):
     hypotheses = [triple[0] for triple in TEXTS] + [""]
     sources = [triple[1] for triple in TEXTS] + [TEXTS[0][1]]
     references = [[triple[2]] for triple in TEXTS] + [[TEXTS[0][2]]]
     use_source, use_references = inputs in ("source", "both"), inputs in ("reference", "both")
-    metric = official(task="text2text", list_scores=("answerability", "f1"),
+    metric = official(task="text2text", list_scores=scores,
                       do_weighter=weighter, no_cuda=True, use_cache=False)
     theirs = metric.corpus_questeval(hypothesis=hypotheses,
                                      sources=sources if use_source else None,
@@ -203,6 +244,6 @@ def test_per_example_scores_equal_the_official_code_s(lab, official, inputs, wei
     summaries = [Summary(str(i), hypothesis, sources[i] if use_source else None,
                          tuple(references[i]) if use_references else ())
                  for i, hypothesis in enumerate(hypotheses)]
-    ours = _ours(lab, summaries, weighter)
+    ours = _ours(lab, summaries, weighter, scores)
     assert ours == pytest.approx(theirs["ex_level_scores"], abs=1e-6)
     assert ours[-1] == 0.0 and len({round(score, 3) for score in ours[:-1]}) == 3, ours

@@ -169,6 +169,27 @@ def build_tiny_token_classifier(tokenizer, labels=("O", "PREDICATE"),
     return model
 
 
+def build_tiny_bert_encoder(texts: Iterable[str], save_dir: str | Path, seed: int = 0,
+                            hidden: int = 32, layers: int = 3, vocab_size: int = 200):
+    """A cased WordPiece tokenizer trained on `texts` and a randomly initialised BERT encoder
+    over it (BERTScore's model shape), both saved in `save_dir`."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(lowercase=False)
+    wordpiece.train_from_iterator(list(texts), vocab_size=vocab_size,
+                                  special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    tokenizer = BertTokenizerFast(tokenizer_object=wordpiece._tokenizer, cls_token="[CLS]",
+                                  sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]",
+                                  mask_token="[MASK]", model_max_length=512)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=hidden * 2,
+                        max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
+    model = _seeded_init(seed, lambda: BertModel(config))
+    _save(model.eval(), tokenizer, save_dir)
+    return model
+
+
 def build_tiny_causal_lm(tokenizer, save_dir: str | Path | None = None, seed: int = 0,
                          hidden: int = 64, num_layers: int = 2, num_heads: int = 4):
     """A randomly initialised decoder-only Llama-style model (seeded) sized for CPU tests."""
