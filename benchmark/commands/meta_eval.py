@@ -1,12 +1,17 @@
 """`sumbench meta-eval`: correlations between a metric and human scores on a Pyramid folder.
 
-    sumbench meta-eval --pyramid DIR --metric rouge1_recall|rouge2_recall|rougeL_recall|FILE.json
+    sumbench meta-eval --pyramid DIR --metric rouge1_recall|rouge2_recall|rougeL_recall
+                                              |questeval|FILE.json
+                       [--metric-option KEY=VALUE ...]
                        [--human pyramid|FILE.json] [--groups FILE.json] [--systems S ...]
                        [--methods kendall pearson spearman] [--undefined-rule zero|lite-pyramid]
                        [--out FILE]
 
-`--metric` is a built-in ROUGE recall (rouge-score with stemming, summary vs reference) or a
-JSON score file; `--human pyramid` (default) is the SCU Pyramid score from the human labels.
+`--metric` is a built-in ROUGE recall (rouge-score with stemming, summary vs reference),
+`questeval` (each summary against its document, `documents.txt`; `--metric-option KEY=VALUE`
+sets its options, e.g. protocol=paper, answers=FILE, question_generator=DIR), an installed
+package's evaluator, or a JSON score file; `--human pyramid` (default) is the SCU Pyramid
+score from the human labels.
 Score files: {system: [score per example in ids.txt order]} or {system: {example_id: score}}.
 `--groups`: {group: [systems]}; "all" (every system) is always added.
 `--undefined-rule` says how summary level treats an example whose scores are constant on a
@@ -18,6 +23,7 @@ per-system mean scores, the configuration and provenance.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -26,9 +32,15 @@ from pathlib import Path
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.pyramid import pyramid_scores
+from leaderboard.evaluators.questeval_evaluator import register_questeval
 from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
 from tasks.metrics.correlation import UNDEFINED_RULES
-from tasks.metrics.evaluators import evaluate_systems, load_evaluators
+from tasks.metrics.evaluators import (
+    configured,
+    evaluator_settings,
+    load_evaluators,
+    score_summaries,
+)
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import write_json
@@ -45,7 +57,11 @@ def register(subparsers) -> None:
         description="Kendall tau-b / Pearson / Spearman between metric and human scores.")
     add_option(parser, "pyramid", required=True, renamed_from=("--data",))
     parser.add_argument("--metric", required=True,
-                        help="rouge1_recall, rouge2_recall, rougeL_recall or a JSON score file")
+                        help="rouge1_recall, rouge2_recall, rougeL_recall, questeval, an "
+                             "installed evaluator, or a JSON score file")
+    parser.add_argument("--metric-option", action="append", default=[], metavar="KEY=VALUE",
+                        type=_key_value, help="an option of the --metric evaluator "
+                                              "(repeatable)")
     parser.add_argument("--human", default="pyramid",
                         help="'pyramid' (SCU labels, default) or a JSON score file")
     parser.add_argument("--groups", help="JSON {group: [systems]} evaluated separately")
@@ -62,6 +78,20 @@ def register(subparsers) -> None:
                                                  "groups": "--groups file"})
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def evaluators():
+    """The evaluator registry with sumbench's own (QuestEval) beside the built-ins."""
+    registry = load_evaluators()
+    register_questeval(registry)
+    return registry
+
+
 def _json_ready(value):
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -72,18 +102,25 @@ def _json_ready(value):
     return value
 
 
-def metric_scores(name: str, dataset) -> dict[str, list[float]]:
-    """Per-example metric scores: a registered evaluator (a built-in ROUGE recall, or one of
-    an installed package) or a JSON score file."""
-    if name in RECALL_METRICS:  # all three references' tokens computed once for every system
-        return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name]
-    if name in load_evaluators():
-        return evaluate_systems(name, dataset.summaries, dataset.references)
+def metric_scores(name: str, dataset, options: dict | None = None
+                  ) -> tuple[dict[str, list[float]], dict | None]:
+    """Per-example metric scores and the evaluator's settings (None for a score file): a
+    registered evaluator (a built-in ROUGE recall, QuestEval, or one of an installed
+    package) with its options, or a JSON score file."""
+    if name in RECALL_METRICS and not options:  # the references' tokens once for all systems
+        return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name], {}
+    if name in evaluators():
+        evaluator = configured(name, options)
+        scores = {system: score_summaries(evaluator, texts, dataset.references,
+                                          dataset.documents, name)
+                  for system, texts in dataset.summaries.items()}
+        return scores, evaluator_settings(evaluator)
     if not Path(name).is_file():
         raise SumbenchError(f"--metric {name!r} is neither an evaluator "
-                            f"({', '.join(load_evaluators().names())}) nor an existing JSON "
-                            f"file")
-    return load_scores(name, dataset.ids, dataset.systems)
+                            f"({', '.join(evaluators().names())}) nor an existing JSON file")
+    if options:
+        raise SumbenchError("--metric-option sets an evaluator's options; a score file has none")
+    return load_scores(name, dataset.ids, dataset.systems), None
 
 
 def human_scores(name: str, dataset) -> dict[str, list[float]]:
@@ -103,12 +140,14 @@ def run(args) -> int:
                                    require_labels=pyramid)
     groups = load_groups(args.groups, dataset.systems) if args.groups else None
     human = human_scores(args.human, dataset)
-    metric = metric_scores(args.metric, dataset)
+    options = dict(args.metric_option)
+    metric, settings = metric_scores(args.metric, dataset, options)
     result = meta_evaluate(metric, human, groups, args.methods, args.undefined_rule)
     print(json.dumps(_json_ready(result), indent=1))
     print(format_table(result), file=sys.stderr)
     if args.out:
-        config = {"pyramid": args.pyramid, "metric": args.metric, "human": args.human,
+        config = {"pyramid": args.pyramid, "metric": args.metric,
+                  **({"metric_settings": settings} if settings else {}), "human": args.human,
                   "groups": args.groups, "systems": list(dataset.systems),
                   "methods": list(args.methods), "undefined_rule": args.undefined_rule}
         means = {side: {s: float(np.mean(v)) for s, v in scores.items()}

@@ -27,10 +27,10 @@ from benchmark.commands import command_help, positive_int
 from benchmark.commands.leaderboard_client import print_json
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.autoqapyramid import system_means
-from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
+from leaderboard.evaluators.questeval import Settings, Summary, questeval
 from leaderboard.evaluators.questeval_answers import answer_source
-from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL, load_bertscore
-from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, load_t2t
+from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL
+from leaderboard.evaluators.questeval_evaluator import ModelNames, load_models
 from tasks.metrics.questeval import PROTOCOLS, check_score_types
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_jsonl, write_json
@@ -144,29 +144,6 @@ def score_file(rows) -> dict:
             for system, scores in _by_system(rows).items()}
 
 
-def load_models(args, settings):
-    bertscore, revisions = None, {}
-    if "bertscore" in settings.scores:  # first: a missing bert-score fails before the T5s load
-        bertscore, revisions["bertscore"] = load_bertscore(
-            args.bertscore_model, args.bertscore_layer, batch_size=args.batch_size or 64,
-            device=args.device or "auto")
-    batch = args.batch_size or 48
-    generator, qg_revision = load_t2t(args.question_generator, role="question generator",
-                                      word=None, batch_size=args.batch_size or 36,
-                                      device=args.device or "auto")
-    answerer, qa_revision = load_t2t(args.question_answerer, role="question answerer",
-                                     word=UNANSWERABLE, batch_size=batch,
-                                     device=args.device or "auto")
-    weighter, w_revision = (None, None)
-    if settings.weighted:
-        weighter, w_revision = load_t2t(args.weighter_model, role="weighter", word=TRUE,
-                                        batch_size=batch, device=args.device or "auto")
-    revisions.update(generator=qg_revision, answerer=qa_revision)
-    if w_revision:
-        revisions["weighter"] = w_revision
-    return Models(generator, answerer, weighter, bertscore, revisions)
-
-
 def _progress(role: str, total: int):
     from tqdm import tqdm
 
@@ -184,7 +161,10 @@ def run_questeval(args) -> int:
     summaries = read_summaries(args.summaries) if args.summaries else \
         pyramid_summaries(args.pyramid, args.systems)
     answers = answer_source(args.answers, args.spacy_pipeline)
-    models = load_models(args, settings)
+    models = load_models(ModelNames(
+        args.question_generator, args.question_answerer, args.weighter_model,
+        args.bertscore_model, args.bertscore_layer, args.batch_size, args.device or "auto"),
+        settings)
     cache = open_cache(args.cache) if args.cache else None
     try:
         result = questeval(summaries, models, answers, settings, cache, _progress,

@@ -60,7 +60,7 @@ def split_results(track, part: str, payload: Mapping, part_score) -> tuple[dict 
             track.subset_result(part, hidden) if hidden else None, len(public))
 
 
-def score_job(database: Database, job) -> None:
+def score_job(database: Database, job, model_root: str | None = None) -> None:
     # a write transaction from the start: on SQLite, a read transaction that then writes
     # (the status) fails when another connection wrote since it began
     with database.write_session() as session:
@@ -73,7 +73,7 @@ def score_job(database: Database, job) -> None:
         stored = submission.predictions
     checked = unpack(stored)  # after the commit: other writers wait only for the read
     settings = load_settings(database)
-    track = settings.track(track_name)
+    track = settings.track(track_name, model_root)
     hosted = hosted_gold(database, track.name)
     gold = hosted.gold
     started = time.perf_counter()

@@ -2,13 +2,17 @@
 reading and writing them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from leaderboard.evaluators.questeval_evaluator import MODEL_OPTIONS
 from leaderboard.service.db import Database, Setting
+from leaderboard.service.model_source import resolve_source
 from leaderboard.tracks import make_track
 from leaderboard.tracks.summaries import SummariesEvaluator, default_summary_evaluators
 from tasks.plumbing.errors import SumbenchError
@@ -168,10 +172,14 @@ class InstanceSettings(JsonFields):
     def evaluators(self) -> list:
         return [SummariesEvaluator.from_dict(item) for item in self.summary_evaluators]
 
-    def track(self, name: str):
-        """The track called `name`, configured by these settings."""
-        return make_track(name, self.evaluators() if name == "summaries" else None,
-                          self.strict_lengths)
+    def track(self, name: str, model_root: str | None = None):
+        """The track called `name`, configured by these settings; with a worker's
+        `model_root`, the models the summaries track's QuestEval columns name are found
+        there (a folder under it) or on the hub (leaderboard.service.model_source)."""
+        evaluators = self.evaluators() if name == "summaries" else None
+        if evaluators and model_root is not None:
+            evaluators = [column_models(evaluator, model_root) for evaluator in evaluators]
+        return make_track(name, evaluators, self.strict_lengths)
 
     def with_changes(self, changes: Mapping[str, str]) -> InstanceSettings:
         """A copy with `KEY=VALUE` strings applied (values parsed as JSON when possible)."""
@@ -185,6 +193,20 @@ class InstanceSettings(JsonFields):
             except json.JSONDecodeError:
                 values[key] = text
         return InstanceSettings.from_dict(values)
+
+
+def column_models(evaluator: SummariesEvaluator, model_root: str) -> SummariesEvaluator:
+    """A QuestEval column with each model it names as a folder under `model_root` (its
+    absolute path) or a hub id; a DataError names a model that is neither."""
+    if evaluator.presence != "questeval":
+        return evaluator
+    options = dict(evaluator.options)
+    for name in MODEL_OPTIONS:
+        if name in options:
+            source = resolve_source(str(options[name]), model_root)
+            options[name] = str(Path(model_root, source.name).resolve()) \
+                if source.kind == "folder" else source.name
+    return dataclasses.replace(evaluator, options=tuple(options.items()))
 
 
 def load_settings(database: Database, session=None) -> InstanceSettings:

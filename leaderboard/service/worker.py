@@ -49,6 +49,8 @@ class Worker:
     def _run(self, job) -> None:
         if job.kind == "evaluate":
             evaluate_job(self.database, job, self.evaluate)
+        elif job.kind == "score":  # QuestEval columns find their models under the root
+            score_job(self.database, job, self.evaluate.model_root)
         else:
             JOB_RUNNERS[job.kind](self.database, job)
 

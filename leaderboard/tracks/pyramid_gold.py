@@ -1,7 +1,8 @@
 """Gold of the `summaries` and `evaluators` tracks (REALSumm/PyrXSum-layout folders) and the
 base class of the two tracks (one board per set; lines keyed by id fields, one value each).
 
-A folder (see tasks.qapyramid.pyramid_data) becomes one JSON payload: ids, cleaned
+A folder (see tasks.qapyramid.pyramid_data) becomes one JSON payload: ids, the documents
+(public inputs: what the summaries track's QuestEval column compares a summary with), cleaned
 references, SCUs and STUs, the human-judged systems' summaries and SCU presence labels, the
 lexical presence threshold calibrated on the folder's train split (so the server never needs
 the folder again), and the sha256 of every file read. An optional `qas.jsonl` beside the
@@ -77,6 +78,7 @@ def load_pyramid_gold(folder: str | Path) -> dict:
                                                                    dataset.ids)]
     calibration = lexical_calibration(root)
     return {"name": root.name, "sha256": folder_digest(root), "ids": list(dataset.ids),
+            "documents": list(dataset.documents),
             "references": list(dataset.references), "units": units,
             "summaries": {system: list(texts) for system, texts in dataset.summaries.items()},
             "labels": {system: [list(row) for row in rows]
@@ -86,11 +88,13 @@ def load_pyramid_gold(folder: str | Path) -> dict:
 
 
 def dataset_of(payload: Mapping) -> PyramidDataset:
-    """The payload as a PyramidDataset (root: the payload name; documents are not kept)."""
+    """The payload as a PyramidDataset (root: the payload name; empty documents where a
+    payload stored before documents were kept has none)."""
     count = len(payload["ids"])
     return PyramidDataset(
         name=payload["name"], root=payload["name"], ids=tuple(payload["ids"]),
-        documents=("",) * count, references=tuple(payload["references"]),
+        documents=tuple(payload.get("documents") or ("",) * count),
+        references=tuple(payload["references"]),
         units={kind: tuple(tuple(example) for example in examples)
                for kind, examples in payload["units"].items()},
         summaries={system: tuple(texts) for system, texts in payload["summaries"].items()},

@@ -7,21 +7,31 @@ it; lexical presence needs no model, so the defaults work offline: Pyramid over 
 over STUs, and QAPyramid over QA units when the set has them (`qas.jsonl`). The first
 evaluator a set supports gives the headline (its mean x100). The human-judged systems of the
 set are scored the same way as reference rows, with their human Pyramid score beside.
+
+A reference-free column: `NAME=source:questeval[,KEY=VALUE...]` scores each summary with
+QuestEval against its document (leaderboard.evaluators.questeval_evaluator; the keys are its
+options), on sets whose gold keeps the documents. What it cost (seconds, model calls) is
+recorded in the result under `cost`.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.evaluators.presence import LexicalBackend
 from leaderboard.evaluators.pyramid import check_presence_options, evaluate_system, presence_factory
+from leaderboard.evaluators.questeval_evaluator import QuestEvalEvaluator, parse_options
 from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, dataset_of, human_pyramid
 from tasks.plumbing.errors import SumbenchError
 from tasks.qapyramid.pyramid_data import sentence_units
+
+QUESTEVAL, SOURCE = "questeval", "source"
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,12 @@ class SummariesEvaluator:
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in pairs)))
         if self.presence == "human":
             raise SumbenchError("the human labels cannot score a submitted summary")
+        if (self.presence == QUESTEVAL) != (self.units == SOURCE):
+            raise SumbenchError(f"evaluator {self.name!r}: QuestEval compares a summary with "
+                                f"its source, and only it: write NAME=source:questeval"
+                                f"[,KEY=VALUE...]")
+        if self.presence == QUESTEVAL:
+            parse_options(dict(self.options))  # an unknown or bad option fails here
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "options": dict(self.options)}
@@ -63,10 +79,15 @@ class SummariesEvaluator:
         return cls(name, units, presence, tuple(options.items()))
 
     def supports(self, payload: Mapping) -> bool:
+        if self.units == SOURCE:
+            return bool(payload.get("documents"))
         return self.units == "sentences" or self.units in payload["units"]
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
-        """Pyramid score of each summary (aligned with the set's ids)."""
+        """Pyramid (or QuestEval) score of each summary (aligned with the set's ids)."""
+        if self.presence == QUESTEVAL:
+            return questeval_column(self.options)(summaries, payload["references"],
+                                                  payload["documents"])
         dataset = dataset_of(payload)
         units = dataset.units.get(self.units) if self.units != "sentences" else None
         if units is None:
@@ -81,6 +102,13 @@ class SummariesEvaluator:
             presence = presence_factory(self.presence)(dataset, "submission", self.units,
                                                        **options)
         return list(evaluate_system("submission", summaries, units, presence).per_example)
+
+
+@functools.lru_cache(maxsize=4)
+def questeval_column(options: tuple[tuple[str, Any], ...]) -> QuestEvalEvaluator:
+    """One evaluator per column's options in a process: its models load once, and the
+    sources' questions are kept between submissions."""
+    return QuestEvalEvaluator(dict(options))
 
 
 def default_summary_evaluators() -> list[SummariesEvaluator]:
@@ -105,21 +133,40 @@ class SummariesTrack(PyramidSetTrack):
     def value_problem(self, value) -> str | None:
         return None if isinstance(value, str) and value.strip() else "expected a non-empty string"
 
-    def evaluator_scores(self, payload: Mapping, summaries: Sequence[str]) -> dict[str, list]:
-        return {evaluator.name: evaluator.per_example(payload, summaries)
-                for evaluator in self.evaluators if evaluator.supports(payload)}
+    def evaluator_scores(self, payload: Mapping, summaries: Sequence[str],
+                         cost: dict | None = None) -> dict[str, list]:
+        """name -> each summary's score, of the evaluators the set supports; `cost` gets
+        what each QuestEval column spent."""
+        scores = {}
+        for evaluator in self.evaluators:
+            if not evaluator.supports(payload):
+                continue
+            if evaluator.presence != QUESTEVAL:
+                scores[evaluator.name] = evaluator.per_example(payload, summaries)
+                continue
+            column = questeval_column(evaluator.options)
+            before = copy.deepcopy(column.spent)
+            scores[evaluator.name] = evaluator.per_example(payload, summaries)
+            if cost is not None:
+                cost[evaluator.name] = {
+                    "seconds": round(column.spent["seconds"] - before["seconds"], 3),
+                    "model_calls": {role: count - before["model_calls"][role]
+                                    for role, count in column.spent["model_calls"].items()},
+                    "revisions": dict(column.revisions)}
+        return scores
 
     def score(self, checked, gold, board: str) -> dict[str, PartScore]:
         payload = gold[board][board]
         summaries = [record["summary"] for record in checked[board]]
-        per_evaluator = self.evaluator_scores(payload, summaries)
+        cost: dict = {}
+        per_evaluator = self.evaluator_scores(payload, summaries, cost)
         if not per_evaluator:
             raise SumbenchError(f"no configured evaluator supports {board}")
         headline_name = next(iter(per_evaluator))
         result = {name: sum(values) / len(values) for name, values in per_evaluator.items()}
         headline = 100.0 * result[headline_name]
         result.update(headline=headline, headline_evaluator=headline_name,
-                      n_examples=len(summaries))
+                      n_examples=len(summaries), **({"cost": cost} if cost else {}))
         return {board: PartScore(result, headline, per_evaluator[headline_name])}
 
     def statistic(self, part: str, gold, board: str):

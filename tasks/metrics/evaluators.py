@@ -1,16 +1,24 @@
-"""Summary evaluators by name: reference-based metrics that score each summary of a system
-(what `sumbench meta-eval --metric NAME` correlates with human judgments).
+"""Summary evaluators by name: metrics that score each summary of a system (what
+`sumbench meta-eval --metric NAME` correlates with human judgments).
 
 An evaluator is a callable `evaluator(summaries, references) -> [score per summary]` (the
 i-th summary against the i-th reference). Built-in: ROUGE-1/2/L recall (rouge-score with
 stemming). Installed packages add theirs through `sumbench.evaluators` entry points
 (tasks.plumbing.plugins): the entry point's name is the evaluator's.
+
+An evaluator may also
+- read the sources: with `needs_sources = True` it is called as `evaluator(summaries,
+  references, sources)`, the i-th source the document the i-th summary summarises;
+- carry settings: `settings` (a JSON-able dict) is recorded beside its scores, and
+  `with_options({name: text})` returns the evaluator with those settings changed
+  (`meta-eval --metric-option KEY=VALUE`; an unknown name is an error that lists the known).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.plugins import Once, load_plugins
 from tasks.plumbing.registry import Registry
 
@@ -47,9 +55,40 @@ def load_evaluators() -> Registry:
     return EVALUATORS
 
 
-def evaluate_systems(name: str, summaries: Mapping[str, Sequence[str]],
-                     references: Sequence[str]) -> dict[str, list[float]]:
-    """system -> the evaluator's score of each of its summaries."""
+def configured(name: str, options: Mapping[str, str] | None = None):
+    """The evaluator called `name`, with `options` applied (an error for an evaluator that
+    takes none)."""
     evaluator = load_evaluators().get(name)
-    return {system: [float(value) for value in evaluator(texts, references)]
+    if not options:
+        return evaluator
+    if not hasattr(evaluator, "with_options"):
+        raise SumbenchError(f"evaluator {name!r} takes no options (got "
+                            f"{', '.join(sorted(options))})")
+    return evaluator.with_options(dict(options))
+
+
+def evaluator_settings(evaluator) -> dict:
+    """What an evaluator records beside its scores (empty for a plain callable)."""
+    return dict(getattr(evaluator, "settings", None) or {})
+
+
+def score_summaries(evaluator, summaries: Sequence[str], references: Sequence[str],
+                    sources: Sequence[str] | None, name: str = "evaluator") -> list[float]:
+    """The evaluator's score of each summary, with the sources when it reads them."""
+    if getattr(evaluator, "needs_sources", False):
+        if sources is None:
+            raise SumbenchError(f"evaluator {name!r} reads each summary's source document, "
+                                f"and none was given")
+        values = evaluator(summaries, references, sources)
+    else:
+        values = evaluator(summaries, references)
+    return [float(value) for value in values]
+
+
+def evaluate_systems(name: str, summaries: Mapping[str, Sequence[str]],
+                     references: Sequence[str], sources: Sequence[str] | None = None,
+                     options: Mapping[str, str] | None = None) -> dict[str, list[float]]:
+    """system -> the evaluator's score of each of its summaries."""
+    evaluator = configured(name, options)
+    return {system: score_summaries(evaluator, texts, references, sources, name)
             for system, texts in summaries.items()}

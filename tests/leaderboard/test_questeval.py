@@ -24,6 +24,7 @@ from tasks.plumbing.errors import DataError, SumbenchError
 from trainers.models.disk_cache import DiskCache
 
 from helpers import sumbench
+from qe_helpers import build_questeval_models, write_answers
 
 
 # ---- arithmetic --------------------------------------------------------------------------
@@ -113,34 +114,10 @@ TEXTS = {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
-
     root = tmp_path_factory.mktemp("questeval")
-    tokenizer = build_tiny_tokenizer(list(TEXTS.values()) + ["unanswerable true false sv1"],
-                                     vocab_size=300)
-    folders = {}
-    for seed, role in enumerate(("generator", "answerer", "weighter")):
-        folders[role] = root / role
-        build_tiny_t5(tokenizer, save_dir=folders[role], seed=seed, d_model=32)
-        tokenizer.save_pretrained(folders[role])
-    answers = root / "answers.jsonl"
-    _write_answers(answers, TEXTS.values())
+    folders = build_questeval_models(root, TEXTS.values())
+    answers = write_answers(root / "answers.jsonl", TEXTS.values())
     return {"root": root, "folders": folders, "answers": answers}
-
-
-def _write_answers(path, texts, drop: str | None = None) -> None:
-    import spacy
-
-    nlp, lines = spacy.blank("en"), []
-    for text in texts:
-        found = sentences(nlp, text)[:5]
-        per = [[word for word in sentence.split() if word[:1].isupper() or word[:1].isdigit()]
-               for sentence in found]
-        per = [[word.strip(".,'s") for word in words if word.strip(".,'s") != drop]
-               for words in per]
-        lines.append(json.dumps({"text": text, "answers": [w for ws in per for w in ws],
-                                 "sentence_answers": per}))
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _summaries() -> list[Summary]:
@@ -198,7 +175,7 @@ def test_a_warm_cache_gives_the_same_scores_and_an_answer_change_is_recomputed(l
         assert all(cold["computed"][role] for role in ("generator", "answerer", "weighter"))
         assert warm["computed"] == NOTHING_COMPUTED
         changed = tmp_path / "changed.jsonl"
-        _write_answers(changed, TEXTS.values(), drop="Babbage")
+        write_answers(changed, TEXTS.values(), drop="Babbage")
         again = questeval(_summaries(), _models(lab, 8), RecordedAnswers(changed), settings,
                           cache)
     # the answers are read again, never kept by text alone (the official cache's stale
@@ -412,7 +389,7 @@ def test_the_command_scores_every_system_of_a_pyramid_folder(lab, tmp_path, caps
     texts = {*data.documents, *data.references,
              *(text for system in data.systems for text in data.summaries[system])}
     answers = tmp_path / "pyramid-answers.jsonl"
-    _write_answers(answers, sorted(texts))
+    write_answers(answers, sorted(texts))
     code, printed, err = sumbench(capsys, *_args(lab, "--pyramid", str(root), answers=answers))
     assert code == 0, err
     report = json.loads(printed)
@@ -457,7 +434,7 @@ def test_with_windows_each_question_keeps_its_most_answerable_window(lab, tmp_pa
 
     long = " ".join(f"Ada Lovelace met Babbage on day {n}." for n in range(150))
     answers = tmp_path / "answers.jsonl"
-    _write_answers(answers, [TEXTS["summary one"], long])
+    write_answers(answers, [TEXTS["summary one"], long])
     summary = [Summary("long", TEXTS["summary one"], long)]
     models = _models(lab, 8)
     settings = Settings("v0.2.4", ("answerability", "f1"), source_windows=True)
