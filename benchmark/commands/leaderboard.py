@@ -82,7 +82,8 @@ def _init_args(parser) -> None:
     parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
                         help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
                              "(replaces the offline defaults; e.g. "
-                             "pyramid-scus-nli=scus:nli,model=DIR)")
+                             "pyramid-scus-nli=scus:nli,model=DIR, or the reference-free "
+                             "questeval=source:questeval[,protocol=paper,...])")
     parser.add_argument("--demo", action="store_true",
                         help="also generate a synthetic corpus beside the database, load its "
                              "test split as gold (unless --gold is given) and add a demo "
