@@ -20,6 +20,8 @@ from typing import Any
 
 #: published T5 configs, as trainers.models.tiny.build_tiny_t5 options ("tiny": the test shape)
 T5_SHAPES = {"tiny": {},
+             "t5-small": {"d_model": 512, "num_layers": 6, "num_heads": 8, "d_ff": 2048,
+                          "relative_buckets": 32, "vocab_size": 32128},
              "flan-t5-base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 2048,
                               "relative_buckets": 32, "vocab_size": 32128},
              "flan-t5-large": {"d_model": 1024, "num_layers": 24, "num_heads": 16,

@@ -55,6 +55,10 @@ WHAT = {
     "generate_speed@flan-t5-base": ("ABS generation at Flan-T5-base's shape (random weights, "
                                     "4 beams), batched vs one `generate` per example (the "
                                     "official way); texts identical", "> 1"),
+    "questeval_speed@t5-small": ("QuestEval v0.2.4 at T5-small's shape (random weights) on "
+                                 "REALSumm documents x systems: sumbench's vs the official "
+                                 "package's own code; per-summary scores within 1e-5",
+                                 ">= 3"),
     "view_speed": ("`sumbench view` of two USB-test-sized runs (about 17,600 records each): "
                    "build, then open and filter in Chromium", "open < 3 s, filter < 0.2 s"),
     "leaderboard_load": ("server-side scoring of a USB-test-sized submission vs `sumbench "
