@@ -102,7 +102,8 @@ class Outputs:
 
     def __init__(self, models: Models, cache=None, progress=None):
         self.models, self.cache, self.progress = models, cache, progress
-        self.computed = {"generator": 0, "answerer": 0, "weighter": 0, "bertscore": 0}
+        self.computed = {"answers": 0, "generator": 0, "answerer": 0, "weighter": 0,
+                         "bertscore": 0}
 
     def run(self, role: str, inputs: Sequence) -> dict:
         """input -> output for the distinct `inputs` of model `role`: (text, probability,
@@ -128,6 +129,29 @@ class Outputs:
                                      list(value)) for item, value in fresh.items())
             results.update(fresh)
         return results
+
+
+    def contexts(self, texts: Sequence[str], answers, settings: Settings) -> dict[str, list]:
+        """text -> (answer, QG context, sentence index) of each answer. A model's answers
+        (spaCy) are kept in the cache by the text and the answer selection's settings (the
+        pipeline, its version and spaCy's, the sentence limit, per sentence or not);
+        recorded answers are read again."""
+        distinct = list(dict.fromkeys(texts))
+        description = getattr(answers, "description", {})
+        if self.cache is None or description.get("answers") == "recorded":
+            return {text: _contexts(text, answers, settings) for text in distinct}
+        keys = {text: cache_key("questeval", "answers", description, settings.per_sentence,
+                                text) for text in distinct}
+        found = self.cache.get_many(list(keys.values()))
+        result = {text: [tuple(item) for item in found[keys[text]]]
+                  for text in distinct if keys[text] in found}
+        fresh = {text: _contexts(text, answers, settings) for text in distinct
+                 if text not in result}
+        if fresh:
+            self.cache.set_many((keys[text], [list(item) for item in items])
+                                for text, items in fresh.items())
+        self.computed["answers"] += len(fresh)
+        return {**result, **fresh}
 
 
 def _stored(value):
@@ -174,7 +198,8 @@ def _weight(output: tuple, settings: Settings) -> float:
 def text_questions(texts: Mapping[str, str], answers, outputs: Outputs, settings: Settings,
                    weighted_roles: set[str]) -> dict[tuple[str, str], TextQuestions]:
     """(role, text) -> its questions, for every text of `texts` ((role, text) -> text)."""
-    planned = {key: _contexts(text, answers, settings) for key, text in texts.items()}
+    selected = outputs.contexts(list(texts.values()), answers, settings)
+    planned = {key: selected[text] for key, text in texts.items()}
     generated = outputs.run("generator", [_question_input(answer, context)
                                           for items in planned.values()
                                           for answer, context, _ in items])

@@ -175,7 +175,7 @@ class QuestEvalEvaluator:
         self.models, self.memory, self.answers = models, MemoryCache(), None
         self.revisions: dict[str, str] = {}
         self.spent = {"seconds": 0.0, "model_calls": dict.fromkeys(
-            ("generator", "answerer", "weighter", "bertscore"), 0)}  # over every call
+            ("answers", "generator", "answerer", "weighter", "bertscore"), 0)}  # all calls
 
     def with_options(self, options: Mapping[str, Any]) -> QuestEvalEvaluator:
         return QuestEvalEvaluator({**self.values, **options})

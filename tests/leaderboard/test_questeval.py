@@ -143,7 +143,8 @@ def _models(lab, batch_size: int, bertscore=None) -> Models:
                                                      "weighter": "w1", "bertscore": "b1"})
 
 
-NOTHING_COMPUTED = {"generator": 0, "answerer": 0, "weighter": 0, "bertscore": 0}
+NOTHING_COMPUTED = {"answers": 0, "generator": 0, "answerer": 0, "weighter": 0,
+                    "bertscore": 0}
 
 
 def _scores(result: dict) -> list[float]:

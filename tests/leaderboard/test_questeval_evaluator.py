@@ -191,6 +191,6 @@ def test_the_summaries_track_s_reference_free_column_on_a_board(lab, tmp_path):
         "pyramid-scus-lexical"
     cost = result["cost"]["questeval-source"]
     assert cost["seconds"] >= 0 and set(cost["model_calls"]) == {
-        "generator", "answerer", "weighter", "bertscore"}
+        "answers", "generator", "answerer", "weighter", "bertscore"}
     assert cost["revisions"]["generator"].startswith("files:")
     database.dispose()
