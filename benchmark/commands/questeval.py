@@ -174,7 +174,8 @@ def run_questeval(args) -> int:
             cache.close()
     systems = system_means(_by_system(result["summaries"]))
     summary = {"corpus_score": result["corpus_score"], "n_summaries": len(summaries),
-               **({"systems": systems} if systems else {}), "computed": result["computed"]}
+               **({"systems": systems} if systems else {}), "computed": result["computed"],
+               "without_answers": result["without_answers"]}
     print_json(summary)
     if args.scores_out:
         write_json(Path(args.scores_out), score_file(result["summaries"]))

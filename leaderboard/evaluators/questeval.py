@@ -299,8 +299,8 @@ def check_summaries(summaries: Sequence[Summary], settings: Settings) -> None:
 def questeval(summaries: Sequence[Summary], models: Models, answers, settings: Settings,
               cache=None, progress=None, details: bool = False) -> dict:
     """Per summary {"id", "system", "score", "precision", "recall", "questions": {"summary",
-    "compared"}} (with `details`, every question), the corpus mean, and the model calls made
-    (`computed`: what the cache did not hold)."""
+    "compared"}} (with `details`, every question), the corpus mean, the model calls made
+    (`computed`: what the cache did not hold) and the texts without answers."""
     check_summaries(summaries, settings)
     outputs = Outputs(models, cache, progress)
     texts: dict[tuple[str, str], str] = {}
@@ -336,7 +336,19 @@ def questeval(summaries: Sequence[Summary], models: Models, answers, settings: S
     rows = [_summary_row(summary, questions, compared_of[summary.id], answered, bertscores,
                          settings, details) for summary in summaries]
     mean = sum(row["score"] for row in rows) / len(rows) if rows else None
-    return {"summaries": rows, "corpus_score": mean, "computed": dict(outputs.computed)}
+    return {"summaries": rows, "corpus_score": mean, "computed": dict(outputs.computed),
+            "without_answers": without_answers(questions)}
+
+
+def without_answers(questions) -> dict[str, int]:
+    """How many distinct non-empty texts of each role had no answers (so no questions: a
+    summary of them scores 0 on that pair)."""
+    names = {"hyp": "summaries", "src": "sources", "ref": "references"}
+    counts = dict.fromkeys(names.values(), 0)
+    for (role, text), asked in questions.items():
+        if text and not asked.items:
+            counts[names[role]] += 1
+    return counts
 
 
 def _summary_row(summary: Summary, questions, compared: list[tuple[str, str]],

@@ -137,3 +137,17 @@ def test_a_model_s_answers_are_cached_by_their_settings(setup, tmp_path):
     assert warm_answers.calls == 0 and not any(warm["computed"].values())
     assert warm["summaries"] == cold["summaries"]
     assert other_answers.calls == 2 and other["computed"]["answers"] == 2
+
+
+def test_texts_without_answers_score_0_and_are_counted(tmp_path):
+    answers = tmp_path / "none.jsonl"
+    texts = ("it rained.", "the rain fell all day.", "")
+    answers.write_text("".join(json.dumps({"text": text, "answers": [], "sentence_answers": [
+        [] for _ in text.split(".")[:-1]]}) + "\n" for text in texts))
+    models = Models(Recorded({}), Recorded({}))
+    for protocol in ("v0.2.4", "v0.1.1", "paper"):
+        result = questeval([Summary("a", texts[0], texts[1]), Summary("b", texts[2], texts[1])],
+                           models, RecordedAnswers(answers), Settings(protocol, ("f1",)))
+        assert [row["score"] for row in result["summaries"]] == [0.0, 0.0]
+        assert result["without_answers"] == {"summaries": 1, "sources": 1, "references": 0}
+    assert models.generator.asked == models.answerer.asked == []
