@@ -92,6 +92,12 @@ def _as_score(value: Any, path: Path, field: str) -> float:
     return float(value)
 
 
+def is_positional(raw: Mapping, count: int) -> bool:
+    """Whether an {example: score} object is keyed by position, "0" to "count - 1", as the
+    SCU-approximation paper's released score files are."""
+    return len(raw) == count and set(raw) == {str(i) for i in range(count)}
+
+
 def _system_scores(raw: Any, ids: Sequence[str], path: Path, system: str) -> list[float]:
     if isinstance(raw, list):
         if len(raw) != len(ids):
@@ -100,6 +106,8 @@ def _system_scores(raw: Any, ids: Sequence[str], path: Path, system: str) -> lis
         return [_as_score(v, path, f"{system}[{i}]") for i, v in enumerate(raw)]
     if isinstance(raw, dict):
         missing = [i for i in ids if i not in raw]
+        if missing and is_positional(raw, len(ids)):  # the paper's files: {"0".."N-1": score}
+            return [_as_score(raw[str(i)], path, f"{system}.{i}") for i in range(len(ids))]
         if missing:
             raise DataError(f"no score for example(s) {', '.join(missing[:5])}"
                             f"{' ...' if len(missing) > 5 else ''}", path=str(path),
@@ -111,14 +119,16 @@ def _system_scores(raw: Any, ids: Sequence[str], path: Path, system: str) -> lis
 
 def load_scores(path: str | os.PathLike, ids: Sequence[str],
                 systems: Sequence[str] | None = None) -> dict[str, list[float]]:
-    """Per-example scores from a JSON file, aligned with `ids`; restricted to `systems`
-    (each of which must be present) when given."""
+    """Per-example scores from a JSON file, aligned with `ids` (an example's id, or its
+    position as "0", "1", ...); restricted to `systems` (each of which must be present) when
+    given. Systems come in the file's order: the order that the lite-pyramid rule perturbs
+    constant examples in, as the official code does with its human score file."""
     path = Path(path)
     data = read_json(path)
     if not isinstance(data, dict) or not data:
         raise DataError("expected a non-empty JSON object {system: scores}", path=str(path))
-    chosen = list(systems) if systems is not None else list(data)
-    missing = [s for s in chosen if s not in data]
+    chosen = list(data) if systems is None else [s for s in data if s in set(systems)]
+    missing = [s for s in (systems or ()) if s not in data]
     if missing:
         raise DataError(f"no scores for system(s) {', '.join(missing)}", path=str(path))
     return {s: _system_scores(data[s], ids, path, s) for s in chosen}

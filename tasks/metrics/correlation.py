@@ -9,7 +9,8 @@ number of examples, example i of every system is the same input document).
   handled by a named rule: "zero" (default: its correlation is undefined and counts as 0) or
   "lite-pyramid" (as Lite²/³Pyramid's evaluation does: 1e-10 is added to the first score of a
   constant vector, systems in the given order, which makes the correlation defined; PyrXSum,
-  ROUGE-2 recall vs human Pyramid, Pearson: 0.5463 instead of 0.5251).
+  ROUGE-2 recall vs human Pyramid, Pearson: 0.5463 instead of 0.5251). That rule depends on
+  the systems' order (the official code's is its human score file's); "zero" does not.
 
 Methods: "kendall" (scipy.stats.kendalltau, its default tau-b, which corrects for ties),
 "pearson" (scipy.stats.pearsonr), "spearman" (scipy.stats.spearmanr). `correlation` returns
