@@ -139,6 +139,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "questeval": ("benchmark.commands.questeval",
                   "QuestEval scores of summaries against their sources and/or references "
                   "(protocols v0.2.4, v0.1.1, paper)"),
+    "units": ("benchmark.commands.units",
+              "the SCU-approximation study's units and their easiness against SCUs"),
     "meta-eval": ("benchmark.commands.meta_eval",
                   "system- and summary-level correlation of a metric with humans"),
     "train": ("benchmark.commands.train",

@@ -201,6 +201,12 @@ SHARED: dict[str, Option] = {
     "references": _option("--references", metavar="FILE",
                           help="the reference summaries (the format the command's "
                                "description names)"),
+    "scus": _option("--scus", metavar="FILE",
+                    help="SCUs, one line per reference, TAB-separated (stus: write the "
+                         "Lite²·⁵ mix instead of STUs; units easiness: the units' target)"),
+    "units_file": _option("--units-file", metavar="FILE",
+                          help="units per example, TAB-separated, aligned with the examples "
+                               "(units easiness: or the SCU-approximation paper's JSON)"),
     "summaries": _option("--summaries", metavar="FILE",
                          help="the summaries, JSON Lines (the fields the command's description "
                               "names)"),

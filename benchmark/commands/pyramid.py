@@ -62,9 +62,8 @@ def register(subparsers) -> None:
     parser.add_argument("--scu-ids", metavar="FILE",
                         help="mix-by-example: file of example ids (one per line) that keep "
                              "their SCUs")
-    parser.add_argument("--units-file", metavar="FILE",
-                        help="file: units per example, TAB-separated, aligned with ids.txt "
-                             "(e.g. Lite²Pyramid's STUs_SCUs_percentage50.txt)")
+    add_option(parser, "units_file")  # --units file: aligned with ids.txt (e.g.
+    #                                    Lite²Pyramid's STUs_SCUs_percentage50.txt)
     parser.add_argument("--weights", metavar="FILE",
                         help="unit weights, TAB-separated integers per example, aligned with "
                              "the units (Lite²Pyramid's --weight)")

@@ -65,8 +65,7 @@ def register(subparsers) -> None:
     parser.add_argument("--coref", metavar="FILE",
                         help="coreference outputs, one JSON object per reference")
     mix = parser.add_argument_group("Lite²·⁵ mix")
-    mix.add_argument("--scus", metavar="FILE", help="SCUs, one line per reference, "
-                     "TAB-separated: write the Lite²·⁵ mix instead of STUs")
+    add_option(mix, "scus")
     mix.add_argument("--percentage", type=int, metavar="P",
                      help="share of sentences (1..100) whose easiness sets the threshold")
     mix.add_argument("--easiness", metavar="FILE", help="easiness per sentence, one line per "

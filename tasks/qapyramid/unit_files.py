@@ -1,0 +1,97 @@
+"""Unit files of the SCU-approximation study (Nawrath et al., NAACL 2024), in either form:
+
+- TAB-separated: one line per reference, its units separated by TABs (what `pyramid --units
+  file` reads and every `sumbench units` command writes);
+- the paper's JSON: a list of `{"instance_id", "summary", "<kind>": [...]}` (kind scus, stus,
+  smus or sgus; SMU files also carry `summary_trees` and `tree`), or the SGU wrapper
+  `{"model", "samples_used", "data": [{"instance_id", "sgus", ...}]}`.
+
+The paper made its SCU and STU JSON from the TAB files dropping every unit without a space
+(SCE `scripts/load_data/create_json_from_source.py:13-17`): `paper_units` applies that rule
+to those two kinds, and uses SMUs, SGUs and the rest as given.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.plumbing.errors import DataError
+
+KINDS = ("scus", "stus", "smus", "sgus", "ngrams", "sentences")
+#: the kinds whose paper JSON dropped units without a space
+SPACELESS_DROPPED = ("scus", "stus")
+
+
+@dataclass(frozen=True)
+class UnitFile:
+    path: str
+    units: tuple[tuple[str, ...], ...]
+    ids: tuple[str, ...] | None = None     # the JSON's instance ids (None for TAB)
+    kind: str | None = None                # the JSON's kind (None for TAB)
+
+
+def _json_units(path: Path, data) -> UnitFile:
+    records, kind = data, None
+    if isinstance(data, dict):
+        records, kind = data.get("data"), "sgus"
+    if not isinstance(records, list) or not records:
+        raise DataError("expected the paper's JSON: a list of {instance_id, <kind>: [...]} or "
+                        "an SGU file {data: [...]}", path=str(path))
+    if kind is None and isinstance(records[0], dict):
+        kind = next((name for name in KINDS if name in records[0]), None)
+    units, ids = [], []
+    for number, record in enumerate(records):
+        where = {"path": str(path), "field": f"[{number}]"}
+        if not isinstance(record, dict) or kind is None or kind not in record:
+            raise DataError(f"expected an object with a unit list ({kind or ', '.join(KINDS)})",
+                            **where)
+        values = record[kind]
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise DataError(f"expected a list of strings under {kind!r}", **where)
+        units.append(tuple(values))
+        ids.append(str(record.get("instance_id", number)))
+    return UnitFile(str(path), tuple(units), tuple(ids), kind)
+
+
+def read_unit_file(path: str | Path) -> UnitFile:
+    """A TAB-separated or JSON unit file (see the module); errors name the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read the units file: {error}", path=str(path)) from None
+    if text.lstrip()[:1] in ("[", "{"):
+        try:
+            return _json_units(path, json.loads(text))
+        except json.JSONDecodeError as error:
+            raise DataError(f"not JSON: {error.msg}", path=str(path), line=error.lineno) \
+                from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise DataError("no lines (one line of units per reference)", path=str(path))
+    return UnitFile(str(path), tuple(tuple(unit for unit in line.split("\t") if unit.strip())
+                                     for line in lines))
+
+
+def paper_units(file: UnitFile, kind: str) -> list[list[str]]:
+    """The units as the paper scored them: for SCUs and STUs, those with a space."""
+    if kind in SPACELESS_DROPPED:
+        return [[unit for unit in units if " " in unit] for units in file.units]
+    return [list(units) for units in file.units]
+
+
+def aligned_ids(first: UnitFile, second: UnitFile) -> list[str]:
+    """The references' ids (a JSON file's instance ids, else positions); an error when the
+    files differ in length or in ids."""
+    if len(first.units) != len(second.units):
+        raise DataError(f"{len(first.units)} references in {first.path} but "
+                        f"{len(second.units)} in {second.path} (one line or record per "
+                        f"reference in both)", path=second.path)
+    if first.ids and second.ids and first.ids != second.ids:
+        position = next(i for i, (a, b) in enumerate(zip(first.ids, second.ids)) if a != b)
+        raise DataError(f"reference {position} is {first.ids[position]!r} in {first.path} but "
+                        f"{second.ids[position]!r} here", path=second.path)
+    return list(first.ids or second.ids or (str(i) for i in range(len(first.units))))
