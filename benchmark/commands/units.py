@@ -1,8 +1,24 @@
 """`sumbench units`: the SCU-approximation study's units (Nawrath et al., NAACL 2024) and
 their intrinsic easiness.
 
+    sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
+                          [--seed S] --out FILE [--json-out FILE]
+    sumbench units sentences --references FILE [--coref FILE] [--spacy-pipeline NAME]
+                             --out FILE [--json-out FILE]
     sumbench units easiness --scus FILE --units-file FILE [--units-kind KIND]
                             [--rouge rouge155|rouge-score] [--skip-zero] [--out FILE]
+
+`ngrams` and `sentences` read references one per line (as references.txt) and write units
+one line per reference, TAB-separated (`pyramid --units file --units-file FILE` reads it;
+`--json-out` also writes the paper's JSON). The text is the reference resolved by `--coref`
+(recorded coreference, the format `stus --coref` reads: each pronoun and later mention
+replaced by its cluster's first name, as the paper's pipeline did), else the reference
+itself. Sentences: its `<t>` marks, else the spaCy pipeline's (`--spacy-pipeline`,
+en_core_web_sm by default; a folder works). `sentences` gives the paper's SSUs (spaCy
+sentences of the coreference-resolved reference: without `--coref` the paper's row cannot be
+matched); `ngrams` floor(5%) of the 3-, 4- and 5-grams within sentences, drawn with `--seed`
+(each reference its own generator; the paper's seed is unknown, so its sample cannot be
+recreated).
 
 `easiness`: per reference, R (each SCU's best ROUGE-1 F1 over the units, averaged over SCUs),
 P (the same with the roles swapped) and the best match of each SCU and unit ([index of the
@@ -19,13 +35,16 @@ provenance.
 from __future__ import annotations
 
 import argparse
+import random
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
-from tasks.plumbing.errors import SumbenchError
-from tasks.plumbing.io import write_json
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.io import read_text, write_json, write_text
 from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
 from tasks.qapyramid.unit_files import KINDS, aligned_ids, paper_units, read_unit_file
 
 
@@ -35,6 +54,20 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="units_command", metavar="SUBCOMMAND")
     commands.required = True
+    for name, what in (("ngrams", "the n-gram baseline: 5% of a reference's 3-5-grams"),
+                       ("sentences", "SSUs: the (coreference-resolved) reference's sentences")):
+        maker = commands.add_parser(name, help=what)
+        add_option(maker, "references", required=True)
+        maker.add_argument("--coref", metavar="FILE",
+                           help="coreference outputs, one JSON object per reference")
+        add_option(maker, "spacy_pipeline")
+        if name == "ngrams":
+            add_option(maker, "seed")
+        add_option(maker, "out_file", required=True)
+        maker.add_argument("--json-out", metavar="FILE",
+                           help="also the paper's JSON: [{instance_id, summary, <kind>}]")
+        maker.set_defaults(handler=run_maker, kind=name, out_inputs={
+            "references": "--references file", "coref": "--coref file"})
     ease = commands.add_parser("easiness", help="intrinsic easiness R and P of units against "
                                "SCUs (the paper's Table 2)",
                                description=__doc__.split("\n\n")[2],
@@ -70,4 +103,64 @@ def run_easiness(args) -> int:
         config = {"scus": args.scus, "units_file": args.units_file, "units_kind": kind,
                   "rouge": args.rouge, "skip_zero": args.skip_zero}
         write_json(args.out, {**result, "config": config, "provenance": provenance(config)})
+    return 0
+
+
+def reference_texts(args) -> tuple[list[str], list[str]]:
+    """(the references as read, the texts units are made from: coreference-resolved when
+    --coref is given)."""
+    lines = read_text(args.references, what="references").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    references = [line.strip() for line in lines]
+    if not args.coref:
+        return references, references
+    coref = RecordedCoref(args.coref)
+    resolved = []
+    for reference in references:
+        output = coref(reference.replace("<t>", " ").replace("</t>", " ").strip())
+        resolved.append(replace_coreferences(output["document"], output["clusters"])[0])
+    return references, resolved
+
+
+def spacy_splitter(name: str | None):
+    """Sentences of a spaCy pipeline by name or folder (loaded on first use)."""
+    loaded = []
+
+    def split(text: str) -> list[str]:
+        if not loaded:
+            try:
+                import spacy
+            except ImportError:
+                raise SumbenchError("sentences without <t> marks need spaCy: pip install "
+                                    "'sumbench[stus]'") from None
+            try:
+                loaded.append(spacy.load(name or "en_core_web_sm"))
+            except OSError:
+                raise SumbenchError(f"spaCy pipeline {name or 'en_core_web_sm'!r} is not "
+                                    f"installed: install it or name another "
+                                    f"(--spacy-pipeline)") from None
+        return [sentence.text for sentence in loaded[0](text).sents]
+    return split
+
+
+def run_maker(args) -> int:
+    references, texts = reference_texts(args)
+    split = spacy_splitter(args.spacy_pipeline)
+    units = []
+    for number, text in enumerate(texts, start=1):
+        found = sentences_of(text, split)
+        if not found:
+            raise DataError("a reference with no sentences", path=args.references,
+                            line=number)
+        units.append([" ".join(s.split()) for s in found] if args.kind == "sentences" else
+                     sample_ngrams(found, random.Random(f"{args.seed or 0}:{number}")))
+    write_text(args.out, "".join("\t".join(row) + "\n" for row in units))
+    if args.json_out:
+        write_json(args.json_out, [{"instance_id": str(index), "summary": reference,
+                                    args.kind: row}
+                                   for index, (reference, row) in enumerate(zip(references,
+                                                                                units))])
+    print(f"{args.kind}: {sum(map(len, units))} units for {len(units)} references -> "
+          f"{args.out}")
     return 0

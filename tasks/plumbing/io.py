@@ -237,6 +237,13 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[dict]) -> None:
                 handle.write(dumps_record(record) + "\n")
 
 
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write `text` (UTF-8) atomically: the file appears whole or not at all."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:
