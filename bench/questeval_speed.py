@@ -14,8 +14,8 @@ and F1 (BERTScore would add the same model to both arms). Arms, alternated `--re
             `use_cache=False`, its default batch sizes), every input padded to 512 tokens.
 "identical": every per-summary score within 1e-5 (padding to 512 tokens or to the batch's
 longest input changes float rounding: answerabilities move in the 7th digit). Needs the
-official package in a folder (`pip install --no-deps --target DIR questeval==0.2.4`, then --official DIR or
-SUMBENCH_QUESTEVAL_OFFICIAL=DIR) and ../shared/data/pyramid/realsumm.
+official package in a folder (`pip install --no-deps --target DIR questeval==0.2.4`, then
+--official DIR or SUMBENCH_QUESTEVAL_OFFICIAL=DIR) and ../shared/data/pyramid/realsumm.
 
     python bench/questeval_speed.py [--docs 10] [--systems 5] [--repeat 5] [--json]
 """

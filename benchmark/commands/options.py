@@ -201,6 +201,11 @@ SHARED: dict[str, Option] = {
     "references": _option("--references", metavar="FILE",
                           help="the reference summaries (the format the command's "
                                "description names)"),
+    "coref": _option("--coref", metavar="FILE",
+                     help="coreference outputs, one JSON object per reference ({text, "
+                          "document, clusters})"),
+    "json_out": _option("--json-out", metavar="FILE",
+                        help="also the paper's JSON: [{instance_id, summary, <kind>: [...]}]"),
     "scus": _option("--scus", metavar="FILE",
                     help="SCUs, one line per reference, TAB-separated (stus: write the "
                          "Lite²·⁵ mix instead of STUs; units easiness: the units' target)"),

@@ -62,8 +62,7 @@ def register(subparsers) -> None:
     add_option(parser, "predicate_model")
     add_option(parser, "spacy_pipeline")  # with --srl-model: its VERB and AUX words are verbs
     add_option(parser, "device")
-    parser.add_argument("--coref", metavar="FILE",
-                        help="coreference outputs, one JSON object per reference")
+    add_option(parser, "coref")
     mix = parser.add_argument_group("Lite²·⁵ mix")
     add_option(mix, "scus")
     mix.add_argument("--percentage", type=int, metavar="P",

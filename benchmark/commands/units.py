@@ -58,14 +58,12 @@ def register(subparsers) -> None:
                        ("sentences", "SSUs: the (coreference-resolved) reference's sentences")):
         maker = commands.add_parser(name, help=what)
         add_option(maker, "references", required=True)
-        maker.add_argument("--coref", metavar="FILE",
-                           help="coreference outputs, one JSON object per reference")
+        add_option(maker, "coref")
         add_option(maker, "spacy_pipeline")
         if name == "ngrams":
             add_option(maker, "seed")
         add_option(maker, "out_file", required=True)
-        maker.add_argument("--json-out", metavar="FILE",
-                           help="also the paper's JSON: [{instance_id, summary, <kind>}]")
+        add_option(maker, "json_out")
         maker.set_defaults(handler=run_maker, kind=name, out_inputs={
             "references": "--references file", "coref": "--coref file"})
     ease = commands.add_parser("easiness", help="intrinsic easiness R and P of units against "
