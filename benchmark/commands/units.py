@@ -1,6 +1,7 @@
 """`sumbench units`: the SCU-approximation study's units (Nawrath et al., NAACL 2024) and
 their intrinsic easiness.
 
+    sumbench units sgus --references FILE --one-shot SGU_FILE --model NAME [...]
     sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
                           [--seed S] --out FILE [--json-out FILE]
     sumbench units sentences --references FILE [--coref FILE] [--spacy-pipeline NAME]
@@ -39,6 +40,7 @@ import random
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from benchmark.commands.units_sgus import add_sgus_parser
 from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
@@ -66,6 +68,7 @@ def register(subparsers) -> None:
         add_option(maker, "json_out")
         maker.set_defaults(handler=run_maker, kind=name, out_inputs={
             "references": "--references file", "coref": "--coref file"})
+    add_sgus_parser(commands)
     ease = commands.add_parser("easiness", help="intrinsic easiness R and P of units against "
                                "SCUs (the paper's Table 2)",
                                description=__doc__.split("\n\n")[2],
