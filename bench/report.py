@@ -55,6 +55,9 @@ WHAT = {
     "generate_speed@flan-t5-base": ("ABS generation at Flan-T5-base's shape (random weights, "
                                     "4 beams), batched vs one `generate` per example (the "
                                     "official way); texts identical", "> 1"),
+    "easiness_speed": ("easiness (R, P) of REALSumm's STUs against its SCUs: the ROUGE-1.5.5 "
+                       "port vs one Perl ROUGE-1.5.5 run over all pairs; same R and P",
+                       ">= 20"),
     "questeval_speed@t5-small": ("QuestEval v0.2.4 at T5-small's shape (random weights) on "
                                  "REALSumm documents x systems: sumbench's vs the official "
                                  "package's own code; per-summary scores within 1e-5",

@@ -32,9 +32,15 @@ class Unigrams:
     f1: Callable[[Counter, Counter], float]
 
 
+def _hits(peer: Counter, model: Counter) -> int:
+    """Clipped unigram hits (iterating the smaller side)."""
+    small, large = (peer, model) if len(peer) <= len(model) else (model, peer)
+    return sum(min(count, large[token]) for token, count in small.items() if token in large)
+
+
 def _rouge155_f1(peer: Counter, model: Counter) -> float:
-    hits = sum((peer & model).values())
-    peer_count, model_count = sum(peer.values()), sum(model.values())
+    hits = _hits(peer, model)
+    peer_count, model_count = peer.total(), model.total()
     recall = round5(hits / model_count) if model_count else 0.0
     precision = round5(hits / peer_count) if peer_count else 0.0
     return round5(precision * recall / (0.5 * precision + 0.5 * recall)) \
@@ -42,10 +48,10 @@ def _rouge155_f1(peer: Counter, model: Counter) -> float:
 
 
 def _plain_f1(peer: Counter, model: Counter) -> float:
-    hits = sum((peer & model).values())
+    hits = _hits(peer, model)
     if not hits:
         return 0.0
-    precision, recall = hits / sum(peer.values()), hits / sum(model.values())
+    precision, recall = hits / peer.total(), hits / model.total()
     return 2 * precision * recall / (precision + recall)
 
 
@@ -67,31 +73,45 @@ def unigram_scorer(variant: str = "rouge155", config: Rouge155 | None = None) ->
 def best_matches(queries: Sequence[Counter], candidates: Sequence[Counter],
                  scorer: Unigrams) -> list[list]:
     """[index of the first best candidate, its F1] for each query."""
+    return _best([[scorer.f1(query, candidate) for candidate in candidates]
+                  for query in queries])
+
+
+def _best(rows: Sequence[Sequence[float]]) -> list[list]:
+    """[index of the first maximum, the maximum] of each row ([None, 0.0] when empty)."""
     result = []
-    for query in queries:
-        scores = [scorer.f1(query, candidate) for candidate in candidates]
-        best = max(range(len(scores)), key=lambda i: (scores[i], -i)) if scores else None
-        result.append([best, scores[best]] if best is not None else [None, 0.0])
+    for scores in rows:
+        if not scores:
+            result.append([None, 0.0])
+            continue
+        best = 0
+        for index in range(1, len(scores)):
+            if scores[index] > scores[best]:
+                best = index
+        result.append([best, scores[best]])
     return result
 
 
-def kept(texts: Sequence[str], scorer: Unigrams, candidates: bool) -> list[Counter]:
-    """Token counts of the texts that have ROUGE tokens (and, as candidates, are not
-    `&` or `$`)."""
+def kept(texts: Sequence[str], scorer: Unigrams) -> list[tuple[Counter, bool]]:
+    """(token counts, may be a candidate) of the texts that have ROUGE tokens (`&` and `$`
+    are never candidates)."""
     counts = []
     for text in texts:
-        if candidates and text in SKIPPED_CANDIDATES:
-            continue
         tokens = scorer.tokens(text)
         if tokens:
-            counts.append(Counter(tokens))
+            counts.append((Counter(tokens), text not in SKIPPED_CANDIDATES))
     return counts
 
 
 def reference_easiness(scus: Sequence[str], units: Sequence[str], scorer: Unigrams) -> dict:
-    """{"R", "P", "best_R", "best_P"} of one reference's SCUs and units."""
-    forward = best_matches(kept(scus, scorer, False), kept(units, scorer, True), scorer)
-    reverse = best_matches(kept(units, scorer, False), kept(scus, scorer, True), scorer)
+    """{"R", "P", "best_R", "best_P"} of one reference's SCUs and units (each pair's F1
+    computed once: it is symmetric)."""
+    kept_scus, kept_units = kept(scus, scorer), kept(units, scorer)
+    matrix = [[scorer.f1(scu, unit) for unit, _ in kept_units] for scu, _ in kept_scus]
+    unit_columns = [j for j, (_, candidate) in enumerate(kept_units) if candidate]
+    scu_rows = [i for i, (_, candidate) in enumerate(kept_scus) if candidate]
+    forward = _best([[row[j] for j in unit_columns] for row in matrix])
+    reverse = _best([[matrix[i][j] for i in scu_rows] for j in range(len(kept_units))])
     return {"R": _mean([f1 for _, f1 in forward]), "P": _mean([f1 for _, f1 in reverse]),
             "best_R": forward, "best_P": reverse}
 

