@@ -2,6 +2,7 @@
 their intrinsic easiness.
 
     sumbench units sgus --references FILE --one-shot SGU_FILE --model NAME [...]
+    sumbench units smus --amr FILE [--references FILE] --trees-out FILE
     sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
                           [--seed S] --out FILE [--json-out FILE]
     sumbench units sentences --references FILE [--coref FILE] [--spacy-pipeline NAME]
@@ -36,6 +37,7 @@ provenance.
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 
 from benchmark.commands import command_help
@@ -44,8 +46,9 @@ from benchmark.commands.units_sgus import add_sgus_parser
 from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
-from tasks.plumbing.io import read_text, write_json, write_text
+from tasks.plumbing.io import read_json, read_text, write_json, write_text
 from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.amr_units import sentence_subgraphs
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
 from tasks.qapyramid.unit_files import KINDS, aligned_ids, paper_units, read_unit_file
 
@@ -69,6 +72,16 @@ def register(subparsers) -> None:
         maker.set_defaults(handler=run_maker, kind=name, out_inputs={
             "references": "--references file", "coref": "--coref file"})
     add_sgus_parser(commands)
+    smus = commands.add_parser("smus", help="AMR units (sg2 subgraphs) of recorded graphs",
+                               description=SMUS_HELP)
+    smus.add_argument("--amr", required=True, metavar="FILE",
+                      help="recorded PENMAN graphs: the paper's SMU JSON (summary_trees per "
+                           "reference)")
+    add_option(smus, "references")
+    smus.add_argument("--trees-out", required=True, metavar="FILE",
+                      help="each reference's subgraphs, the released `tree` shape (JSON)")
+    smus.set_defaults(handler=run_smus, out_inputs={"amr": "--amr file",
+                                                    "references": "--references file"})
     ease = commands.add_parser("easiness", help="intrinsic easiness R and P of units against "
                                "SCUs (the paper's Table 2)",
                                description=__doc__.split("\n\n")[2],
@@ -85,6 +98,57 @@ def register(subparsers) -> None:
     add_option(ease, "out_file")
     ease.set_defaults(handler=run_easiness, out_inputs={"scus": "--scus file",
                                                         "units_file": "--units-file file"})
+
+
+SMUS_HELP = """Subgraphs of each sentence's AMR graph by the paper's sg2 rules
+(tasks.qapyramid.amr_units, penman 1.2.1), from recorded graphs (--amr: the paper's JSON,
+a list of {instance_id, summary, summary_trees: [PENMAN graph per sentence]}; --references,
+when given, must hold the same summaries). --trees-out writes them in the released shape.
+Turning them into text needs amrlib's generate_t5wtense (not shipped): this command stops at
+the trees."""
+
+
+def read_graphs(path: str) -> list[dict]:
+    records = read_json(path, what="AMR graphs")
+    if not isinstance(records, list) or not records:
+        raise DataError("expected a list of {instance_id, summary, summary_trees}", path=path)
+    for number, record in enumerate(records):
+        trees = record.get("summary_trees") if isinstance(record, dict) else None
+        if not isinstance(trees, list) or not all(isinstance(t, str) for t in trees):
+            raise DataError("expected a list of PENMAN graphs", path=path,
+                            field=f"[{number}].summary_trees")
+        if not trees:
+            raise DataError("a reference with no sentences", path=path,
+                            field=f"[{number}].summary_trees")
+    return records
+
+
+def run_smus(args) -> int:
+    records = read_graphs(args.amr)
+    if args.references:
+        lines = read_text(args.references, what="references").split("\n")
+        lines = lines[:-1] if lines and lines[-1] == "" else lines
+        if len(lines) != len(records):
+            raise DataError(f"{len(records)} references in {args.amr} but {len(lines)} lines",
+                            path=args.references)
+    logging.getLogger("penman").setLevel(logging.ERROR)  # re-entrancy notes, not errors
+    out = []
+    for number, record in enumerate(records):
+        trees = []
+        for sentence, graph in enumerate(record["summary_trees"], start=1):
+            try:
+                trees.extend(sentence_subgraphs(graph))
+            except Exception as error:  # noqa: BLE001 - penman's parse errors vary
+                raise DataError(f"the graph of sentence {sentence} does not parse: "
+                                f"{str(error).splitlines()[0][:200]}", path=args.amr,
+                                field=f"[{number}].summary_trees") from None
+        out.append({"instance_id": record.get("instance_id", str(number)),
+                    "summary": record.get("summary"),
+                    "summary_trees": record["summary_trees"], "tree": trees})
+    write_json(args.trees_out, out)
+    print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references -> "
+          f"{args.trees_out} (their text needs amrlib's generator, not shipped)")
+    return 0
 
 
 def run_easiness(args) -> int:

@@ -1,0 +1,78 @@
+"""SMUs (the SCU-approximation paper's sg2 AMR subgraphs): the released REALSumm `tree` lists
+byte for byte from their recorded graphs, each rule and quirk on small graphs, bad graphs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tasks.qapyramid.amr_units import fix_unlinked, raw_subgraphs, sentence_subgraphs
+
+from helpers import sumbench
+
+RELEASED = Path(__file__).resolve().parents[3] / "shared" / "data" / "scu_units" / "realsumm"
+
+
+def test_the_pinned_penman_is_the_one_that_made_the_released_trees():
+    import penman
+
+    assert penman.__version__ == "1.2.1"
+
+
+def test_every_released_realsumm_tree_byte_for_byte(tmp_path, capsys):
+    released = RELEASED / "realsumm-smus-sg2.json"
+    if not released.is_file():
+        pytest.skip("../shared/data/scu_units is absent")
+    out = tmp_path / "trees.json"
+    code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(released),
+                                  "--trees-out", str(out))
+    assert code == 0, err
+    ours, theirs = json.loads(out.read_text()), json.loads(released.read_text())
+    assert len(ours) == 100
+    assert [record["tree"] for record in ours] == [record["tree"] for record in theirs]
+    assert "1029 subgraphs for 100 references" in printed
+
+
+def test_nodes_of_one_concept_share_a_group_rooted_at_the_first():
+    graph = ("(a / and :op1 (s / say-01 :ARG0 (p / person) :ARG1 (x / thing)) "
+             ":op2 (s2 / say-01 :ARG0 (q / person) :ARG1 (y / thing)))")
+    (subgraph,) = raw_subgraphs(graph)
+    assert subgraph.startswith("(s / say-01") and "(q / person)" in subgraph
+    assert subgraph.count(":ARG0") == 2  # both nodes' edges, under the first one's variable
+
+
+def test_without_a_two_argument_group_each_root_edge_to_a_node_is_a_subgraph():
+    graph = "(s / sleep-01 :ARG0 (b / boy) :location (h / home) :polarity -)"
+    assert raw_subgraphs(graph) == ["(s / sleep-01\n   :ARG0 (b / boy))",
+                                    "(s / sleep-01\n   :location (h / home))"]
+
+
+def test_a_purpose_edge_is_dropped_and_an_arg2_needs_company():
+    graph = "(g / give-01 :ARG2 (b / boy) :purpose (h / help-01) :time (n / now))"
+    assert raw_subgraphs(graph) == ["(g / give-01\n   :ARG2 (b / boy)\n   :time (n / now))"]
+
+
+def test_an_unlinked_variable_is_instantiated_at_its_first_use():
+    graph = ("(s / say-01 :ARG0 (p / person :name (n / name :op1 \"Ada\") :age 40) "
+             ":ARG1 (l / leave-01 :ARG0 p :ARG1 (c / city)))")
+    subgraph = "(l / leave-01\n   :ARG0 p\n   :ARG1 (c / city)\n   :ARG2 p)"
+    assert fix_unlinked(graph, subgraph) == (
+        "(l / leave-01\n   :ARG0 (p / person :name (n / name :op1 \"Ada\")))\n"
+        "   :ARG1 (c / city)\n   :ARG2 p)")  # the authors' extra ) after a name not last
+    assert sentence_subgraphs("(x / xyz-01 :ARG0 (a / a) :ARG1 (b / b))") == [
+        "(x / xyz-01\n   :ARG0 (a / a)\n   :ARG1 (b / b))"]
+
+
+def test_a_graph_that_does_not_parse_names_its_reference_and_sentence(tmp_path, capsys):
+    amr = tmp_path / "amr.json"
+    amr.write_text(json.dumps([{"instance_id": "r0", "summary": "A.", "summary_trees": [
+        "(a / a)", "(b / b :ARG0"]}]))
+    code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--trees-out",
+                            str(tmp_path / "t.json"))
+    assert code == 2 and "field '[0].summary_trees'" in err and "sentence 2" in err, err
+    assert not (tmp_path / "t.json").exists()
+    amr.write_text(json.dumps([{"summary_trees": []}]))
+    code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--trees-out",
+                            str(tmp_path / "t.json"))
+    assert code == 2 and "no sentences" in err, err
