@@ -56,6 +56,15 @@ class Handler:
         return f"{self.module}.{self.function}"
 
 
+def pyramid_units(text: str) -> tuple[str, str, str]:
+    """An argparse type: `NAME:KIND=FILE` as (name, kind, file)."""
+    name, colon, rest = text.partition(":")
+    kind, equals, path = rest.partition("=")
+    if not (colon and equals and name and kind and path):
+        raise argparse.ArgumentTypeError(f"expected NAME:KIND=FILE, got {text!r}")
+    return name, kind, path
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "leaderboard", help=command_help("leaderboard"),
@@ -78,6 +87,11 @@ def _init_args(parser) -> None:
                         help="task-datasets folder (`sumbench data build`): the test split "
                              "of every variant becomes hidden gold of the usb track")
     add_option(parser, "pyramids")
+    parser.add_argument("--pyramid-units", action="append", default=[], type=pyramid_units,
+                        metavar="NAME:KIND=FILE",
+                        help="extra units of the Pyramid folder called NAME, kept in its gold: "
+                             "KIND smus, sgus, ssus or ngrams, FILE one line per example "
+                             "(TAB-separated, or the paper's JSON); repeatable")
     add_option(parser, "set_setting")
     parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
                         help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "

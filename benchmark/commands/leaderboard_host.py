@@ -47,7 +47,10 @@ def run_init(args) -> int:
         gold, visibility = str(demo_gold(args.db, args.demo_docs)), "private"
     if args.demo:
         settings.setdefault("n_resamples", str(DEMO_RESAMPLES))
-    report = initialise(args.db, gold=gold, pyramids=args.pyramids or [],
+    units: dict[str, dict[str, str]] = {}
+    for name, kind, path in args.pyramid_units:
+        units.setdefault(name, {})[kind] = path
+    report = initialise(args.db, gold=gold, pyramids=args.pyramids or [], pyramid_units=units,
                         settings=settings, evaluators=args.evaluator,
                         computed_rows=not args.no_computed_rows, score=not args.no_score,
                         gold_visibility=visibility, require_visibility=True)

@@ -87,8 +87,20 @@ def check_nothing_published(database: Database, before, after) -> None:
             f"or start a new instance")
 
 
+def pyramid_sources(pyramids: Sequence[str], units: Mapping[str, Mapping[str, str]]):
+    """Each folder with the unit files given for its name; a name that is no folder's is
+    an error."""
+    names = {Path(folder).resolve().name for folder in pyramids}
+    unknown = sorted(set(units) - names)
+    if unknown:
+        raise SumbenchError(f"--pyramid-units names {unknown[0]!r}, which is none of the "
+                            f"--pyramid folders ({', '.join(sorted(names)) or 'none'})")
+    return [(folder, dict(units.get(Path(folder).resolve().name, {}))) for folder in pyramids]
+
+
 def load_all_gold(database: Database, settings, gold: str | None,
-                  pyramids: Sequence[str]) -> list[dict]:
+                  pyramids: Sequence[str],
+                  pyramid_units: Mapping[str, Mapping[str, str]] | None = None) -> list[dict]:
     changes = []
     if gold:
         usb = settings.track("usb")
@@ -98,7 +110,8 @@ def load_all_gold(database: Database, settings, gold: str | None,
         for name in ("summaries", "evaluators"):
             track = settings.track(name)
             changes += [{"track": name, **c} for c in store_gold(
-                database, name, track.load_gold(list(pyramids)))]
+                database, name, track.load_gold(pyramid_sources(pyramids,
+                                                                pyramid_units or {})))]
     return changes
 
 
@@ -152,6 +165,7 @@ def gold_visibility_of(database: Database, gold: str | None, given: str | None,
 
 
 def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = (),
+               pyramid_units: Mapping[str, Mapping[str, str]] | None = None,
                settings: Mapping[str, str] | None = None, evaluators: Sequence[str] = (),
                computed_rows: bool = True, score: bool = True,
                gold_visibility: str | None = None, require_visibility: bool = False) -> dict:
@@ -161,7 +175,7 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
         revision = migrate(database)
         visibility = gold_visibility_of(database, gold, gold_visibility, require_visibility)
         instance = configure(database, settings or {}, evaluators, visibility)
-        changes = load_all_gold(database, instance, gold, pyramids)
+        changes = load_all_gold(database, instance, gold, pyramids, pyramid_units)
         added = add_computed_rows(database, instance) if computed_rows else {}
         jobs = 0
         if score:  # the server's own rows; submitted models wait for the workers

@@ -51,6 +51,10 @@ def part_view(database: Database, snapshot: dict, part: str) -> dict[str, Any]:
             "metrics": sorted({name for row in shown for name, value in
                                (row["metrics"] or {}).items()
                                if _is_number(value) and name != "headline"}),
+            # the unit kind of each Pyramid column (the summaries track records it)
+            "metric_units": {name: kind for row in shown
+                             for name, kind in ((row["metrics"] or {}).get("units") or {}).items()
+                             if isinstance(kind, str)},
             "domains": domains}
 
 

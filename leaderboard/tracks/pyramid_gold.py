@@ -7,11 +7,15 @@ references, SCUs and STUs, the human-judged systems' summaries and SCU presence 
 lexical presence threshold calibrated on the folder's train split (so the server never needs
 the folder again), and the sha256 of every file read. An optional `qas.jsonl` beside the
 other files (`{"id": ..., "qas": ["<question> <answer>", ...]}` per line, every id once) adds
-QA units, which enable the QAPyramid evaluator of the summaries track.
+QA units, which enable the QAPyramid evaluator of the summaries track. Unit files given beside
+a folder (`init --pyramid-units NAME:KIND=FILE`: the SCU-approximation study's SMUs, SGUs,
+SSUs or n-grams, one line per example, TAB-separated, or the paper's JSON) are kept under
+their kind, and their digests join the gold's.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,9 +31,12 @@ from leaderboard.tracks.base import (
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
+from tasks.qapyramid.unit_files import read_unit_file
 
 QA_FILE = "qas.jsonl"
 BOARD = "all"
+#: the unit kinds a gold may add from files beside its folder
+EXTRA_UNIT_KINDS = ("smus", "sgus", "ssus", "ngrams")
 
 
 def folder_digest(root: Path) -> str:
@@ -64,8 +71,30 @@ def read_qa_units(path: Path, ids: tuple[str, ...]) -> tuple[tuple[str, ...], ..
     return tuple(by_id[example_id] for example_id in ids)
 
 
-def load_pyramid_gold(folder: str | Path) -> dict:
-    """The gold payload of one REALSumm/PyrXSum-layout folder."""
+def read_extra_units(unit_files: Mapping[str, str], count: int) -> tuple[dict, dict]:
+    """({kind: units per example}, {kind: sha256 of its file}) of the extra unit files; every
+    file holds `count` examples, each with at least one unit."""
+    units, digests = {}, {}
+    for kind, path in sorted(unit_files.items()):
+        if kind not in EXTRA_UNIT_KINDS:
+            raise SumbenchError(f"unit kind {kind!r} cannot be added to a Pyramid gold "
+                                f"(known: {', '.join(EXTRA_UNIT_KINDS)})")
+        found = read_unit_file(path)
+        if len(found.units) != count:
+            raise DataError(f"{len(found.units)} examples but the folder has {count}",
+                            path=str(path))
+        empty = next((i for i, example in enumerate(found.units, start=1) if not example),
+                     None)
+        if empty is not None:
+            raise DataError("an example without units (a Pyramid score needs one)",
+                            path=str(path), line=empty)
+        units[kind] = [list(example) for example in found.units]
+        digests[kind] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return units, digests
+
+
+def load_pyramid_gold(folder: str | Path, unit_files: Mapping[str, str] | None = None) -> dict:
+    """The gold payload of one REALSumm/PyrXSum-layout folder (and its extra unit files)."""
     root = Path(folder).resolve()
     if not root.is_dir():
         raise SumbenchError(f"{root}: no such Pyramid data folder")
@@ -76,8 +105,15 @@ def load_pyramid_gold(folder: str | Path) -> dict:
     if (root / QA_FILE).is_file():
         units["qas"] = [list(example) for example in read_qa_units(root / QA_FILE,
                                                                    dataset.ids)]
+    extra, digests = read_extra_units(unit_files or {}, len(dataset.ids))
+    units.update(extra)
     calibration = lexical_calibration(root)
-    return {"name": root.name, "sha256": folder_digest(root), "ids": list(dataset.ids),
+    digest = folder_digest(root)
+    if digests:
+        digest = hashlib.sha256(json.dumps([digest, digests], sort_keys=True).encode())\
+            .hexdigest()
+    return {"name": root.name, "sha256": digest, "ids": list(dataset.ids),
+            **({"unit_files": digests} if digests else {}),
             "documents": list(dataset.documents),
             "references": list(dataset.references), "units": units,
             "summaries": {system: list(texts) for system, texts in dataset.summaries.items()},
@@ -102,12 +138,14 @@ def dataset_of(payload: Mapping) -> PyramidDataset:
                 for system, rows in payload["labels"].items()})
 
 
-def load_gold_folders(sources: str | list[str]) -> dict[str, dict[str, dict]]:
-    """board "all" -> dataset name -> payload, for one or several folders."""
+def load_gold_folders(sources) -> dict[str, dict[str, dict]]:
+    """board "all" -> dataset name -> payload, for one or several folders (each a path, or
+    (path, {kind: unit file}))."""
     folders = [sources] if isinstance(sources, (str, Path)) else list(sources)
     parts: dict[str, dict] = {}
-    for folder in folders:
-        payload = load_pyramid_gold(folder)
+    for source in folders:
+        folder, unit_files = source if isinstance(source, tuple) else (source, None)
+        payload = load_pyramid_gold(folder, unit_files)
         if payload["name"] in parts:
             raise SumbenchError(f"two Pyramid folders are named {payload['name']!r}")
         parts[payload["name"]] = payload

@@ -165,8 +165,9 @@ class SummariesTrack(PyramidSetTrack):
         headline_name = next(iter(per_evaluator))
         result = {name: sum(values) / len(values) for name, values in per_evaluator.items()}
         headline = 100.0 * result[headline_name]
+        kinds = {e.name: e.units for e in self.evaluators if e.name in per_evaluator}
         result.update(headline=headline, headline_evaluator=headline_name,
-                      n_examples=len(summaries), **({"cost": cost} if cost else {}))
+                      n_examples=len(summaries), units=kinds, **({"cost": cost} if cost else {}))
         return {board: PartScore(result, headline, per_evaluator[headline_name])}
 
     def statistic(self, part: str, gold, board: str):
