@@ -125,6 +125,12 @@ def load_scores(path: str | os.PathLike, ids: Sequence[str],
     constant examples in, as the official code does with its human score file."""
     path = Path(path)
     data = read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("per_example"), dict) and \
+            "provenance" in data:  # a `sumbench pyramid --out` file: its per-example scores
+        scored = data.get("ids")
+        data = {system: dict(zip(scored, values)) if isinstance(scored, list) and
+                isinstance(values, list) and len(values) == len(scored) else values
+                for system, values in data["per_example"].items()}
     if not isinstance(data, dict) or not data:
         raise DataError("expected a non-empty JSON object {system: scores}", path=str(path))
     chosen = list(data) if systems is None else [s for s in data if s in set(systems)]
