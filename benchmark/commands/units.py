@@ -2,7 +2,8 @@
 their intrinsic easiness.
 
     sumbench units sgus --references FILE --one-shot SGU_FILE --model NAME [...]
-    sumbench units smus --amr FILE [--references FILE] --trees-out FILE
+    sumbench units smus --amr FILE [--references FILE] [--trees-out FILE]
+                        [--amr-generator MODEL [--tagged FILE] --out FILE [--json-out FILE]]
     sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
                           [--seed S] --out FILE [--json-out FILE]
     sumbench units sentences --references FILE [--coref FILE] [--spacy-pipeline NAME]
@@ -48,9 +49,10 @@ from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_json, read_text, write_json, write_text
 from tasks.plumbing.provenance import provenance
-from tasks.qapyramid.amr_units import sentence_subgraphs
+from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
 from tasks.qapyramid.unit_files import KINDS, aligned_ids, paper_units, read_unit_file
+from trainers.inference.amr_text import load_amr_generator
 
 
 def register(subparsers) -> None:
@@ -78,10 +80,20 @@ def register(subparsers) -> None:
                       help="recorded PENMAN graphs: the paper's SMU JSON (summary_trees per "
                            "reference)")
     add_option(smus, "references")
-    smus.add_argument("--trees-out", required=True, metavar="FILE",
+    smus.add_argument("--trees-out", metavar="FILE",
                       help="each reference's subgraphs, the released `tree` shape (JSON)")
+    smus.add_argument("--amr-generator", metavar="MODEL",
+                      help="a seq2seq AMR-to-text model (amrlib's generate_t5wtense as a "
+                           "folder, or any): writes the SMUs' text")
+    smus.add_argument("--tagged", metavar="FILE",
+                      help="with --amr-generator: POS-tagged one-line graphs, a JSON list per "
+                           "reference of one string per sentence (amrlib's tagged graphs)")
+    add_option(smus, "device")
+    add_option(smus, "out_file")
+    add_option(smus, "json_out")
     smus.set_defaults(handler=run_smus, out_inputs={"amr": "--amr file",
-                                                    "references": "--references file"})
+                                                    "references": "--references file",
+                                                    "tagged": "--tagged file"})
     ease = commands.add_parser("easiness", help="intrinsic easiness R and P of units against "
                                "SCUs (the paper's Table 2)",
                                description=__doc__.split("\n\n")[2],
@@ -103,9 +115,11 @@ def register(subparsers) -> None:
 SMUS_HELP = """Subgraphs of each sentence's AMR graph by the paper's sg2 rules
 (tasks.qapyramid.amr_units, penman 1.2.1), from recorded graphs (--amr: the paper's JSON,
 a list of {instance_id, summary, summary_trees: [PENMAN graph per sentence]}; --references,
-when given, must hold the same summaries). --trees-out writes them in the released shape.
-Turning them into text needs amrlib's generate_t5wtense (not shipped): this command stops at
-the trees."""
+when given, must hold as many lines). --trees-out writes them in the released shape. With
+--amr-generator (amrlib's generate_t5wtense, not shipped, or any seq2seq folder), each
+subgraph on one line, with the sentence's POS tags put in from --tagged (the authors'
+generate_taged input; without it, untagged, which is not the paper's input), becomes an SMU:
+--out writes them one line per reference, TAB-separated, --json-out the paper's JSON."""
 
 
 def read_graphs(path: str) -> list[dict]:
@@ -145,10 +159,48 @@ def run_smus(args) -> int:
         out.append({"instance_id": record.get("instance_id", str(number)),
                     "summary": record.get("summary"),
                     "summary_trees": record["summary_trees"], "tree": trees})
-    write_json(args.trees_out, out)
-    print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references -> "
-          f"{args.trees_out} (their text needs amrlib's generator, not shipped)")
+    if not (args.trees_out or args.out or args.json_out):
+        raise SumbenchError("give --trees-out FILE (and, with --amr-generator, --out FILE)")
+    if (args.out or args.json_out) and not args.amr_generator:
+        raise SumbenchError("the SMUs' text needs --amr-generator MODEL (amrlib's "
+                            "generate_t5wtense); without one, write the trees (--trees-out)")
+    if args.amr_generator:
+        add_smu_text(out, records, args)
+    if args.trees_out:
+        write_json(args.trees_out, [{k: v for k, v in r.items() if k != "smus"} for r in out])
+    if args.out:
+        write_text(args.out, "".join("\t".join(" ".join(t.split()) for t in r["smus"] if t.strip())
+                                     + "\n" for r in out))
+    if args.json_out:
+        write_json(args.json_out, out)
+    print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references"
+          f"{'' if args.amr_generator else ' (their text needs --amr-generator)'}")
     return 0
+
+
+def add_smu_text(out: list[dict], records: list[dict], args) -> None:
+    """Each reference's SMUs: its subgraphs, tagged by their sentence, through the generator."""
+    tagged = read_json(args.tagged, what="tagged graphs") if args.tagged else None
+    if tagged is not None and (not isinstance(tagged, list) or len(tagged) != len(records)):
+        raise DataError(f"expected a list of {len(records)} references' tagged graphs",
+                        path=args.tagged)
+    inputs, owners = [], []
+    for number, record in enumerate(records):
+        sentence_tags = tagged[number] if tagged is not None else None
+        if sentence_tags is not None and len(sentence_tags) != len(record["summary_trees"]):
+            raise DataError(f"{len(sentence_tags)} tagged graphs for "
+                            f"{len(record['summary_trees'])} sentences", path=args.tagged,
+                            field=f"[{number}]")
+        for sentence, graph in enumerate(record["summary_trees"]):
+            for subgraph in sentence_subgraphs(graph):
+                inputs.append(tag_subgraph(subgraph, sentence_tags[sentence]
+                                           if sentence_tags is not None else None))
+                owners.append(number)
+    texts = load_amr_generator(args.amr_generator, args.device or "auto").generate(inputs)
+    for record in out:
+        record["smus"] = []
+    for number, text in zip(owners, texts):
+        out[number]["smus"].append(text)
 
 
 def run_easiness(args) -> int:

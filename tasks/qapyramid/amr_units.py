@@ -162,3 +162,29 @@ def sentence_subgraphs(graph: str) -> list[str]:
 def reference_subgraphs(graphs: Sequence[str]) -> list[str]:
     """A reference's subgraphs: its sentences' in order, duplicates kept."""
     return [subgraph for graph in graphs for subgraph in sentence_subgraphs(graph)]
+
+
+# ---- the generator's input ---------------------------------------------------------------------
+def oneline(graph: str) -> str:
+    """A PENMAN graph on one line, metadata dropped (amrlib's `gstring_to_oneline`)."""
+    lines = [line.strip() for line in graph.split("\n") if not line.startswith("#")]
+    return re.sub(" +", " ", " ".join(lines)).strip()
+
+
+def tag_subgraph(subgraph: str, tagged_sentence: str | None) -> str:
+    """The one-line subgraph with the sentence's POS tags put in (`replace_graph_with_tags`):
+    every token of the sentence's tagged one-line graph that holds `~`, parentheses removed,
+    maps its text before `~` to itself, and each is put in by plain substring replacement,
+    in the tagged graph's order (so one key can hit inside another token, as in the original).
+    Without a tagged graph, the subgraph as is."""
+    text = oneline(subgraph)
+    if not tagged_sentence:
+        return text
+    tags: dict[str, str] = {}
+    for token in tagged_sentence.split():
+        if "~" in token:
+            bare = token.replace("(", "").replace(")", "")
+            tags[bare.split("~")[0]] = bare
+    for key, value in tags.items():
+        text = text.replace(key, value)
+    return text

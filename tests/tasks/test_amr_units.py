@@ -76,3 +76,50 @@ def test_a_graph_that_does_not_parse_names_its_reference_and_sentence(tmp_path, 
     code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--trees-out",
                             str(tmp_path / "t.json"))
     assert code == 2 and "no sentences" in err, err
+
+
+def test_tags_go_in_by_plain_substring_replacement():
+    from tasks.qapyramid.amr_units import oneline, tag_subgraph
+
+    tagged = "(s / sleep-01~VBG :ARG0 (b / boy~NN) :ARG1 (p / person~NN))"
+    subgraph = "(s / sleep-01\n   :ARG0 (b / boy)\n   :ARG1 (x / salesperson))"
+    assert tag_subgraph(subgraph, tagged) == \
+        "(s / sleep-01~VBG :ARG0 (b / boy~NN) :ARG1 (x / salesperson~NN))"  # the quirk
+    assert tag_subgraph(subgraph, None) == oneline(subgraph) == \
+        "(s / sleep-01 :ARG0 (b / boy) :ARG1 (x / salesperson))"
+
+
+def test_with_a_generator_each_tagged_subgraph_becomes_an_smu(tmp_path, capsys):
+    from tasks.qapyramid.amr_units import tag_subgraph
+    from trainers.inference.amr_text import load_amr_generator
+    from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
+
+    graphs = ["(s / say-01 :ARG0 (p / person) :ARG1 (l / leave-01 :ARG0 p :ARG1 (c / city)))",
+              "(g / give-01 :ARG0 (b / boy) :ARG1 (t / toy) :ARG2 (g2 / girl))"]
+    tagged = [["(s / say-01~VBD :ARG0 (p / person~NN) :ARG1 (l / leave-01~VBN "
+               ":ARG0 p :ARG1 (c / city~NN)))"], [None]]
+    amr = tmp_path / "amr.json"
+    amr.write_text(json.dumps([{"instance_id": "a", "summary": "x", "summary_trees": [graphs[0]]},
+                               {"instance_id": "b", "summary": "y", "summary_trees": [graphs[1]]}]))
+    (tmp_path / "tagged.json").write_text(json.dumps(tagged))
+    tokenizer = build_tiny_tokenizer(graphs * 5 + tagged[0] * 5, vocab_size=300)
+    model = build_tiny_t5(tokenizer, seed=2)
+    model.config.task_specific_params = {"translation_amr_to_text": {"max_in_len": 64,
+                                                                     "max_out_len": 6}}
+    model.save_pretrained(tmp_path / "gen")
+    tokenizer.save_pretrained(tmp_path / "gen")
+    code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
+                                  str(tmp_path / "gen"), "--tagged", str(tmp_path / "tagged.json"),
+                                  "--device", "cpu", "--out", str(tmp_path / "smus.txt"),
+                                  "--json-out", str(tmp_path / "smus.json"))
+    assert code == 0, err
+    made = json.loads((tmp_path / "smus.json").read_text())
+    inputs = [tag_subgraph(t, tagged[0][0]) for t in made[0]["tree"]] + \
+        [tag_subgraph(t, None) for t in made[1]["tree"]]
+    expected = load_amr_generator(str(tmp_path / "gen"), "cpu").generate(inputs)
+    assert [s for record in made for s in record["smus"]] == expected
+    assert "~VBD" in inputs[0] and len(made[0]["smus"]) == len(made[0]["tree"])
+    assert len((tmp_path / "smus.txt").read_text().splitlines()) == 2
+    code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--out",
+                            str(tmp_path / "no.txt"))
+    assert code == 2 and "needs --amr-generator" in err, err
