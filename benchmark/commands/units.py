@@ -2,7 +2,7 @@
 their intrinsic easiness.
 
     sumbench units sgus --references FILE --one-shot SGU_FILE --model NAME [...]
-    sumbench units smus --amr FILE [--references FILE] [--trees-out FILE]
+    sumbench units smus (--amr FILE | --amr-parser DIR --references FILE) [--trees-out FILE]
                         [--amr-generator MODEL [--tagged FILE] --out FILE [--json-out FILE]]
     sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
                           [--seed S] --out FILE [--json-out FILE]
@@ -49,7 +49,7 @@ from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_json, read_text, write_json, write_text
 from tasks.plumbing.provenance import provenance
-from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
+from tasks.qapyramid.amr_units import sentence_subgraphs, sg2_sentences, tag_subgraph
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
 from tasks.qapyramid.unit_files import KINDS, aligned_ids, paper_units, read_unit_file
 from trainers.inference.amr_text import load_amr_generator
@@ -76,9 +76,15 @@ def register(subparsers) -> None:
     add_sgus_parser(commands)
     smus = commands.add_parser("smus", help="AMR units (sg2 subgraphs) of recorded graphs",
                                description=SMUS_HELP)
-    smus.add_argument("--amr", required=True, metavar="FILE",
-                      help="recorded PENMAN graphs: the paper's SMU JSON (summary_trees per "
-                           "reference)")
+    graphs = smus.add_mutually_exclusive_group(required=True)
+    graphs.add_argument("--amr", metavar="FILE",
+                        help="recorded PENMAN graphs: the paper's SMU JSON (summary_trees per "
+                             "reference)")
+    graphs.add_argument("--amr-parser", metavar="DIR",
+                        help="instead: amrlib's parse_xfm_bart_large model folder (needs "
+                             "amrlib; 4 beams, graphs up to 700 tokens as the paper's run) on "
+                             "--references")
+    add_option(smus, "spacy_pipeline")
     add_option(smus, "references")
     smus.add_argument("--trees-out", metavar="FILE",
                       help="each reference's subgraphs, the released `tree` shape (JSON)")
@@ -137,11 +143,44 @@ def read_graphs(path: str) -> list[dict]:
     return records
 
 
+def parsed_graphs(args) -> list[dict]:
+    """The references parsed by amrlib (sentences as the paper's sg2 run cut them)."""
+    if not args.references:
+        raise SumbenchError("--amr-parser parses --references FILE")
+    try:
+        import amrlib
+    except ImportError:
+        raise SumbenchError("--amr-parser needs amrlib (pip install amrlib) and its "
+                            "parse_xfm_bart_large model folder; or give recorded graphs "
+                            "(--amr FILE)") from None
+    parser = amrlib.load_stog_model(model_dir=args.amr_parser, num_beams=4, batch_size=12)
+    parser.max_graph_len = 700  # the authors' amrlib forced it
+    split = spacy_splitter(args.spacy_pipeline)
+    records = []
+    for number, reference in enumerate(_lines(args.references), start=1):
+        sentences = sg2_sentences(reference, split)
+        if not sentences:
+            raise DataError("a reference with no sentences", path=args.references,
+                            line=number)
+        graphs = parser.parse_sents(sentences, add_metadata=True)
+        failed = next((i for i, graph in enumerate(graphs, start=1) if graph is None), None)
+        if failed is not None:
+            raise DataError(f"amrlib could not parse sentence {failed}", path=args.references,
+                            line=number)
+        records.append({"instance_id": str(number - 1), "summary": reference,
+                        "summary_trees": graphs})
+    return records
+
+
+def _lines(path: str) -> list[str]:
+    lines = read_text(path, what="references").split("\n")
+    return [line for line in (lines[:-1] if lines and lines[-1] == "" else lines)]
+
+
 def run_smus(args) -> int:
-    records = read_graphs(args.amr)
-    if args.references:
-        lines = read_text(args.references, what="references").split("\n")
-        lines = lines[:-1] if lines and lines[-1] == "" else lines
+    records = read_graphs(args.amr) if args.amr else parsed_graphs(args)
+    if args.references and args.amr:
+        lines = _lines(args.references)
         if len(lines) != len(records):
             raise DataError(f"{len(records)} references in {args.amr} but {len(lines)} lines",
                             path=args.references)

@@ -188,3 +188,15 @@ def tag_subgraph(subgraph: str, tagged_sentence: str | None) -> str:
     for key, value in tags.items():
         text = text.replace(key, value)
     return text
+
+
+def sg2_sentences(summary: str, split=None) -> list[str]:
+    """The sentences the paper's sg2 run parsed (ATA `atomic_amr.py` @ 5cbfc86, :406-419):
+    no-break spaces removed, white space made single spaces; the `<t> ... </t>` contents as
+    they are (their edge spaces kept), else `split`'s sentences (spaCy's, in the paper)."""
+    text = re.sub(r"\s+", " ", summary.replace("\u00a0", ""))
+    if "<t>" in text:
+        return re.findall("<t>(.*?)</t>", text)
+    if split is None:
+        raise SumbenchError("a reference without <t> marks needs a sentence splitter")
+    return list(split(text))

@@ -123,3 +123,24 @@ def test_with_a_generator_each_tagged_subgraph_becomes_an_smu(tmp_path, capsys):
     code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--out",
                             str(tmp_path / "no.txt"))
     assert code == 2 and "needs --amr-generator" in err, err
+
+
+def test_the_sentences_parsed_are_the_released_graphs_sentences(capsys, tmp_path):
+    from tasks.qapyramid.amr_units import sg2_sentences
+
+    released = RELEASED / "realsumm-smus-sg2.json"
+    if not released.is_file():
+        pytest.skip("../shared/data/scu_units is absent")
+    for record in json.loads(released.read_text()):
+        snts = [graph.split("\n", 1)[0][len("# ::snt "):] for graph in record["summary_trees"]]
+        assert sg2_sentences(record["summary"]) == snts, record["instance_id"]
+    assert sg2_sentences("One. Two.", lambda text: text.split(". ")) == ["One", "Two."]
+    references = tmp_path / "references.txt"
+    references.write_text("<t> A b . </t>\n")
+    code, _, err = sumbench(capsys, "units", "smus", "--amr-parser", str(tmp_path),
+                            "--references", str(references), "--trees-out",
+                            str(tmp_path / "t.json"))
+    try:
+        import amrlib  # noqa: F401
+    except ImportError:
+        assert code == 2 and "--amr-parser needs amrlib" in err, err
