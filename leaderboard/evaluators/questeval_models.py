@@ -19,6 +19,7 @@ from typing import Any
 from tasks.plumbing.errors import SumbenchError
 from trainers.inference.generation import resolve_device
 from trainers.models.disk_cache import model_revision
+from trainers.models.model_loading import load_seq2seq
 
 #: the official hub models (M:135-156)
 QUESTION_GENERATOR = "ThomasNLG/t5-qg_squad1-en"
@@ -90,14 +91,7 @@ class T2TModel:
 def load_t2t(name: str, *, role: str, word: str | None, batch_size: int,
              device: str = "auto") -> tuple[T2TModel, str]:
     """A model by hub id or folder (safetensors only), and its revision for cache keys."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForSeq2SeqLM.from_pretrained(name, use_safetensors=True)
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"the QuestEval {role} {name!r} cannot be loaded: "
-                            f"{str(error).splitlines()[0][:300]}") from None
+    model, tokenizer = load_seq2seq(name, f"the QuestEval {role}")
     chosen = resolve_device(device)
     model.to(chosen)
     return T2TModel(model, tokenizer, role=role, word=word, batch_size=batch_size,

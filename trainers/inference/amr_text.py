@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tasks.plumbing.errors import SumbenchError
 from trainers.inference.generation import resolve_device
+from trainers.models.model_loading import load_seq2seq
 
 DEFAULT_LENGTHS = {"max_in_len": 512, "max_out_len": 90}
 TASK = "translation_amr_to_text"
@@ -45,12 +45,5 @@ class AmrGenerator:
 
 def load_amr_generator(name: str, device: str = "auto") -> AmrGenerator:
     """A generator by folder or hub id (safetensors only)."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForSeq2SeqLM.from_pretrained(name, use_safetensors=True)
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"the AMR generator {name!r} cannot be loaded: "
-                            f"{str(error).splitlines()[0][:300]}") from None
+    model, tokenizer = load_seq2seq(name, "AMR generator")
     return AmrGenerator(model.to(resolve_device(device)), tokenizer)

@@ -69,3 +69,17 @@ def resolve_model_path(model: str) -> str:
         return model
     path = Path(model).expanduser()
     return str(path.resolve()) if path.exists() else model
+
+
+def load_seq2seq(name: str, what: str = "model"):
+    """(model, tokenizer) of a seq2seq model by folder or hub id, from safetensors only (a
+    pickle can run code); a one-line SumbenchError naming `what` otherwise."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    check_model_source(name, what)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        model = AutoModelForSeq2SeqLM.from_pretrained(name, use_safetensors=True)
+    except load_errors() as error:
+        raise load_failure(name, error, what) from None
+    return model, tokenizer
