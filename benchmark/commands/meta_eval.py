@@ -23,13 +23,12 @@ per-system mean scores, the configuration and provenance.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from pathlib import Path
 
-from benchmark.commands import command_help
+from benchmark.commands import command_help, key_value
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.pyramid import pyramid_scores
 from leaderboard.evaluators.questeval_evaluator import register_questeval
@@ -60,7 +59,7 @@ def register(subparsers) -> None:
                         help="rouge1_recall, rouge2_recall, rougeL_recall, questeval, an "
                              "installed evaluator, or a JSON score file")
     parser.add_argument("--metric-option", action="append", default=[], metavar="KEY=VALUE",
-                        type=_key_value, help="an option of the --metric evaluator "
+                        type=key_value, help="an option of the --metric evaluator "
                                               "(repeatable)")
     parser.add_argument("--human", default="pyramid",
                         help="'pyramid' (SCU labels, default) or a JSON score file")
@@ -76,13 +75,6 @@ def register(subparsers) -> None:
                                                  "metric": "--metric file",
                                                  "human": "--human file",
                                                  "groups": "--groups file"})
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
 
 
 def evaluators():

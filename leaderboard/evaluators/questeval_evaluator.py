@@ -84,8 +84,7 @@ def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
                 parse(value)
         except (ValueError, SumbenchError) as error:
             raise SumbenchError(f"QuestEval option {name}={value!r}: {error}") from None
-    Settings(values["protocol"], values["question_scores"], values["weighter"],
-             values["source_windows"], values["window_stride"])  # checked here, once
+    settings_of(values)  # the protocol, scores and windows checked here, once
     return values
 
 
@@ -174,8 +173,7 @@ class QuestEvalEvaluator:
         self.config = settings_of(self.values)
         self.models, self.memory, self.answers = models, MemoryCache(), None
         self.revisions: dict[str, str] = {}
-        self.spent = {"seconds": 0.0, "model_calls": dict.fromkeys(
-            ("answers", "generator", "answerer", "weighter", "bertscore"), 0)}  # all calls
+        self.last: dict | None = None  # the latest call's seconds and model calls
 
     def with_options(self, options: Mapping[str, Any]) -> QuestEvalEvaluator:
         return QuestEvalEvaluator({**self.values, **options})
@@ -205,9 +203,8 @@ class QuestEvalEvaluator:
             self.answers = answer_source(self.values["answers"], self.values["spacy_pipeline"])
         result = self._run(rows, models, self.answers)
         self.revisions = dict(models.revisions)
-        self.spent["seconds"] = round(self.spent["seconds"] + time.perf_counter() - started, 3)
-        for role, count in result["computed"].items():
-            self.spent["model_calls"][role] += count
+        self.last = {"seconds": round(time.perf_counter() - started, 3),
+                     "model_calls": dict(result["computed"])}
         return [row["score"] for row in result["summaries"]]
 
     def _run(self, rows, models, answers) -> dict:

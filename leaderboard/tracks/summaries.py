@@ -15,7 +15,6 @@ recorded in the result under `cost`.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
@@ -144,15 +143,10 @@ class SummariesTrack(PyramidSetTrack):
             if evaluator.presence != QUESTEVAL:
                 scores[evaluator.name] = evaluator.per_example(payload, summaries)
                 continue
-            column = questeval_column(evaluator.options)
-            before = copy.deepcopy(column.spent)
             scores[evaluator.name] = evaluator.per_example(payload, summaries)
             if cost is not None:
-                cost[evaluator.name] = {
-                    "seconds": round(column.spent["seconds"] - before["seconds"], 3),
-                    "model_calls": {role: count - before["model_calls"][role]
-                                    for role, count in column.spent["model_calls"].items()},
-                    "revisions": dict(column.revisions)}
+                column = questeval_column(evaluator.options)
+                cost[evaluator.name] = {**column.last, "revisions": dict(column.revisions)}
         return scores
 
     def score(self, checked, gold, board: str) -> dict[str, PartScore]:
