@@ -63,6 +63,8 @@ def kept_pairs(scus, stus, config):
 
 def perl_arm(root: Path, scratch: Path, scus, stus, config):
     """The baseline: one Perl run over every pair, then the same maxima and means."""
+    from tasks.metrics.easiness import stored_mean
+
     kept = kept_pairs(scus, stus, config)
 
     def run():
@@ -80,13 +82,9 @@ def perl_arm(root: Path, scratch: Path, scus, stus, config):
             precision = [max((f1[scu + "\0" + stu] for scu in reverse_scus
                               if scu + "\0" + stu in f1), default=0.0)
                          for stu in reverse_stus]
-            values.append((_mean(recall), _mean(precision)))
+            values.append((stored_mean(recall), stored_mean(precision)))
         return values
     return run, sum(len(a) * len(b) for a, b, _, _ in kept)
-
-
-def _mean(values):
-    return sum(values) * (1 / len(values)) if values else 0.0
 
 
 def per_pair_seconds(root: Path, scratch: Path, scus, stus, sample: int) -> float:

@@ -112,11 +112,12 @@ def reference_easiness(scus: Sequence[str], units: Sequence[str], scorer: Unigra
     scu_rows = [i for i, (_, candidate) in enumerate(kept_scus) if candidate]
     forward = _best([[row[j] for j in unit_columns] for row in matrix])
     reverse = _best([[matrix[i][j] for i in scu_rows] for j in range(len(kept_units))])
-    return {"R": _mean([f1 for _, f1 in forward]), "P": _mean([f1 for _, f1 in reverse]),
+    return {"R": stored_mean([f1 for _, f1 in forward]),
+            "P": stored_mean([f1 for _, f1 in reverse]),
             "best_R": forward, "best_P": reverse}
 
 
-def _mean(values: Sequence[float]) -> float:
+def stored_mean(values: Sequence[float]) -> float:
     """The sum times 1/n: how the official code's stored means come out, to the last bit."""
     return sum(values) * (1 / len(values)) if values else 0.0
 
@@ -125,7 +126,7 @@ def corpus_mean(values: Sequence[float], skip_zero: bool = False) -> float:
     """The macro mean over references (`skip_zero`: of the non-zero ones, as the paper's
     interface averages)."""
     chosen = [value for value in values if value] if skip_zero else list(values)
-    return _mean(chosen)
+    return stored_mean(chosen)
 
 
 def easiness(ids: Sequence[str], scus: Sequence[Sequence[str]], units: Sequence[Sequence[str]],
