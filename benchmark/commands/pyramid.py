@@ -36,11 +36,11 @@ from leaderboard.evaluators.pyramid import (
     evaluate_dataset,
     lexical_calibration,
 )
-from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_text, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
-from tasks.qapyramid.unit_files import read_unit_file
+from tasks.qapyramid.unit_files import read_example_units
 
 MIX_BY_EXAMPLE = "mix-by-example"
 UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")
@@ -122,20 +122,6 @@ def load_scored_dataset(args):
     return scored, chosen
 
 
-def units_of_file(path: str, count: int) -> tuple:
-    """The units of a `--units-file`: TAB-separated or the SCU-approximation paper's JSON
-    (tasks.qapyramid.unit_files), `count` examples, each with a unit."""
-    found = read_unit_file(path)
-    if len(found.units) != count:
-        raise DataError(f"{len(found.units)} examples of units but the folder has {count} "
-                        f"(one line or record per example, in ids.txt order)", path=path)
-    for number, units in enumerate(found.units, start=1):
-        if not units:
-            raise DataError("an example without units (a Pyramid score needs one)", path=path,
-                            line=number)
-    return found.units
-
-
 def with_extra_units(dataset, args) -> tuple:
     """(the dataset with `mix-by-example` or `file` units added when asked for, what was
     chosen: {"scu_examples": [...]} for a mix by example)."""
@@ -144,7 +130,7 @@ def with_extra_units(dataset, args) -> tuple:
     if args.units == "file":
         if not args.units_file:
             raise SumbenchError("--units file needs --units-file FILE")
-        units = units_of_file(args.units_file, len(dataset.ids))
+        units = read_example_units(args.units_file, len(dataset.ids))
         return dataclasses.replace(dataset, units={**dataset.units, "file": units}), {}
     if args.units != MIX_BY_EXAMPLE:
         return dataset, {}

@@ -47,11 +47,17 @@ from benchmark.commands.units_sgus import add_sgus_parser
 from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
-from tasks.plumbing.io import read_json, read_text, write_json, write_text
+from tasks.plumbing.io import read_json, read_lines, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.amr_units import sentence_subgraphs, sg2_sentences, tag_subgraph
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
-from tasks.qapyramid.unit_files import KINDS, aligned_ids, paper_units, read_unit_file
+from tasks.qapyramid.unit_files import (
+    KINDS,
+    aligned_ids,
+    paper_units,
+    read_unit_file,
+    write_unit_rows,
+)
 from trainers.inference.amr_text import load_amr_generator
 
 
@@ -157,7 +163,8 @@ def parsed_graphs(args) -> list[dict]:
     parser.max_graph_len = 700  # the authors' amrlib forced it
     split = spacy_splitter(args.spacy_pipeline)
     records = []
-    for number, reference in enumerate(_lines(args.references), start=1):
+    for number, reference in enumerate(read_lines(args.references, what="references"),
+                                       start=1):
         sentences = sg2_sentences(reference, split)
         if not sentences:
             raise DataError("a reference with no sentences", path=args.references,
@@ -172,15 +179,10 @@ def parsed_graphs(args) -> list[dict]:
     return records
 
 
-def _lines(path: str) -> list[str]:
-    lines = read_text(path, what="references").split("\n")
-    return [line for line in (lines[:-1] if lines and lines[-1] == "" else lines)]
-
-
 def run_smus(args) -> int:
     records = read_graphs(args.amr) if args.amr else parsed_graphs(args)
     if args.references and args.amr:
-        lines = _lines(args.references)
+        lines = read_lines(args.references, what="references")
         if len(lines) != len(records):
             raise DataError(f"{len(records)} references in {args.amr} but {len(lines)} lines",
                             path=args.references)
@@ -208,8 +210,7 @@ def run_smus(args) -> int:
     if args.trees_out:
         write_json(args.trees_out, [{k: v for k, v in r.items() if k != "smus"} for r in out])
     if args.out:
-        write_text(args.out, "".join("\t".join(" ".join(t.split()) for t in r["smus"] if t.strip())
-                                     + "\n" for r in out))
+        write_unit_rows(args.out, [record["smus"] for record in out])
     if args.json_out:
         write_json(args.json_out, out)
     print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references"
@@ -265,10 +266,7 @@ def run_easiness(args) -> int:
 def reference_texts(args) -> tuple[list[str], list[str]]:
     """(the references as read, the texts units are made from: coreference-resolved when
     --coref is given)."""
-    lines = read_text(args.references, what="references").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    references = [line.strip() for line in lines]
+    references = [line.strip() for line in read_lines(args.references, what="references")]
     if not args.coref:
         return references, references
     coref = RecordedCoref(args.coref)
@@ -311,7 +309,7 @@ def run_maker(args) -> int:
                             line=number)
         units.append([" ".join(s.split()) for s in found] if args.kind == "sentences" else
                      sample_ngrams(found, random.Random(f"{args.seed or 0}:{number}")))
-    write_text(args.out, "".join("\t".join(row) + "\n" for row in units))
+    write_unit_rows(args.out, units)
     if args.json_out:
         write_json(args.json_out, [{"instance_id": str(index), "summary": reference,
                                     args.kind: row}

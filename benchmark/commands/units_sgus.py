@@ -22,9 +22,10 @@ import datetime
 import sys
 
 from benchmark.commands.options import add_option
-from tasks.plumbing.io import read_text, write_json, write_text
+from tasks.plumbing.io import read_lines, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.sgu_prompt import read_one_shot
+from tasks.qapyramid.unit_files import write_unit_rows
 from trainers.fewshot.backends import load_hf_backend
 from trainers.fewshot.chat_client import ChatClient
 from trainers.fewshot.sgus import chat_sgus, model_sgus
@@ -52,19 +53,9 @@ def add_sgus_parser(commands) -> None:
                                                       "one_shot": "--one-shot file"})
 
 
-def _references(path: str) -> list[str]:
-    lines = read_text(path, what="references").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.strip() for line in lines]
-
-
-def _tab_line(units) -> str:
-    return "\t".join(" ".join(unit.split()) for unit in units if unit.strip())
-
-
 def run_sgus(args) -> int:
-    references, shot = _references(args.references), read_one_shot(args.one_shot)
+    references = [line.strip() for line in read_lines(args.references, what="references")]
+    shot = read_one_shot(args.one_shot)
     backend = args.fewshot_backend or "openai"
     if backend == "openai":
         from tqdm import tqdm
@@ -82,7 +73,7 @@ def run_sgus(args) -> int:
         records = model_sgus(model, references, shot, max_new_tokens=args.max_new_tokens or 512,
                              clean=args.clean)
         where = {"backend": model.fingerprint()}
-    write_text(args.out, "".join(_tab_line(record.units) + "\n" for record in records))
+    write_unit_rows(args.out, [record.units for record in records])
     statuses = [record.status for record in records]
     if args.json_out:
         write_json(args.json_out, {

@@ -29,9 +29,9 @@ from leaderboard.tracks.base import (
     unplaced_count,
 )
 from tasks.plumbing.errors import DataError, SumbenchError
-from tasks.plumbing.io import iter_jsonl
+from tasks.plumbing.io import file_sha256, iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
-from tasks.qapyramid.unit_files import read_unit_file
+from tasks.qapyramid.unit_files import read_example_units
 
 QA_FILE = "qas.jsonl"
 BOARD = "all"
@@ -79,17 +79,8 @@ def read_extra_units(unit_files: Mapping[str, str], count: int) -> tuple[dict, d
         if kind not in EXTRA_UNIT_KINDS:
             raise SumbenchError(f"unit kind {kind!r} cannot be added to a Pyramid gold "
                                 f"(known: {', '.join(EXTRA_UNIT_KINDS)})")
-        found = read_unit_file(path)
-        if len(found.units) != count:
-            raise DataError(f"{len(found.units)} examples but the folder has {count}",
-                            path=str(path))
-        empty = next((i for i, example in enumerate(found.units, start=1) if not example),
-                     None)
-        if empty is not None:
-            raise DataError("an example without units (a Pyramid score needs one)",
-                            path=str(path), line=empty)
-        units[kind] = [list(example) for example in found.units]
-        digests[kind] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        units[kind] = [list(example) for example in read_example_units(path, count)]
+        digests[kind] = file_sha256(path)
     return units, digests
 
 

@@ -163,6 +163,18 @@ def read_text(path: str | os.PathLike, *, what: str = "file") -> str:
                         path=str(path)) from None
 
 
+def text_lines(text: str) -> list[str]:
+    """The lines of a text split at "\n" only (a line may hold other line separators), a
+    final newline ending the last line rather than starting an empty one."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def read_lines(path: str | os.PathLike, *, what: str = "file") -> list[str]:
+    """`text_lines` of a UTF-8 file."""
+    return text_lines(read_text(path, what=what))
+
+
 def read_item_lines(path: str | os.PathLike, count: int, *, what: str,
                     lines_for: str) -> list[str]:
     """The lines of a text file that holds one line per item, `count` of them; another count

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.plumbing.errors import DataError
+from tasks.plumbing.io import text_lines, write_text
 
 KINDS = ("scus", "stus", "smus", "sgus", "ngrams", "sentences")
 #: the kinds whose paper JSON dropped units without a space
@@ -67,13 +68,33 @@ def read_unit_file(path: str | Path) -> UnitFile:
         except json.JSONDecodeError as error:
             raise DataError(f"not JSON: {error.msg}", path=str(path), line=error.lineno) \
                 from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = text_lines(text)
     if not lines:
         raise DataError("no lines (one line of units per reference)", path=str(path))
     return UnitFile(str(path), tuple(tuple(unit for unit in line.split("\t") if unit.strip())
                                      for line in lines))
+
+
+def read_example_units(path: str | Path, count: int) -> tuple[tuple[str, ...], ...]:
+    """The units of a file for a Pyramid folder of `count` examples: one line or record per
+    example, in ids.txt order, each with at least one unit (a Pyramid score needs one)."""
+    found = read_unit_file(path)
+    if len(found.units) != count:
+        raise DataError(f"{len(found.units)} examples but the folder has {count} (one line or "
+                        f"record per example, in ids.txt order)", path=str(path))
+    for number, units in enumerate(found.units, start=1):
+        if not units:
+            raise DataError("an example without units (a Pyramid score needs one)",
+                            path=str(path), line=number)
+    return found.units
+
+
+def write_unit_rows(path: str | Path, rows) -> None:
+    """The TAB-separated form, one line per reference: inside a unit, white space (line
+    breaks and TABs included) becomes one space, and an empty unit is left out (the form
+    cannot hold either)."""
+    write_text(path, "".join("\t".join(" ".join(unit.split()) for unit in row if unit.strip())
+                             + "\n" for row in rows))
 
 
 def paper_units(file: UnitFile, kind: str) -> list[list[str]]:
