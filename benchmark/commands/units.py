@@ -3,7 +3,8 @@ their intrinsic easiness.
 
     sumbench units sgus --references FILE --one-shot SGU_FILE --model NAME [...]
     sumbench units smus (--amr FILE | --amr-parser DIR --references FILE) [--trees-out FILE]
-                        [--amr-generator MODEL [--tagged FILE] --out FILE [--json-out FILE]]
+                        [--amr-generator MODEL [--tagged FILE | --untagged] --out FILE
+                         [--json-out FILE]] [--spacy-pipeline NAME]
     sumbench units ngrams --references FILE [--coref FILE] [--spacy-pipeline NAME]
                           [--seed S] --out FILE [--json-out FILE]
     sumbench units sentences --references FILE [--coref FILE] [--spacy-pipeline NAME]
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+from pathlib import Path
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
@@ -49,6 +51,7 @@ from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_json, read_lines, write_json
 from tasks.plumbing.provenance import provenance
+from tasks.qapyramid.amr_tags import TaggingError, graph_tagger
 from tasks.qapyramid.amr_units import sentence_subgraphs, sg2_sentences, tag_subgraph
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
 from tasks.qapyramid.unit_files import (
@@ -59,6 +62,7 @@ from tasks.qapyramid.unit_files import (
     write_unit_rows,
 )
 from trainers.inference.amr_text import load_amr_generator
+from trainers.inference.generation import resolve_device
 
 
 def register(subparsers) -> None:
@@ -97,9 +101,14 @@ def register(subparsers) -> None:
     smus.add_argument("--amr-generator", metavar="MODEL",
                       help="a seq2seq AMR-to-text model (amrlib's generate_t5wtense as a "
                            "folder, or any): writes the SMUs' text")
-    smus.add_argument("--tagged", metavar="FILE",
-                      help="with --amr-generator: POS-tagged one-line graphs, a JSON list per "
-                           "reference of one string per sentence (amrlib's tagged graphs)")
+    tags = smus.add_mutually_exclusive_group()
+    tags.add_argument("--tagged", metavar="FILE",
+                      help="with --amr-generator: recorded POS-tagged one-line graphs, a JSON "
+                           "list per reference of one string per sentence; default: tagged "
+                           "here by the spaCy pipeline (--spacy-pipeline) and amrlib's aligner")
+    tags.add_argument("--untagged", action="store_true",
+                      help="with --amr-generator: feed untagged subgraphs (not the paper's "
+                           "input)")
     add_option(smus, "device")
     add_option(smus, "out_file")
     add_option(smus, "json_out")
@@ -129,9 +138,12 @@ SMUS_HELP = """Subgraphs of each sentence's AMR graph by the paper's sg2 rules
 a list of {instance_id, summary, summary_trees: [PENMAN graph per sentence]}; --references,
 when given, must hold as many lines). --trees-out writes them in the released shape. With
 --amr-generator (amrlib's generate_t5wtense, not shipped, or any seq2seq folder), each
-subgraph on one line, with the sentence's POS tags put in from --tagged (the authors'
-generate_taged input; without it, untagged, which is not the paper's input), becomes an SMU:
---out writes them one line per reference, TAB-separated, --json-out the paper's JSON."""
+subgraph on one line, with its sentence's POS tags put in (the authors' generate_taged
+input), becomes an SMU. The tags are made as the authors' parser made them: the sentence
+graph's `# ::snt` tagged by a spaCy pipeline (--spacy-pipeline, en_core_web_sm by default,
+which the paper used) and aligned by amrlib's RBW aligner (needs amrlib); or read from
+recorded tagged graphs (--tagged); --untagged feeds the bare subgraphs (not the paper's
+input). --out writes them one line per reference, TAB-separated, --json-out the paper's JSON."""
 
 
 def read_graphs(path: str) -> list[dict]:
@@ -159,7 +171,9 @@ def parsed_graphs(args) -> list[dict]:
         raise SumbenchError("--amr-parser needs amrlib (pip install amrlib) and its "
                             "parse_xfm_bart_large model folder; or give recorded graphs "
                             "(--amr FILE)") from None
-    parser = amrlib.load_stog_model(model_dir=args.amr_parser, num_beams=4, batch_size=12)
+    check_parser_folder(args.amr_parser)
+    parser = amrlib.load_stog_model(model_dir=args.amr_parser, num_beams=4, batch_size=12,
+                                    device=str(resolve_device(args.device or "auto")))
     parser.max_graph_len = 700  # the authors' amrlib forced it
     split = spacy_splitter(args.spacy_pipeline)
     records = []
@@ -177,6 +191,24 @@ def parsed_graphs(args) -> list[dict]:
         records.append({"instance_id": str(number - 1), "summary": reference,
                         "summary_trees": graphs})
     return records
+
+
+def check_parser_folder(folder: str) -> None:
+    """An amrlib parse_xfm model folder: its amrlib_meta.json names amrlib's parse_xfm
+    inference (amrlib imports the module a folder names, so no other is let through)."""
+    meta_path = Path(folder) / "amrlib_meta.json"
+    if not meta_path.is_file():
+        raise DataError("not an amrlib parse model folder (no amrlib_meta.json); give "
+                        "parse_xfm_bart_large's folder", path=folder)
+    meta = read_json(str(meta_path), what="amrlib model metadata")
+    expected = {"model_type": "stog", "inference_module": ".parse_xfm.inference",
+                "inference_class": "Inference"}
+    wrong = [key for key, value in expected.items()
+             if not isinstance(meta, dict) or meta.get(key) != value]
+    if wrong:
+        named = ", ".join(f"{key} {value!r}" for key, value in expected.items())
+        raise DataError(f"expected amrlib's parse_xfm parser ({named})", path=str(meta_path),
+                        field=wrong[0])
 
 
 def run_smus(args) -> int:
@@ -205,8 +237,7 @@ def run_smus(args) -> int:
     if (args.out or args.json_out) and not args.amr_generator:
         raise SumbenchError("the SMUs' text needs --amr-generator MODEL (amrlib's "
                             "generate_t5wtense); without one, write the trees (--trees-out)")
-    if args.amr_generator:
-        add_smu_text(out, records, args)
+    tags = add_smu_text(out, records, args) if args.amr_generator else None
     if args.trees_out:
         write_json(args.trees_out, [{k: v for k, v in r.items() if k != "smus"} for r in out])
     if args.out:
@@ -214,33 +245,64 @@ def run_smus(args) -> int:
     if args.json_out:
         write_json(args.json_out, out)
     print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references"
-          f"{'' if args.amr_generator else ' (their text needs --amr-generator)'}")
+          f"{f'; POS tags: {tags}' if tags else ' (their text needs --amr-generator)'}")
     return 0
 
 
-def add_smu_text(out: list[dict], records: list[dict], args) -> None:
-    """Each reference's SMUs: its subgraphs, tagged by their sentence, through the generator."""
-    tagged = read_json(args.tagged, what="tagged graphs") if args.tagged else None
-    if tagged is not None and (not isinstance(tagged, list) or len(tagged) != len(records)):
-        raise DataError(f"expected a list of {len(records)} references' tagged graphs",
-                        path=args.tagged)
+def add_smu_text(out: list[dict], records: list[dict], args) -> str:
+    """Each reference's SMUs: its subgraphs, tagged by their sentence, through the generator.
+    Returns where the tags came from."""
+    tags, source = sentence_tags(records, args)
     inputs, owners = [], []
     for number, record in enumerate(records):
-        sentence_tags = tagged[number] if tagged is not None else None
-        if sentence_tags is not None and len(sentence_tags) != len(record["summary_trees"]):
-            raise DataError(f"{len(sentence_tags)} tagged graphs for "
-                            f"{len(record['summary_trees'])} sentences", path=args.tagged,
-                            field=f"[{number}]")
         for sentence, graph in enumerate(record["summary_trees"]):
+            tagged = tags(number, sentence)
             for subgraph in sentence_subgraphs(graph):
-                inputs.append(tag_subgraph(subgraph, sentence_tags[sentence]
-                                           if sentence_tags is not None else None))
+                inputs.append(tag_subgraph(subgraph, tagged))
                 owners.append(number)
     texts = load_amr_generator(args.amr_generator, args.device or "auto").generate(inputs)
     for record in out:
         record["smus"] = []
     for number, text in zip(owners, texts):
         out[number]["smus"].append(text)
+    return source
+
+
+def sentence_tags(records: list[dict], args):
+    """(a function from (reference, sentence) to the sentence's tagged one-line graph or
+    None, a description of the tags): recorded (--tagged), none (--untagged), or spaCy's
+    through amrlib's aligner, as the authors' parser made them."""
+    if args.untagged:
+        return (lambda number, sentence: None), "none (--untagged: not the paper's input)"
+    if args.tagged:
+        recorded = recorded_tags(records, args.tagged)
+        return (lambda number, sentence: recorded[number][sentence]), f"recorded ({args.tagged})"
+    name = args.spacy_pipeline or "en_core_web_sm"
+    tag = graph_tagger(spacy_pipeline(name), name)
+    where = args.amr or args.references
+
+    def from_spacy(number: int, sentence: int) -> str:
+        try:
+            return tag(records[number]["summary_trees"][sentence])
+        except TaggingError as error:
+            raise DataError(f"sentence {sentence + 1}: {error}", path=where,
+                            field=f"[{number}].summary_trees[{sentence}]") from None
+    return from_spacy, f"spaCy pipeline {name} through amrlib's RBW aligner"
+
+
+def recorded_tags(records: list[dict], path: str) -> list[list]:
+    tagged = read_json(path, what="tagged graphs")
+    if not isinstance(tagged, list) or len(tagged) != len(records):
+        raise DataError(f"expected a list of {len(records)} references' tagged graphs",
+                        path=path)
+    for number, (sentences, record) in enumerate(zip(tagged, records)):
+        if not isinstance(sentences, list) or len(sentences) != len(record["summary_trees"]):
+            raise DataError(f"expected {len(record['summary_trees'])} tagged graphs (one per "
+                            f"sentence)", path=path, field=f"[{number}]")
+        if not all(graph is None or isinstance(graph, str) for graph in sentences):
+            raise DataError("expected strings (or null: untagged)", path=path,
+                            field=f"[{number}]")
+    return tagged
 
 
 def run_easiness(args) -> int:
@@ -277,24 +339,27 @@ def reference_texts(args) -> tuple[list[str], list[str]]:
     return references, resolved
 
 
+def spacy_pipeline(name: str | None, loaded: dict = {}):  # noqa: B006 - per process
+    """A spaCy pipeline by name or folder (`en_core_web_sm` when unnamed), loaded once."""
+    name = name or "en_core_web_sm"
+    if name not in loaded:
+        try:
+            import spacy
+        except ImportError:
+            raise SumbenchError("spaCy's sentences and tags need spaCy: pip install "
+                                "'sumbench[units]'") from None
+        try:
+            loaded[name] = spacy.load(name)
+        except OSError:
+            raise SumbenchError(f"spaCy pipeline {name!r} is not installed: install it or "
+                                f"name another (--spacy-pipeline)") from None
+    return loaded[name]
+
+
 def spacy_splitter(name: str | None):
     """Sentences of a spaCy pipeline by name or folder (loaded on first use)."""
-    loaded = []
-
     def split(text: str) -> list[str]:
-        if not loaded:
-            try:
-                import spacy
-            except ImportError:
-                raise SumbenchError("sentences without <t> marks need spaCy: pip install "
-                                    "'sumbench[stus]'") from None
-            try:
-                loaded.append(spacy.load(name or "en_core_web_sm"))
-            except OSError:
-                raise SumbenchError(f"spaCy pipeline {name or 'en_core_web_sm'!r} is not "
-                                    f"installed: install it or name another "
-                                    f"(--spacy-pipeline)") from None
-        return [sentence.text for sentence in loaded[0](text).sents]
+        return [sentence.text for sentence in spacy_pipeline(name)(text).sents]
     return split
 
 

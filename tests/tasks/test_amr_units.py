@@ -89,40 +89,143 @@ def test_tags_go_in_by_plain_substring_replacement():
         "(s / sleep-01 :ARG0 (b / boy) :ARG1 (x / salesperson))"
 
 
-def test_with_a_generator_each_tagged_subgraph_becomes_an_smu(tmp_path, capsys):
-    from tasks.qapyramid.amr_units import tag_subgraph
-    from trainers.inference.amr_text import load_amr_generator
+GRAPHS = ["(s / say-01 :ARG0 (p / person) :ARG1 (l / leave-01 :ARG0 p :ARG1 (c / city)))",
+          "(g / give-01 :ARG0 (b / boy) :ARG1 (t / toy) :ARG2 (g2 / girl))"]
+SAID_TAGGED = "(s / say-01~VBD :ARG0 (p / person~NN) :ARG1 (l / leave-01~VBN :ARG0 p :ARG1 " \
+    "(c / city~NN)))"
+
+
+@pytest.fixture(scope="module")
+def generator(tmp_path_factory) -> str:
+    """A tiny T5 AMR-to-text generator folder (random weights, outputs of 6 tokens)."""
     from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
-    graphs = ["(s / say-01 :ARG0 (p / person) :ARG1 (l / leave-01 :ARG0 p :ARG1 (c / city)))",
-              "(g / give-01 :ARG0 (b / boy) :ARG1 (t / toy) :ARG2 (g2 / girl))"]
-    tagged = [["(s / say-01~VBD :ARG0 (p / person~NN) :ARG1 (l / leave-01~VBN "
-               ":ARG0 p :ARG1 (c / city~NN)))"], [None]]
-    amr = tmp_path / "amr.json"
-    amr.write_text(json.dumps([{"instance_id": "a", "summary": "x", "summary_trees": [graphs[0]]},
-                               {"instance_id": "b", "summary": "y", "summary_trees": [graphs[1]]}]))
-    (tmp_path / "tagged.json").write_text(json.dumps(tagged))
-    tokenizer = build_tiny_tokenizer(graphs * 5 + tagged[0] * 5, vocab_size=300)
+    folder = tmp_path_factory.mktemp("gen")
+    tokenizer = build_tiny_tokenizer(GRAPHS * 5 + [SAID_TAGGED] * 5, vocab_size=300)
     model = build_tiny_t5(tokenizer, seed=2)
     model.config.task_specific_params = {"translation_amr_to_text": {"max_in_len": 64,
                                                                      "max_out_len": 6}}
-    model.save_pretrained(tmp_path / "gen")
-    tokenizer.save_pretrained(tmp_path / "gen")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def write_graphs(path: Path, graphs: list[str]) -> Path:
+    path.write_text(json.dumps([{"instance_id": str(n), "summary": "x", "summary_trees": [g]}
+                                for n, g in enumerate(graphs)]))
+    return path
+
+
+def generated(generator: str, inputs: list[str]) -> list[str]:
+    from trainers.inference.amr_text import load_amr_generator
+
+    return load_amr_generator(generator, "cpu").generate(inputs)
+
+
+def test_with_a_generator_each_tagged_subgraph_becomes_an_smu(tmp_path, capsys, generator):
+    from tasks.qapyramid.amr_units import tag_subgraph
+
+    amr = write_graphs(tmp_path / "amr.json", GRAPHS)
+    (tmp_path / "tagged.json").write_text(json.dumps([[SAID_TAGGED], [None]]))
     code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
-                                  str(tmp_path / "gen"), "--tagged", str(tmp_path / "tagged.json"),
+                                  generator, "--tagged", str(tmp_path / "tagged.json"),
                                   "--device", "cpu", "--out", str(tmp_path / "smus.txt"),
                                   "--json-out", str(tmp_path / "smus.json"))
     assert code == 0, err
+    assert "POS tags: recorded" in printed
     made = json.loads((tmp_path / "smus.json").read_text())
-    inputs = [tag_subgraph(t, tagged[0][0]) for t in made[0]["tree"]] + \
+    inputs = [tag_subgraph(t, SAID_TAGGED) for t in made[0]["tree"]] + \
         [tag_subgraph(t, None) for t in made[1]["tree"]]
-    expected = load_amr_generator(str(tmp_path / "gen"), "cpu").generate(inputs)
-    assert [s for record in made for s in record["smus"]] == expected
+    assert [s for record in made for s in record["smus"]] == generated(generator, inputs)
     assert "~VBD" in inputs[0] and len(made[0]["smus"]) == len(made[0]["tree"])
     assert len((tmp_path / "smus.txt").read_text().splitlines()) == 2
     code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--out",
                             str(tmp_path / "no.txt"))
     assert code == 2 and "needs --amr-generator" in err, err
+
+
+WANT = "# ::snt The boy wants to sleep .\n(w / want-01\n   :ARG0 (b / boy)\n" \
+    "   :ARG1 (s / sleep-01\n      :ARG0 b))"
+WORDS = [("The", "DT", "the"), ("boy", "NN", "boy"), ("wants", "VBZ", "want"), ("to", "TO", "to"),
+         ("sleep", "VB", "sleep"), (".", ".", ".")]
+
+
+def spacy_folder(path: Path, tags: bool = True) -> str:
+    """A real spaCy pipeline on disk that sets Penn tags and lemmas by rule (no download)."""
+    spacy = pytest.importorskip("spacy", reason="spaCy is not installed")
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("attribute_ruler")
+    for word, tag, lemma in WORDS:
+        ruler.add([[{"ORTH": word}]], {"TAG": tag, "LEMMA": lemma} if tags else {"LEMMA": lemma})
+    nlp.to_disk(path)
+    return str(path)
+
+
+def test_tags_from_a_spacy_tagger_through_amrlibs_aligner(tmp_path):
+    pytest.importorskip("amrlib", reason="amrlib (the RBW aligner) is not installed")
+    import spacy
+
+    from tasks.qapyramid.amr_tags import TaggingError, graph_tagger
+
+    tag = graph_tagger(spacy.load(spacy_folder(tmp_path / "nlp")), "rules")
+    assert tag(WANT) == "(w / want-01~VBZ :ARG0 (b / boy~NN) :ARG1 (s / sleep-01~VB :ARG0 b))"
+    with pytest.raises(TaggingError, match="no '# ::snt' line"):
+        tag(WANT.split("\n", 1)[1])
+
+
+def test_smus_tag_with_the_spacy_pipeline_by_default(tmp_path, capsys, generator):
+    pytest.importorskip("amrlib", reason="amrlib (the RBW aligner) is not installed")
+    from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
+
+    amr = write_graphs(tmp_path / "amr.json", [WANT])
+    nlp = spacy_folder(tmp_path / "nlp")
+    code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
+                                  generator, "--spacy-pipeline", nlp, "--device", "cpu",
+                                  "--json-out", str(tmp_path / "smus.json"))
+    assert code == 0, err
+    assert f"POS tags: spaCy pipeline {nlp} through amrlib's RBW aligner" in printed
+    tagged = "(w / want-01~VBZ :ARG0 (b / boy~NN) :ARG1 (s / sleep-01~VB :ARG0 b))"
+    inputs = [tag_subgraph(t, tagged) for t in sentence_subgraphs(WANT)]
+    assert inputs and all("~" in text for text in inputs)
+    assert json.loads((tmp_path / "smus.json").read_text())[0]["smus"] == \
+        generated(generator, inputs)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no tagger", "sets no POS tags (it has no tagger)"),
+    ("no sentence", "sentence 1: the graph has no '# ::snt' line"),
+    ("not installed", "is not installed: install it or name another (--spacy-pipeline)"),
+    ("bad recorded", "expected 1 tagged graphs (one per sentence)"),
+])
+def test_bad_tag_sources_stop_with_one_line(tmp_path, capsys, generator, case, message):
+    pytest.importorskip("amrlib", reason="amrlib (the RBW aligner) is not installed")
+    graph = WANT.split("\n", 1)[1] if case == "no sentence" else WANT
+    amr = write_graphs(tmp_path / "amr.json", [graph])
+    nlp = spacy_folder(tmp_path / "nlp", tags=case != "no tagger")
+    (tmp_path / "tagged.json").write_text(json.dumps([[SAID_TAGGED, SAID_TAGGED]]))
+    extra = {"not installed": ["--spacy-pipeline", str(tmp_path / "none")],
+             "bad recorded": ["--tagged", str(tmp_path / "tagged.json")]}
+    arguments = extra.get(case, ["--spacy-pipeline", nlp])
+    code, _, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
+                            generator, *arguments, "--device", "cpu",
+                            "--out", str(tmp_path / "smus.txt"))
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "smus.txt").exists()
+    if case == "no sentence":
+        assert f"{amr}" in err and "[0].summary_trees[0]" in err, err
+
+
+def test_untagged_is_said(tmp_path, capsys, generator):
+    from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
+
+    amr = write_graphs(tmp_path / "amr.json", [WANT])
+    code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
+                                  generator, "--untagged", "--device", "cpu",
+                                  "--json-out", str(tmp_path / "smus.json"))
+    assert code == 0 and "POS tags: none (--untagged: not the paper's input)" in printed, err
+    inputs = [tag_subgraph(t, None) for t in sentence_subgraphs(WANT)]
+    assert json.loads((tmp_path / "smus.json").read_text())[0]["smus"] == \
+        generated(generator, inputs)
 
 
 def test_the_sentences_parsed_are_the_released_graphs_sentences(capsys, tmp_path):
@@ -144,3 +247,13 @@ def test_the_sentences_parsed_are_the_released_graphs_sentences(capsys, tmp_path
         import amrlib  # noqa: F401
     except ImportError:
         assert code == 2 and "--amr-parser needs amrlib" in err, err
+        return
+    assert code == 2 and "not an amrlib parse model folder (no amrlib_meta.json)" in err, err
+    (tmp_path / "amrlib_meta.json").write_text(json.dumps({
+        "model_type": "stog", "inference_module": "os", "inference_class": "system"}))
+    code, _, err = sumbench(capsys, "units", "smus", "--amr-parser", str(tmp_path),
+                            "--references", str(references), "--trees-out",
+                            str(tmp_path / "t.json"))
+    assert code == 2 and "amrlib_meta.json, field 'inference_module'" in err and \
+        "expected amrlib's parse_xfm parser" in err, err
+    assert not (tmp_path / "t.json").exists()
