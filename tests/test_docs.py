@@ -77,6 +77,35 @@ def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_a
     assert "| label probabilities vs one generate per example | not measured" in page
 
 
+def test_the_gpu_training_rows_show_each_arm_ratio_and_what_was_not_measured():
+    ours = {"mfu": 0.4123, "model_tflops_per_s": 407.9, "tokens_per_s": 61000.0,
+            "plan": {"tokens_per_microbatch": 15232, "per_device_batch_size": 2,
+                     "gradient_checkpointing": False, "source": "probed"},
+            "profile": {"shares": {"attention": 0.21, "matmul": 0.6, "optimizer": 0.02,
+                                   "copies": 0.01, "other": 0.16},
+                        "top_kernels": [["sm90_xmma_gemm_bf16", 10.0, 0.3],
+                                        ["fmha_cutlassB", 5.0, 0.15]]}}
+    training = {"ours": ours, "trainer": {"tokens_per_s": 20000.0},
+                "trainer_plan": {"tokens_per_s": 40000.0},
+                "compile": {"skipped": "stopped after 12 s (the time budget)"},
+                "generate": {"failed": ["CUDA error"]}, "ratio_vs_trainer": 3.05,
+                "ratio_vs_trainer_plan": 1.52, "compile_ratio": None}
+    line = {"benchmark": "gpu_suite", "device_name": "GPU X", "date": "d", "training": training,
+            "labels": {"seconds": 16.1, "records": 3000, "ratio": 32.6}}
+    rows = "\n".join(bench_report().gpu_rows([line]))
+    assert ("| training MFU, sumbench (auto plan) | 41.2% (407.9 TFLOP/s, 61000 tokens/s); "
+            "15232 tokens a micro-batch, checkpointing off | >= 40% | GPU X | d |") in rows
+    assert "| tokens/s vs Seq2SeqTrainer (release settings) | 3.05x (20000 tokens/s) | " \
+        ">= 1.5x |" in rows
+    assert "| --compile vs without | not measured: stopped after 12 s (the time budget) |" in rows
+    assert "| ABS generation, 4 beams | not measured: CUDA error |" in rows
+    assert "attention 21.0%, matmul 60.0%" in rows and "`sm90_xmma_gemm_bf16` 30.0%" in rows
+    old = {**line, "training": {"mfu": 0.027, "model_tflops_per_s": 26.73,
+                                "seconds_per_step": 0.3558, "tokens_per_step": 4226.0}}
+    assert "| training MFU (before micro-batch plans) | 2.7% (26.73 TFLOP/s; 0.3558 s per " \
+        "step of 4226 tokens) |" in "\n".join(bench_report().gpu_rows([old]))
+
+
 def test_the_nav_is_grouped_into_guide_reference_and_development():
     import yaml
 

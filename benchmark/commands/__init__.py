@@ -24,6 +24,11 @@ def positive_int(text: str) -> int:
     return _integer_at_least(text, 1)
 
 
+def tokens_or_auto(text: str) -> int | str:
+    """An argparse type: "auto" or an integer >= 1."""
+    return "auto" if text.strip().lower() == "auto" else _integer_at_least(text, 1)
+
+
 def non_negative_int(text: str) -> int:
     """An argparse type: an integer >= 0 (e.g. zero shots), with a clear message otherwise."""
     return _integer_at_least(text, 0)

@@ -23,6 +23,7 @@ from benchmark.commands import (
     positive_int,
     probability,
     resample_count,
+    tokens_or_auto,
 )
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, OPENAI_APIS
 from leaderboard.evaluators.presence import NLI_MODES
@@ -150,6 +151,14 @@ SHARED: dict[str, Option] = {
                               help="validation signal for early stopping and best-model "
                                    "selection: the tasks' headline metric (default), minus "
                                    "the loss, or none"),
+    "tokens_per_microbatch": _option(
+        "--tokens-per-microbatch", type=tokens_or_auto, metavar="N|auto",
+        help="cut each optimizer step into micro-batches of at most N padded tokens, or auto: "
+             "the largest that fits the GPU (a short probe; on a CPU, per_device_batch_size); "
+             "the step's examples never change (default: the profile's)"),
+    "compile": _option("--compile", action=argparse.BooleanOptionalAction,
+                       help="torch.compile the model for training (default: the profile's, "
+                            "off)"),
     "max_steps": _option("--max-steps", type=positive_int, metavar="N",
                          help="optimizer steps (default: the profile's)"),
     # ---- budgets and batches -------------------------------------------------------------

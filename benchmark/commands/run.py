@@ -82,6 +82,8 @@ def _add_training_arguments(train) -> None:
                        help="multitask: train on these tasks (default: --tasks)")
     add_option(train, "early_stopping")
     add_option(train, "max_steps")
+    add_option(train, "tokens_per_microbatch")
+    add_option(train, "compile")
     train.add_argument("--learning-rate", type=positive_float)
     add_option(train, "set_spec")
 
@@ -116,11 +118,12 @@ def local_or_id(value: str | None) -> str | None:
 
 
 def _overrides(args: argparse.Namespace) -> dict:
-    """The fine-tuning spec fields the options set (`--set`, then --max-steps and
-    --learning-rate)."""
+    """The fine-tuning spec fields the options set (`--set`, then --max-steps,
+    --tokens-per-microbatch, --compile and --learning-rate)."""
     values = dict(args.overrides)
-    if args.max_steps is not None:
-        values["max_steps"] = args.max_steps
+    for name in ("max_steps", "tokens_per_microbatch", "compile"):
+        if getattr(args, name, None) is not None:
+            values[name] = getattr(args, name)
     if args.learning_rate is not None:
         values["learning_rate"] = args.learning_rate
     return values

@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, "profile", "spec", "model", "revision", "variant", "lora")
     parser.add_argument("--train-fraction", type=fraction, help="fraction of training documents")
     parser.add_argument("--mixing", choices=("proportional", "temperature"))
-    add_options(parser, "seed", "max_steps", "set_spec", "early_stopping", "device", "resume",
-                "print_spec")
+    add_options(parser, "seed", "max_steps", "tokens_per_microbatch", "compile", "set_spec",
+                "early_stopping", "device", "resume", "print_spec")
 
 
 def build_spec(args: argparse.Namespace):
@@ -49,7 +49,8 @@ def build_spec(args: argparse.Namespace):
         spec = apply_spec_file(spec, args.spec)
     options = {"model": args.model, "revision": args.revision, "variant": args.variant,
                "lora": args.lora, "train_fraction": args.train_fraction,
-               "mixing": args.mixing, "seed": args.seed, "max_steps": args.max_steps}
+               "mixing": args.mixing, "seed": args.seed, "max_steps": args.max_steps,
+               "tokens_per_microbatch": args.tokens_per_microbatch, "compile": args.compile}
     spec = spec.override({key: value for key, value in options.items() if value is not None})
     return spec.override(dict(args.overrides))
 

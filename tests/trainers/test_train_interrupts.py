@@ -85,7 +85,7 @@ def assert_same_run(folder, whole):
 
     def log(path):
         return [{key: value for key, value in entry.items()
-                 if key not in ("target_tokens_per_s", "seconds_per_step")}
+                 if key not in ("target_tokens_per_s", "tokens_per_s", "seconds_per_step")}
                 for entry in read_jsonl(path / "train_log.jsonl")]
     assert log(folder) == log(whole)
 

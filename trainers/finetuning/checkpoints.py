@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,8 @@ def _torch_file(path: Path, device) -> Any:
 
 #: what a resumed run must share with the recorded one (keys of train_config.json's "config")
 RESUME_KEYS = ("spec", "tasks", "data_dir", "data_digest", "evaluation")
+#: spec fields of the micro-batch plan: `auto` resumes whatever the checkpoint recorded
+PLAN_SPEC_FIELDS = ("tokens_per_microbatch", "gradient_checkpointing")
 
 
 def evaluation_name(evaluate_fn) -> str | None:
@@ -200,9 +202,11 @@ def check_resumable(out_dir: Path, spec: FinetuneSpec, task_names: Sequence[str]
 
 def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: Sequence[str],
                    data_dir: str | Path | None, evaluate_fn) -> None:
-    changed = [f"{key} ({config['spec'].get(key)!r}; now {value!r})"
+    defaults = {field.name: field.default for field in fields(FinetuneSpec)}
+    changed = [f"{key} ({config['spec'].get(key, defaults.get(key))!r}; now {value!r})"
                for key, value in spec.to_dict().items()
-               if key not in RESUMABLE_SPEC_FIELDS and config["spec"].get(key) != value]
+               if key not in RESUMABLE_SPEC_FIELDS and not same_setting(
+                   key, config["spec"].get(key, defaults.get(key)), value)]
     if changed:
         raise SumbenchError(f"cannot resume {out_dir}: the run used a different "
                             f"{', '.join(changed)}")
@@ -216,6 +220,13 @@ def check_settings(out_dir: Path, config: dict, spec: FinetuneSpec, task_names: 
     if config["data_dir"] != resolved_data_dir(data_dir):
         raise SumbenchError(f"cannot resume {out_dir}: the run used another data folder "
                             f"({config['data_dir']}; now {resolved_data_dir(data_dir)})")
+
+
+def same_setting(key: str, recorded: Any, now: Any) -> bool:
+    """Whether a recorded spec value and today's mean the same run. `auto` today matches any
+    recorded plan setting (the resumed run keeps the plan its checkpoint recorded, so a run
+    made with the old boolean gradient_checkpointing, or cut by count, resumes as it was)."""
+    return recorded == now or key in PLAN_SPEC_FIELDS and now == "auto"
 
 
 def check_data_digest(out_dir: Path, config: dict, data_digest: str) -> None:
@@ -261,15 +272,17 @@ def finished_data_digest(final: Path, spec: FinetuneSpec, tasks: Sequence[Any],
 
 # ---- config, log and final weights -------------------------------------------------------
 
-def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bool) -> None:
-    """train_config.json: the run's config and provenance. A resumed run keeps the first
-    run's and adds its own, with the step it resumed from, to "resumes" (so the file tells
-    which code trained which steps)."""
+def write_train_config(run: TrainingRun, model_info: dict, data_dir, resumed: bool,
+                       fast_path: dict | None = None) -> None:
+    """train_config.json: the run's config and provenance, with its micro-batch plan and
+    device path (`fast_path`). A resumed run keeps the first run's and adds its own, with the
+    step it resumed from, to "resumes" (so the file tells which code trained which steps)."""
     config = {"spec": run.spec.to_dict(), "tasks": list(run.examples.task_names),
               "data_dir": resolved_data_dir(data_dir), "data_digest": run.examples.digest,
               "model": model_info, "device": str(run.dist.device),
               "world_size": run.dist.world_size,
               "gradient_accumulation_steps": run.accumulation,
+              "micro_batch_plan": run.plan.to_dict(), "fast_path": fast_path,
               "precision": "bf16" if run.bf16 else "fp32",
               "steps_per_epoch": run.steps_per_epoch, "total_steps": run.total_steps,
               "data": run.examples.summary(), "evaluation": evaluation_name(run.evaluate_fn)}

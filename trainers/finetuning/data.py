@@ -245,12 +245,22 @@ def epoch_example_indices(task_indices: dict[str, np.ndarray], mixing: str, temp
 def plan_epoch(indices: np.ndarray, source_lengths: np.ndarray, target_lengths: np.ndarray,
                batch_size: int, micro_batches: int, seed: int, epoch: int,
                megabatch_steps: int = 50) -> list[list[np.ndarray]]:
-    """Optimizer steps of `batch_size` examples, each split into `micro_batches` pieces.
+    """`epoch_steps`, each split into `micro_batches` pieces of (nearly) equal counts.
+    Only the last step can be short; its pieces may then be empty (callers treat an empty
+    piece as a zero-weight batch so every process still takes part in each step)."""
+    return [np.array_split(step, micro_batches) for step in epoch_steps(
+        indices, source_lengths, target_lengths, batch_size, seed, epoch, megabatch_steps)]
+
+
+def epoch_steps(indices: np.ndarray, source_lengths: np.ndarray, target_lengths: np.ndarray,
+                batch_size: int, seed: int, epoch: int,
+                megabatch_steps: int = 50) -> list[np.ndarray]:
+    """Optimizer steps of `batch_size` examples (the last one may be short), in order.
 
     Examples are shuffled, sorted by (source, target) length inside windows of
     `megabatch_steps` steps, cut into steps of neighbouring lengths, and the steps are shuffled.
-    Only the last step can be short; its pieces may then be empty (callers treat an empty piece
-    as a zero-weight batch so every process still takes part in each step).
+    How a step is then cut into micro-batches (trainers.finetuning.micro_batches) never
+    changes which examples it holds.
     """
     rng = np.random.default_rng([seed, epoch])
     shuffled = rng.permutation(np.asarray(indices, dtype=np.int64))
@@ -262,7 +272,7 @@ def plan_epoch(indices: np.ndarray, source_lengths: np.ndarray, target_lengths: 
         chunk = chunk[order]
         steps.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
     step_order = rng.permutation(len(steps))
-    return [np.array_split(steps[i], micro_batches) for i in step_order]
+    return [steps[i] for i in step_order]
 
 
 def micro_batches_for_rank(step: list[np.ndarray], rank: int, world_size: int) -> list[np.ndarray]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from trainers.finetuning.checkpoints import (
     latest_checkpoint,
     load_checkpoint,
     load_trainable_state,
+    read_train_config,
     save_checkpoint,
     save_final,
     save_weights,
@@ -49,10 +49,14 @@ from trainers.finetuning.checkpoints import (
     write_train_config,
 )
 from trainers.finetuning.distributed import Distributed, deterministic_algorithms, init_distributed
+from trainers.finetuning.fast_path import attention_report, to_device
 from trainers.finetuning.interrupts import InterruptCheckpoint
 from trainers.finetuning.lora import apply_lora
+from trainers.finetuning.memory_probe import decide_plan, set_checkpointing
+from trainers.finetuning.micro_batches import MicroBatchPlan
 from trainers.finetuning.preflight import check_before_training
 from trainers.finetuning.profiles import FinetuneSpec, SpecError
+from trainers.finetuning.step_log import StepLog, throughput
 from trainers.finetuning.training_run import EvaluateFn, TrainingRun, TrainState
 from trainers.models.disk_cache import hub_commit as model_commit
 from trainers.models.model_loading import (
@@ -67,7 +71,7 @@ __all__ = ["finetune", "validation_loss_fn", "validation_loss_evaluator", "resol
            "load_seq2seq", "model_commit", "prepare_model", "build_optimizer", "EvaluateFn",
            "TrainingRun", "Distributed", "init_distributed", "TrainState", "CHECKPOINTS",
            "trainable_state", "load_trainable_state", "save_checkpoint", "latest_checkpoint",
-           "load_checkpoint"]
+           "load_checkpoint", "throughput"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +108,6 @@ def finetune(spec: FinetuneSpec, tasks: Sequence[Any], *, data_dir: str | Path |
 
 def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
             prediction_budgets=None) -> TrainingRun:
-    accumulation = spec.accumulation_steps(dist.world_size)
     bf16 = resolve_precision(spec.precision, dist.device) == "bf16"
     if not resume and (out_dir / "train_config.json").exists():
         raise SumbenchError(f"{out_dir} already holds a training run; pass resume=True "
@@ -121,12 +124,12 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
         logger.warning("truncated %d inputs to %d tokens and %d targets to %d tokens",
                        examples.truncated_inputs, spec.max_input_tokens,
                        examples.truncated_targets, spec.max_output_tokens)
-    model = prepare_model(model, spec).to(dist.device)
+    model = prepare_model(model, spec, checkpointing=False).to(dist.device)
     epoch_size = len(train_data.epoch_example_indices(
         examples.task_indices(), spec.mixing, spec.mixing_temperature, spec.seed, 0))
     steps_per_epoch = math.ceil(epoch_size / spec.batch_size)
     total_steps = spec.max_steps or spec.num_epochs * steps_per_epoch
-    optimizer, scheduler = build_optimizer(model, spec, total_steps)
+    optimizer, scheduler = build_optimizer(model, spec, total_steps, dist.device)
     state = TrainState()
     checkpoint = latest_checkpoint(out_dir) if resume else None
     continuing = resume and (out_dir / "train_config.json").is_file()
@@ -135,14 +138,57 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
                         evaluate_fn)
     if checkpoint is not None:
         state = load_checkpoint(checkpoint, model, optimizer, scheduler, dist.device)
-    run = TrainingRun(spec, dist, out_dir, model, dist.wrap(model), tokenizer, optimizer,
-                      scheduler, examples, accumulation, bf16, steps_per_epoch, total_steps,
+    plan = _micro_batch_plan(spec, model, examples, dist, bf16, state, out_dir, checkpoint)
+    run = TrainingRun(spec, dist, out_dir, model, dist.wrap(_compiled(model, spec)), tokenizer,
+                      optimizer, scheduler, examples, plan, bf16, steps_per_epoch, total_steps,
                       evaluate_fn, state)
     if dist.is_main:
-        write_train_config(run, model_info, data_dir, resumed=continuing)
+        write_train_config(run, model_info, data_dir, resumed=continuing,
+                           fast_path=_fast_path(run))
         truncate_log(out_dir / "train_log.jsonl", state)
     dist.barrier()
     return run
+
+
+def _micro_batch_plan(spec, model, examples, dist, bf16, state, out_dir,
+                      checkpoint) -> MicroBatchPlan:
+    """The checkpoint's plan (a resume never probes again; a checkpoint written before plans
+    existed cut by count, with the recorded spec's checkpointing), else a new one, process
+    0's for all; gradient checkpointing set on the model as it says."""
+    if checkpoint is not None and state.micro_batch_plan is not None:
+        plan = MicroBatchPlan.from_dict(state.micro_batch_plan, f"{checkpoint}/state.json")
+    elif checkpoint is not None:
+        recorded = read_train_config(out_dir)["spec"]
+        plan = MicroBatchPlan(None, int(recorded.get("per_device_batch_size",
+                                                     spec.per_device_batch_size)),
+                              recorded.get("gradient_checkpointing") is True,
+                              "recorded before micro-batch plans (by count)")
+    else:
+        plan = decide_plan(spec, model, examples, dist.device, bf16)
+        plan = MicroBatchPlan.from_dict(dist.broadcast(plan.to_dict()), "process 0's plan")
+    if plan.tokens_per_microbatch is None:
+        spec.accumulation_steps(dist.world_size)  # the count must divide the step
+    set_checkpointing(model, plan.gradient_checkpointing)
+    state.micro_batch_plan = plan.to_dict()
+    logger.info("micro-batch plan: %s", plan.describe())
+    return plan
+
+
+def _compiled(model, spec: FinetuneSpec):
+    """The module the loop calls: torch.compile's (dynamic shapes) when the spec asks."""
+    if not spec.compile:
+        return model
+    import torch
+
+    return torch.compile(model, dynamic=True)
+
+
+def _fast_path(run: TrainingRun) -> dict:
+    """What train_config.json says about the device path: attention and optimizer."""
+    fused = bool(run.optimizer.defaults.get("fused"))
+    return {"attention": attention_report(run.model, run.dist.device, run.bf16),
+            "optimizer": "AdamW (fused)" if fused else "AdamW (foreach)",
+            "compile": run.spec.compile, "pinned_transfers": run.dist.device.type == "cuda"}
 
 
 def resolve_precision(precision: str, device) -> str:
@@ -183,23 +229,21 @@ def load_seq2seq(spec: FinetuneSpec):
     return model, tokenizer, info
 
 
-def prepare_model(model, spec: FinetuneSpec):
-    """Gradient checkpointing and LoRA as the spec asks; the model in train mode."""
+def prepare_model(model, spec: FinetuneSpec, checkpointing: bool | None = None):
+    """LoRA as the spec asks and gradient checkpointing as `checkpointing` says (None: the
+    spec's, when it is a boolean; the run decides `auto` with its micro-batch plan); the
+    model in train mode."""
     model.config.use_cache = False
-    if spec.gradient_checkpointing:
-        enable = getattr(model, "activation_checkpointing_enable", None)
-        if enable is not None:
-            enable({"use_reentrant": False})
-        else:
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False})
     if spec.lora:
         model = apply_lora(model, spec)
+    on = spec.gradient_checkpointing is True if checkpointing is None else checkpointing
+    set_checkpointing(model, on)
     return model.train()
 
 
-def build_optimizer(model, spec: FinetuneSpec, total_steps: int):
-    """AdamW over the trainable weights (no decay on biases / norms) and the LR schedule."""
+def build_optimizer(model, spec: FinetuneSpec, total_steps: int, device=None):
+    """AdamW over the trainable weights (no decay on biases / norms; fused into one kernel on
+    a CUDA device) and the LR schedule."""
     import torch
     from transformers import get_scheduler
 
@@ -207,7 +251,9 @@ def build_optimizer(model, spec: FinetuneSpec, total_steps: int):
     groups = [{"params": [p for _, p in trainable if p.ndim >= 2],
                "weight_decay": spec.weight_decay},
               {"params": [p for _, p in trainable if p.ndim < 2], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=spec.learning_rate)
+    fused = getattr(device, "type", None) == "cuda"
+    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=spec.learning_rate,
+                                  **({"fused": True} if fused else {}))
     warmup = math.ceil(spec.warmup_ratio * total_steps)
     name = "constant_with_warmup" if spec.lr_scheduler == "constant" else spec.lr_scheduler
     scheduler = get_scheduler(name, optimizer, num_warmup_steps=warmup,
@@ -231,35 +277,39 @@ def _train(run: TrainingRun, stop_after_steps: int | None) -> Path:
 def _steps(run: TrainingRun, guard: InterruptCheckpoint, bar,
            stop_after_steps: int | None) -> Path | None:
     """Optimizer steps until the run is finished (None) or `stop_after_steps` were taken
-    (the checkpoint then saved)."""
+    (the checkpoint then saved). The host never waits for the device between steps
+    (`StepLog` reads the loss at logging steps, checkpoints and evaluations)."""
     state, spec = run.state, run.spec
     start_step = state.global_step
-    step_log = _StepLogger(run)
+    step_log = StepLog(run)
     if state.evaluation_due:               # interrupted while this step was being evaluated
         _evaluate(run, guard)
     epoch = state.global_step // run.steps_per_epoch
     while not _finished(run):
         plan = run.epoch_plan(epoch)
         for position in range(state.global_step - epoch * run.steps_per_epoch, len(plan)):
-            started = time.perf_counter()
-            loss_sum, tokens = _gradients(run, plan[position])
+            loss, tokens = _gradients(run, plan[position])
             with guard.committing():
                 _apply_step(run)
                 state.evaluation_due = run.evaluate_fn is not None and _eval_due(
                     spec, state.global_step, position == len(plan) - 1,
                     state.global_step >= run.total_steps)
-                step_log.add(loss_sum, tokens, time.perf_counter() - started,
-                             epoch + (position + 1) / len(plan))
+                step_log.add(loss, tokens, run.step_tokens(plan[position]),
+                             sum(1 for piece in plan[position] if len(piece)))
+                step_log.write_if_due(epoch + (position + 1) / len(plan))
             bar.update(1)
             if state.evaluation_due:
-                _evaluate(run, guard)
+                with step_log.paused():
+                    _evaluate(run, guard)
             if _finished(run):
                 return None
             if stop_after_steps is not None and state.global_step - start_step >= \
                     stop_after_steps:
+                step_log.read_loss()
                 return guard.save()
             if spec.save_every_steps and state.global_step % spec.save_every_steps == 0:
-                guard.save()
+                with step_log.paused():
+                    guard.save()
         epoch += 1
     return None
 
@@ -276,9 +326,9 @@ def _eval_due(spec: FinetuneSpec, step: int, end_of_epoch: bool, final: bool) ->
     return step % spec.eval_every_steps == 0
 
 
-def _gradients(run: TrainingRun, step: list[np.ndarray]) -> tuple[float, int]:
-    """The gradients of one optimizer step (nothing is applied yet); returns (summed
-    target-token loss over all processes, target tokens)."""
+def _gradients(run: TrainingRun, step: list[np.ndarray]):
+    """The gradients of one optimizer step (nothing is applied yet); returns (this process's
+    summed target-token loss, a device tensor not read here; the step's target tokens)."""
     import torch
 
     dist, examples = run.dist, run.examples
@@ -296,7 +346,7 @@ def _gradients(run: TrainingRun, step: list[np.ndarray]) -> tuple[float, int]:
                                          zero_weight=not len(piece))
                 (loss * scale).backward()
             local_loss += loss.detach()
-    return dist.sum(float(local_loss)), step_tokens
+    return local_loss, step_tokens
 
 
 def _apply_step(run: TrainingRun) -> None:
@@ -316,9 +366,10 @@ def _micro_batch_loss(run: TrainingRun, indices: np.ndarray, zero_weight: bool):
     import torch
     import torch.nn.functional as F
 
-    batch = train_data.collate(run.examples, indices, run.tokenizer.pad_token_id,
-                               run.model.config.decoder_start_token_id, zero_weight)
-    batch = {key: value.to(run.dist.device) for key, value in batch.items()}
+    with torch.profiler.record_function("sumbench.collate"):  # named in profiles
+        batch = train_data.collate(run.examples, indices, run.tokenizer.pad_token_id,
+                                   run.model.config.decoder_start_token_id, zero_weight)
+        batch = to_device(batch, run.dist.device)
     labels = batch.pop("labels")
     with torch.autocast(run.dist.device.type, dtype=torch.bfloat16, enabled=run.bf16):
         logits = run.wrapped(**batch, use_cache=False).logits
@@ -360,40 +411,6 @@ def _evaluate(run: TrainingRun, guard: InterruptCheckpoint) -> None:
             append_log(run.out_dir, {"step": state.global_step, "metric": value,
                                       "best_metric": state.best_metric,
                                       "best_step": state.best_step})
-
-
-class _StepLogger:
-    """Writes mean loss (per target token), learning rate and throughput every few steps."""
-
-    def __init__(self, run: TrainingRun):
-        self.run, self.loss, self.tokens, self.seconds, self.steps = run, 0.0, 0, 0.0, 0
-
-    def add(self, loss_sum: float, tokens: int, seconds: float, epoch: float) -> None:
-        run = self.run
-        self.loss += loss_sum
-        self.tokens += tokens
-        self.seconds += seconds
-        self.steps += 1
-        step = run.state.global_step
-        if not math.isfinite(loss_sum):
-            raise SumbenchError(f"training diverged at step {step}: the loss is {loss_sum} "
-                                f"(learning_rate {run.spec.learning_rate:g}); lower the "
-                                "learning rate or check the data")
-        if run.dist.is_main and (step % run.spec.log_every_steps == 0 or step == run.total_steps):
-            append_log(run.out_dir, {
-                "step": step, "epoch": round(epoch, 4), "loss": self.loss / max(1, self.tokens),
-                "lr": run.scheduler.get_last_lr()[0],
-                "target_tokens_per_s": throughput(self.tokens, self.seconds),
-                "seconds_per_step": throughput(self.seconds, self.steps)})
-            self.loss, self.tokens, self.seconds, self.steps = 0.0, 0, 0.0, 0
-
-
-def throughput(amount: float, seconds: float) -> float:
-    """amount / seconds to 4 significant digits, so a slow run (0.0237 tokens/s) and a fast
-    one (12,340 tokens/s) both read right (0.0 when nothing was timed)."""
-    if seconds <= 0:
-        return 0.0
-    return float(f"{amount / seconds:.4g}")
 
 
 def validation_loss_evaluator(examples: train_data.TrainingExamples,

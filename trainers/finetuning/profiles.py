@@ -41,7 +41,11 @@ class FinetuneSpec(JsonFields):
     # --- optimisation (paper: lr, batch_size) --------------------------------------------
     learning_rate: float = 5e-5
     batch_size: int = 32                  # effective: per_device x accumulation x world size
-    per_device_batch_size: int = 4
+    per_device_batch_size: int = 4        # examples a micro-batch, when not cut by tokens
+    # micro-batches cut by padded tokens (trainers.finetuning.micro_batches): None (by
+    # per_device_batch_size), a number, or "auto" (the largest that fits the GPU, found by a
+    # short probe; on a CPU, per_device_batch_size). Steps keep their `batch_size` examples.
+    tokens_per_microbatch: int | str | None = None
     num_epochs: int = 10                  # our choice; early stopping usually ends runs sooner
     max_steps: int | None = None          # overrides num_epochs when set
     lr_scheduler: str = "linear"          # transformers' Seq2SeqTrainer default
@@ -58,7 +62,8 @@ class FinetuneSpec(JsonFields):
     window_tokens: int = 1024
     # --- numerics and memory ----------------------------------------------------------------
     precision: str = "auto"               # auto = bf16 where supported, else fp32; never fp16
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool | str = False    # or "auto": on only when memory needs it
+    compile: bool = False                 # torch.compile the model for training
     # deterministic kernels (torch.use_deterministic_algorithms during training): a resumed or
     # repeated GPU run ends with the same weights bit for bit. Off trades that for speed (GPU
     # attention and embedding gradients then add up in varying order); CPU kernels used here
@@ -94,6 +99,15 @@ class FinetuneSpec(JsonFields):
         _choice("precision", self.precision, PRECISIONS)
         _choice("mixing", self.mixing, MIXINGS)
         _choice("lr_scheduler", self.lr_scheduler, SCHEDULERS)
+        tokens = self.tokens_per_microbatch
+        if tokens is not None and tokens != "auto" and (
+                isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise SpecError(f"field 'tokens_per_microbatch' must be a number >= 1, 'auto' or "
+                            f"null, got {tokens!r}")
+        if not isinstance(self.gradient_checkpointing, bool) and \
+                self.gradient_checkpointing != "auto":
+            raise SpecError(f"field 'gradient_checkpointing' must be true, false or 'auto', "
+                            f"got {self.gradient_checkpointing!r}")
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, float) and not math.isfinite(value):
@@ -133,8 +147,12 @@ class FinetuneSpec(JsonFields):
         return self.batch_size // per_step
 
     def override(self, values: dict[str, Any]) -> FinetuneSpec:
-        """A copy with `values` applied; strings (from a command line) are parsed by field type."""
+        """A copy with `values` applied; strings (from a command line) are parsed by field type.
+        Setting `per_device_batch_size` alone cuts micro-batches by count again (it is the
+        explicit override of a token plan)."""
         parsed = {name: _parse_value(self, name, value) for name, value in values.items()}
+        if "per_device_batch_size" in parsed and "tokens_per_microbatch" not in parsed:
+            parsed["tokens_per_microbatch"] = None
         return dataclasses.replace(self, **parsed)
 
 
@@ -152,6 +170,10 @@ def _parse_value(spec: FinetuneSpec, name: str, value: Any) -> Any:
     current = getattr(spec, name)
     if value.lower() in ("none", "null") and name in _OPTIONAL_FIELDS:
         return None
+    if value.lower() == "auto" and name in _AUTO_FIELDS:
+        return "auto"
+    if name in _AUTO_FIELDS:
+        current = fields[name].default
     if isinstance(current, bool):
         if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
             raise SpecError(f"field '{name}' expects true/false, got {value!r}")
@@ -169,12 +191,15 @@ def _parse_value(spec: FinetuneSpec, name: str, value: Any) -> Any:
 
 
 _OPTIONAL_INT_FIELDS = ("max_steps", "eval_every_steps", "save_every_steps",
-                        "early_stopping_patience")
+                        "early_stopping_patience", "tokens_per_microbatch")
 _OPTIONAL_FIELDS = _OPTIONAL_INT_FIELDS + ("revision",)
+#: fields that also take "auto" (decided by the run: trainers.finetuning.micro_batches)
+_AUTO_FIELDS = ("tokens_per_microbatch", "gradient_checkpointing")
 
 PROFILES: dict[str, FinetuneSpec] = {
-    # USB paper: lr 5e-5, batch 32, max input 8192, max output 768. per_device_batch_size and
-    # gradient checkpointing are our memory choices for 80 GB GPUs. Gradient checkpointing
+    # USB paper: lr 5e-5, batch 32, max input 8192, max output 768. Micro-batches are cut by
+    # tokens to fit the GPU (auto), with gradient checkpointing only when memory needs it;
+    # per_device_batch_size is the cut on a CPU, or when set explicitly. Checkpointing
     # replays the dropout masks, so it never changes results. How a step is split into
     # micro-batches (per_device_batch_size, number of processes) changes nothing else when
     # dropout is 0 (the loss is normalised over the whole step; up to floating-point
@@ -184,12 +209,12 @@ PROFILES: dict[str, FinetuneSpec] = {
     "flan-t5-large": FinetuneSpec(
         profile="flan-t5-large", model="google/flan-t5-large", learning_rate=5e-5,
         batch_size=32, per_device_batch_size=2, max_input_tokens=8192, max_output_tokens=768,
-        gradient_checkpointing=True),
+        tokens_per_microbatch="auto", gradient_checkpointing="auto"),
     # USB paper: lr 5e-5, batch 64, max input 1536, max output 512.
     "flan-t5-xl": FinetuneSpec(
         profile="flan-t5-xl", model="google/flan-t5-xl", learning_rate=5e-5,
         batch_size=64, per_device_batch_size=4, max_input_tokens=1536, max_output_tokens=512,
-        gradient_checkpointing=True),
+        tokens_per_microbatch="auto", gradient_checkpointing="auto"),
     # Seconds on a CPU with a model from trainers.models.tiny; `model` must be set by the caller.
     "tiny": FinetuneSpec(
         profile="tiny", model="", learning_rate=1e-3, batch_size=4, per_device_batch_size=2,
