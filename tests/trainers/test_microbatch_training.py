@@ -187,3 +187,30 @@ def test_a_diverged_loss_is_read_before_a_checkpoint_and_stops_the_run(spec, dat
     assert not (tmp_path / "checkpoints").exists() or \
         not list((tmp_path / "checkpoints").glob("step-*"))
     assert not (tmp_path / "train_log.jsonl").exists() or not log(tmp_path)
+
+
+def test_the_memory_probe_runs_real_passes_and_leaves_no_trace(tiny_base, spec, data_dir):
+    """The probe's forward and backward passes on the longest examples (here on a CPU, where
+    everything fits): no weight, gradient or random state changes; `auto` then takes a whole
+    step of longest examples as one micro-batch."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from trainers.finetuning.memory_probe import MemoryProbe, decide_plan, longest_tokens
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_base).train()   # dropout 0.1
+    examples = train_data.spec_examples(spec, TASKS, "train", data_dir,
+                                        AutoTokenizer.from_pretrained(tiny_base))
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    random_state = torch.random.get_rng_state()
+    probe = MemoryProbe(model, examples, torch.device("cpu"), bf16=False)
+    longest = longest_tokens(examples)
+    assert longest == int(examples.source_lengths.max() + examples.target_lengths.max())
+    assert probe(3 * longest, False) and probe(longest, True)
+    assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())
+    assert all(parameter.grad is None for parameter in model.parameters())
+    assert torch.equal(torch.random.get_rng_state(), random_state)
+    auto = spec.override({"tokens_per_microbatch": "auto", "gradient_checkpointing": "auto"})
+    plan = decide_plan(auto, model, examples, torch.device("cpu"), False, probe=probe)
+    assert (plan.tokens_per_microbatch, plan.gradient_checkpointing) == (8 * longest, False)
+    assert plan.source.startswith("probed: 8 longest examples")

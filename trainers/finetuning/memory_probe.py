@@ -94,7 +94,8 @@ def longest_tokens(examples: Any) -> int:
 
 class MemoryProbe:
     """probe(tokens, checkpointing): does a micro-batch of the longest examples, that many
-    padded tokens, fit on the CUDA device (with AdamW's moments allocated beside)?"""
+    padded tokens, fit on the device (with AdamW's moments allocated beside)? Only a CUDA
+    device runs out of memory as an error to catch; elsewhere everything fits."""
 
     def __init__(self, model: Any, examples: Any, device: Any, bf16: bool):
         self.model, self.examples, self.device, self.bf16 = model, examples, device, bf16
@@ -109,9 +110,10 @@ class MemoryProbe:
         set_checkpointing(self.model, checkpointing)
         trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
         held = None
+        cuda = self.device.type == "cuda"
         try:
             held = torch.empty(2 * trainable, dtype=torch.float32, device=self.device)
-            with torch.random.fork_rng(devices=[self.device.index or 0]):
+            with torch.random.fork_rng(devices=[self.device.index or 0] if cuda else []):
                 loss = self.loss(rows)
                 loss.backward()
             return True
@@ -120,7 +122,8 @@ class MemoryProbe:
         finally:
             del held
             self.model.zero_grad(set_to_none=True)
-            torch.cuda.empty_cache()
+            if cuda:
+                torch.cuda.empty_cache()
 
     def loss(self, rows: int):
         import torch
@@ -130,7 +133,7 @@ class MemoryProbe:
         inputs = torch.tensor([source] * rows, device=self.device)
         decoder = torch.tensor([[config.decoder_start_token_id, *target[:-1]]] * rows,
                                device=self.device)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             logits = self.model(input_ids=inputs, attention_mask=torch.ones_like(inputs),
                                 decoder_input_ids=decoder, use_cache=False).logits
         labels = torch.tensor([target] * rows, device=self.device)
