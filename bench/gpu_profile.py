@@ -14,23 +14,32 @@ CATEGORIES = (("attention", re.compile(r"fmha|attention|flash|sdpa|softmax", re.
               ("copies", re.compile(r"memcpy|memset|copy_|pin_memory", re.I)))
 
 
+#: profiled optimizer steps: the last two of a run, after one that warms the profiler up
+ACTIVE, WARMUP = 2, 1
+
+
+def profiled_steps(steps: int) -> list[int]:
+    """The (1-based) optimizer steps the profiler runs in (warm-up included): they are not
+    timed. Runs shorter than five steps are not profiled."""
+    return list(range(steps - ACTIVE - WARMUP + 1, steps + 1)) if steps >= 5 else []
+
+
 @contextlib.contextmanager
-def profiled(loop: Any, device: str, enabled: bool = True):
-    """Profile optimizer steps 3 and 4 of `loop.finetune` (step 1 probes and warms up, step 2
-    warms the profiler); yields the profiler (None when off)."""
-    if not enabled:
+def profiled(loop: Any, device: str, steps: int, enabled: bool = True):
+    """Profile the last steps of `loop.finetune` (`profiled_steps`); yields the profiler
+    (None when off)."""
+    if not enabled or not profiled_steps(steps):
         yield None
         return
-    import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device != "cpu" else [])
     original = loop._apply_step
-    with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+    wait = steps - ACTIVE - WARMUP
+    with profile(activities=activities,
+                 schedule=schedule(wait=wait, warmup=WARMUP, active=ACTIVE)) as prof:
         def stepped(run):
             original(run)
-            if device != "cpu":
-                torch.cuda.synchronize()
             prof.step()
         loop._apply_step = stepped
         try:

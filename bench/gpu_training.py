@@ -20,12 +20,15 @@ that would not fit is reported as skipped):
   generate      ABS inputs, 4 beams, exactly `--new-tokens` new tokens each (no early stop):
                 generated tokens per second
 
-Each arm runs `--steps` optimizer steps on the same examples in the same order; the first
-step (warm-up, and ours' probe) is not timed. Model FLOPs per example: 6 x half the
+  nondeterministic  ours with deterministic=false (what torch's deterministic kernels cost)
+
+sumbench's arms run `--steps` optimizer steps, the Seq2SeqTrainer's `--trainer-steps`, on
+the same examples in the same order; the first step (warm-up) and the profiled ones are not
+timed. Model FLOPs per example: 6 x half the
 parameters x (source + target tokens) plus attention's 12 x layers x d_model x (S^2 + T^2 +
 S x T); MFU = model FLOPs per second / the device's dense bf16 peak.
 
-    python bench/gpu_training.py [--shape flan-t5-large] [--steps 5] [--budget-s 450] [--json]
+    python bench/gpu_training.py [--shape flan-t5-large] [--steps 7] [--budget-s 450] [--json]
 
 `--shape tiny --device cpu --max-input 256 --steps 3` runs everything small (a smoke test).
 """
@@ -43,13 +46,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
-from gpu_profile import profile_summary, profiled  # noqa: E402
+from gpu_profile import profile_summary, profiled, profiled_steps  # noqa: E402
 from trainer_speed import DATA, build_model  # noqa: E402
 
 from harness import machine  # noqa: E402
 
 ABS = "abstractive_summarization"
-ARMS = ("ours", "trainer", "trainer-plan", "compile", "generate")
+ARMS = ("ours", "trainer", "trainer-plan", "compile", "generate", "nondeterministic")
 #: dense bf16 peak FLOP/s by device name (the datasheets' figures without sparsity)
 PEAK_BF16 = (("H100 PCIe", 756e12), ("H100", 989.4e12), ("H200", 989.4e12),
              ("A100", 312e12), ("L4", 121e12))
@@ -125,13 +128,15 @@ def model_flops(config, parameters: int, source: int, target: int) -> float:
 
 # ---- the arms (each in its own process) ---------------------------------------------------
 
-def run_ours(model_dir: str, data_dir: Path, out: Path, args, compile_: bool = False) -> dict:
+def run_ours(model_dir: str, data_dir: Path, out: Path, args, compile_: bool = False,
+             deterministic: bool = True) -> dict:
     from tasks.plumbing.io import read_jsonl
     from trainers.finetuning import finetune as loop
 
-    spec = spec_for(model_dir, args, compile=compile_,
+    spec = spec_for(model_dir, args, compile=compile_, deterministic=deterministic,
                     tokens_per_microbatch=args.tokens_per_microbatch)
-    with profiled(loop, args.device, enabled=not compile_ and args.profile) as trace:
+    profile = args.profile and not compile_ and deterministic
+    with profiled(loop, args.device, args.steps, enabled=profile) as trace:
         loop.finetune(spec, ["ABS"], data_dir=str(data_dir), out_dir=out, device=args.device)
     log = list(read_jsonl(out / "train_log.jsonl"))
     config = json.loads((out / "train_config.json").read_text())["config"]
@@ -142,6 +147,7 @@ def run_ours(model_dir: str, data_dir: Path, out: Path, args, compile_: bool = F
               "plan": config["micro_batch_plan"], "fast_path": config["fast_path"]}
     if trace is not None:
         result["profile"] = profile_summary(trace)
+        result["untimed_steps"] = profiled_steps(args.steps)
     return result
 
 
@@ -161,7 +167,7 @@ def run_trainer(model_dir: str, data_dir: Path, out: Path, args, per_device: int
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     examples, steps = step_examples(spec, data_dir, tokenizer)
     rows = [{"input_ids": list(examples.input_ids[i]), "labels": list(examples.labels[i])}
-            for step in steps[:args.steps] for i in step]
+            for step in steps[:args.trainer_steps] for i in step]
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, dtype=torch.float32)
     seconds: list[float] = []
     cuda = args.device != "cpu"
@@ -183,7 +189,7 @@ def run_trainer(model_dir: str, data_dir: Path, out: Path, args, per_device: int
 
     arguments = Seq2SeqTrainingArguments(
         output_dir=str(out), per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=spec.batch_size // per_device, max_steps=args.steps,
+        gradient_accumulation_steps=spec.batch_size // per_device, max_steps=args.trainer_steps,
         learning_rate=spec.learning_rate, bf16=cuda, gradient_checkpointing=checkpointing,
         logging_steps=1, save_strategy="no", report_to=[], use_cpu=not cuda, seed=spec.seed,
         dataloader_num_workers=0, remove_unused_columns=False)
@@ -229,8 +235,9 @@ def child(args) -> int:
     data_dir = Path(args.data_dir)
     with tempfile.TemporaryDirectory() as out:
         run = Path(out) / "run"
-        if args.arm in ("ours", "compile"):
-            result = run_ours(args.model_dir, data_dir, run, args, args.arm == "compile")
+        if args.arm in ("ours", "compile", "nondeterministic"):
+            result = run_ours(args.model_dir, data_dir, run, args, args.arm == "compile",
+                              deterministic=args.arm != "nondeterministic")
         elif args.arm == "generate":
             result = run_generate(args.model_dir, data_dir, args)
         else:
@@ -245,7 +252,8 @@ def child(args) -> int:
 def run_arm(arm: str, args, folder: Path, timeout: float, **extra) -> dict:
     command = [sys.executable, __file__, "--arm", arm, "--model-dir", str(folder / "model"),
                "--data-dir", str(folder / "data"), "--device", args.device,
-               "--steps", str(args.steps), "--max-input", str(args.max_input),
+               "--steps", str(args.steps), "--trainer-steps", str(args.trainer_steps),
+               "--max-input", str(args.max_input),
                "--tokens-per-microbatch", str(args.tokens_per_microbatch),
                "--new-tokens", str(args.new_tokens),
                "--generate-rows", str(args.generate_rows),
@@ -273,14 +281,15 @@ def plan_examples(plan: dict, longest: int, batch_size: int) -> int:
 
 
 def throughput(result: dict, tokens: list[int], flops: list[float], peak) -> dict:
-    """Tokens per second and MFU over the timed steps (all but the first)."""
-    timed = result["seconds_per_step"][1:] or result["seconds_per_step"]
-    first = len(result["seconds_per_step"]) - len(timed)
-    seconds = sum(timed)
-    counted = slice(first, first + len(timed))
-    rate = sum(flops[counted]) / seconds
-    return {"tokens_per_s": round(sum(tokens[counted]) / seconds, 1),
-            "seconds_per_step": round(seconds / len(timed), 4),
+    """Tokens per second and MFU over the timed steps: all but the first (it warms up) and
+    the profiled ones."""
+    untimed = {1, *result.get("untimed_steps", [])}
+    timed = [number for number in range(1, len(result["seconds_per_step"]) + 1)
+             if number not in untimed] or [len(result["seconds_per_step"])]
+    seconds = sum(result["seconds_per_step"][number - 1] for number in timed)
+    rate = sum(flops[number - 1] for number in timed) / seconds
+    return {"tokens_per_s": round(sum(tokens[number - 1] for number in timed) / seconds, 1),
+            "seconds_per_step": round(seconds / len(timed), 4), "timed_steps": timed,
             "model_tflops_per_s": round(rate / 1e12, 2),
             "mfu": None if peak is None else round(rate / peak, 4)}
 
@@ -321,6 +330,9 @@ def measure(args) -> dict:
         rows["compile"] = {**compiled, **(throughput(compiled, tokens, flops, peak)
                                           if "seconds_per_step" in compiled else {})}
         rows["generate"] = run_arm("generate", args, folder, remaining())
+        loose = run_arm("nondeterministic", args, folder, remaining())
+        rows["nondeterministic"] = {**loose, **(throughput(loose, tokens, flops, peak)
+                                                if "seconds_per_step" in loose else {})}
     return {**rows, **_ratios(rows), "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -363,7 +375,12 @@ def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--shape", default="flan-t5-large")
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=7,
+                        help="optimizer steps of sumbench's arms (the first and the last "
+                             "three, profiled, are not timed)")
+    parser.add_argument("--trainer-steps", type=int, default=3,
+                        help="optimizer steps of the Seq2SeqTrainer arms (the first is not "
+                             "timed)")
     parser.add_argument("--max-input", type=int, default=8192)
     parser.add_argument("--tokens-per-microbatch", default="auto")
     parser.add_argument("--budget-s", type=float, default=450.0)

@@ -104,6 +104,9 @@ def test_the_gpu_training_rows_show_each_arm_ratio_and_what_was_not_measured():
                                 "seconds_per_step": 0.3558, "tokens_per_step": 4226.0}}
     assert "| training MFU (before micro-batch plans) | 2.7% (26.73 TFLOP/s; 0.3558 s per " \
         "step of 4226 tokens) |" in "\n".join(bench_report().gpu_rows([old]))
+    failed = {**line, "training": {"failed": ["OSError: disk full"]}}
+    assert "| training MFU, sumbench (auto plan) | not measured: OSError: disk full | >= 40% |" \
+        in "\n".join(bench_report().gpu_rows([failed]))
 
 
 def test_the_nav_is_grouped_into_guide_reference_and_development():
