@@ -190,3 +190,16 @@ def test_a_bad_recorded_plan_names_its_file(value, message):
         MicroBatchPlan.from_dict(value, "run/checkpoints/step-1/state.json")
     good = MicroBatchPlan(500, 2, True, "probed")
     assert MicroBatchPlan.from_dict(good.to_dict(), "x") == good
+
+
+def test_the_probe_is_never_asked_the_same_question_twice():
+    asked = []
+
+    def probe(tokens, checkpointing):
+        asked.append((tokens, checkpointing))
+        return tokens <= 5000
+    spec = get_profile("tiny", batch_size=32, tokens_per_microbatch="auto",
+                       gradient_checkpointing="auto")
+    plan = decide_plan(spec, None, Examples(), "cuda", bf16=True, probe=probe)
+    assert plan.tokens_per_microbatch == 4250 and not plan.gradient_checkpointing
+    assert asked[0] == (500, False) and len(asked) == len(set(asked))

@@ -38,7 +38,7 @@ def decide_plan(spec: FinetuneSpec, model: Any, examples: Any, device: Any, bf16
         return MicroBatchPlan(tokens, count, checkpointing, "configured")
     if getattr(device, "type", str(device)) != "cuda" and probe is None:
         return cpu_fallback(spec, device)
-    probe = probe or MemoryProbe(model, examples, device, bf16)
+    probe = remembered(probe or MemoryProbe(model, examples, device, bf16))
     longest = longest_tokens(examples)
     if tokens == "auto":
         return probed_tokens(spec, probe, longest)
@@ -52,6 +52,18 @@ def decide_plan(spec: FinetuneSpec, model: Any, examples: Any, device: Any, bf16
     return MicroBatchPlan(tokens, count, needed,
                           f"configured; gradient checkpointing auto: "
                           f"{'needed' if needed else 'not needed'} for {asked} padded tokens")
+
+
+def remembered(probe):
+    """`probe` asked each (tokens, checkpointing) once: `auto` checkpointing and the size
+    search both ask about one longest example, and each answer is a real pass on the GPU."""
+    answers: dict[tuple[int, bool], bool] = {}
+
+    def ask(tokens: int, checkpointing: bool) -> bool:
+        if (tokens, checkpointing) not in answers:
+            answers[tokens, checkpointing] = probe(tokens, checkpointing)
+        return answers[tokens, checkpointing]
+    return ask
 
 
 def cpu_fallback(spec: FinetuneSpec, device: Any) -> MicroBatchPlan:
@@ -98,21 +110,21 @@ class MemoryProbe:
     device runs out of memory as an error to catch; elsewhere everything fits."""
 
     def __init__(self, model: Any, examples: Any, device: Any, bf16: bool):
-        self.model, self.examples, self.device, self.bf16 = model, examples, device, bf16
+        self.model, self.device, self.bf16 = model, device, bf16
         longest_source = int(np.argmax(examples.source_lengths))
         longest_target = int(np.argmax(examples.target_lengths))
         self.rows = (examples.input_ids[longest_source], examples.labels[longest_target])
+        self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     def __call__(self, tokens: int, checkpointing: bool) -> bool:
         import torch
 
         rows = max(1, tokens // (len(self.rows[0]) + len(self.rows[1])))
         set_checkpointing(self.model, checkpointing)
-        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
         held = None
         cuda = self.device.type == "cuda"
         try:
-            held = torch.empty(2 * trainable, dtype=torch.float32, device=self.device)
+            held = torch.empty(2 * self.trainable, dtype=torch.float32, device=self.device)
             with torch.random.fork_rng(devices=[self.device.index or 0] if cuda else []):
                 loss = self.loss(rows)
                 loss.backward()
