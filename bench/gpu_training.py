@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 from gpu_profile import profile_summary, profiled, profiled_steps  # noqa: E402
-from trainer_speed import DATA, build_model  # noqa: E402
+from trainer_speed import DATA, build_model, timed_trainer_run  # noqa: E402
 
 from harness import machine  # noqa: E402
 
@@ -154,14 +154,7 @@ def run_ours(model_dir: str, data_dir: Path, out: Path, args, compile_: bool = F
 def run_trainer(model_dir: str, data_dir: Path, out: Path, args, per_device: int,
                 checkpointing: bool) -> dict:
     import torch
-    from transformers import (
-        AutoModelForSeq2SeqLM,
-        AutoTokenizer,
-        DataCollatorForSeq2Seq,
-        Seq2SeqTrainer,
-        Seq2SeqTrainingArguments,
-        TrainerCallback,
-    )
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     spec = spec_for(model_dir, args)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -169,35 +162,13 @@ def run_trainer(model_dir: str, data_dir: Path, out: Path, args, per_device: int
     rows = [{"input_ids": list(examples.input_ids[i]), "labels": list(examples.labels[i])}
             for step in steps[:args.trainer_steps] for i in step]
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, dtype=torch.float32)
-    seconds: list[float] = []
     cuda = args.device != "cpu"
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, *_, **__):
-            if cuda:
-                torch.cuda.synchronize()
-            self.start = time.perf_counter()
-
-        def on_step_end(self, *_, **__):
-            if cuda:
-                torch.cuda.synchronize()
-            seconds.append(time.perf_counter() - self.start)
-
-    class InOrder(Seq2SeqTrainer):
-        def _get_train_sampler(self, *_, **__):
-            return torch.utils.data.SequentialSampler(self.train_dataset)
-
-    arguments = Seq2SeqTrainingArguments(
-        output_dir=str(out), per_device_train_batch_size=per_device,
+    timing = timed_trainer_run(
+        model, tokenizer, rows, output_dir=str(out), per_device_train_batch_size=per_device,
         gradient_accumulation_steps=spec.batch_size // per_device, max_steps=args.trainer_steps,
         learning_rate=spec.learning_rate, bf16=cuda, gradient_checkpointing=checkpointing,
-        logging_steps=1, save_strategy="no", report_to=[], use_cpu=not cuda, seed=spec.seed,
-        dataloader_num_workers=0, remove_unused_columns=False)
-    trainer = InOrder(model=model, args=arguments, train_dataset=rows,
-                      data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
-                      callbacks=[Timer()])
-    trainer.train()
-    return {"seconds_per_step": seconds, "per_device": per_device,
+        use_cpu=not cuda, seed=spec.seed)
+    return {"seconds_per_step": timing["seconds"], "per_device": per_device,
             "gradient_checkpointing": checkpointing}
 
 

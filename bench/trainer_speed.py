@@ -100,31 +100,34 @@ def planned_examples(model_dir: str, args):
     return spec, tokenizer, rows, steps
 
 
-def run_trainer(model_dir: str, out: Path, args) -> dict:
+def timed_trainer_run(model, tokenizer, rows: list[dict], **arguments) -> dict:
+    """A plain Seq2SeqTrainer on `rows` in their order (a sequential sampler),
+    DataCollatorForSeq2Seq, logging every step: {"seconds": per optimizer step (the device
+    synchronised around each on CUDA), "losses": the logged ones}. `arguments` go to
+    Seq2SeqTrainingArguments (output_dir included)."""
     import time
 
     import torch
     from transformers import (
-        AutoModelForSeq2SeqLM,
         DataCollatorForSeq2Seq,
         Seq2SeqTrainer,
         Seq2SeqTrainingArguments,
         TrainerCallback,
     )
 
-    from trainers.finetuning.finetune import prepare_model
-
-    spec, tokenizer, rows, steps = planned_examples(model_dir, args)
-    model = prepare_model(AutoModelForSeq2SeqLM.from_pretrained(
-        model_dir, dtype=torch.float32), spec)
     timing: dict[str, list] = {"seconds": [], "losses": []}
+    cuda = not arguments.get("use_cpu", False) and torch.cuda.is_available()
 
     class Timer(TrainerCallback):
         def on_step_begin(self, *_, **__):
+            if cuda:
+                torch.cuda.synchronize()
             timing["start"] = time.perf_counter()
 
         def on_step_end(self, *_, **__):
-            timing["seconds"].append(time.perf_counter() - timing["start"])
+            if cuda:
+                torch.cuda.synchronize()
+            timing["seconds"].append(time.perf_counter() - timing.pop("start"))
 
         def on_log(self, _args, _state, _control, logs=None, **__):
             if logs and "loss" in logs:
@@ -134,16 +137,29 @@ def run_trainer(model_dir: str, out: Path, args) -> dict:
         def _get_train_sampler(self, *_, **__):
             return torch.utils.data.SequentialSampler(self.train_dataset)
 
-    arguments = Seq2SeqTrainingArguments(
-        output_dir=str(out), per_device_train_batch_size=args.batch_size, max_steps=steps,
-        learning_rate=spec.learning_rate, weight_decay=spec.weight_decay,
+    settings = Seq2SeqTrainingArguments(logging_steps=1, save_strategy="no", report_to=[],
+                                        dataloader_num_workers=0, remove_unused_columns=False,
+                                        **arguments)
+    InOrder(model=model, args=settings, train_dataset=rows,
+            data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
+            callbacks=[Timer()]).train()
+    return timing
+
+
+def run_trainer(model_dir: str, out: Path, args) -> dict:
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    from trainers.finetuning.finetune import prepare_model
+
+    spec, tokenizer, rows, steps = planned_examples(model_dir, args)
+    model = prepare_model(AutoModelForSeq2SeqLM.from_pretrained(
+        model_dir, dtype=torch.float32), spec)
+    timing = timed_trainer_run(
+        model, tokenizer, rows, output_dir=str(out), per_device_train_batch_size=args.batch_size,
+        max_steps=steps, learning_rate=spec.learning_rate, weight_decay=spec.weight_decay,
         lr_scheduler_type=spec.lr_scheduler, warmup_steps=0, max_grad_norm=spec.max_grad_norm,
-        optim="adamw_torch", logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
-        seed=spec.seed, dataloader_num_workers=0, remove_unused_columns=False)
-    trainer = InOrder(model=model, args=arguments, train_dataset=rows,
-                      data_collator=DataCollatorForSeq2Seq(tokenizer, model=model),
-                      callbacks=[Timer()])
-    trainer.train()
+        optim="adamw_torch", use_cpu=True, seed=spec.seed)
     tokens = [sum(len(row["labels"]) for row in rows[i:i + args.batch_size])
               for i in range(0, len(rows), args.batch_size)]
     return {"seconds_per_step": timing["seconds"], "losses": timing["losses"],
