@@ -265,3 +265,33 @@ def newline_archive(size: int) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
         archive.addfile(member, io.BytesIO(b"\n" * size))
     return buffer.getvalue()
+
+
+def shown_unguarded(library: str, attack, refused: tuple = (Exception,)):
+    """What `attack()` gives where an attack's guard is removed and the attack rests on what
+    LIBRARY does on its own (follows an index, a base path, a vocabulary file). A library that
+    refuses the attack itself (raises one of `refused`) skips the demonstration, naming its
+    version and its words: a safer library is no failure, and the guarded test beside it runs
+    whatever the library does."""
+    from importlib.metadata import version
+
+    import pytest
+
+    try:
+        return attack()
+    except refused as error:
+        words = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        pytest.skip(f"{library} {version(library)} refuses this attack itself ({words}): "
+                    "no unguarded demonstration")
+
+
+def skip_unless_shown(library: str, worked: bool, what: str) -> None:
+    """Skip an unguarded demonstration whose attack LIBRARY defeats on its own, naming its
+    version (`what`: what the attack needed the library to do)."""
+    from importlib.metadata import version
+
+    import pytest
+
+    if not worked:
+        pytest.skip(f"{library} {version(library)} does not {what}: no unguarded "
+                    "demonstration")

@@ -13,7 +13,11 @@ and an entry tied to exactly the bytes that were hashed.
 - server paths in error messages, and a hub model treated exactly as a folder.
 
 Each attack is first shown to work where its guard is removed (the flag, check or rule that
-stops it), so a pass means the guard held, not that the attack was weak.
+stops it), so a pass means the guard held, not that the attack was weak. Where an attack rests
+on what a library does on its own (transformers following an index or a vocabulary path, peft
+an adapter's base), that demonstration is a test of its own, which skips, naming the
+library's version, when the library refuses or defeats the attack itself; the guarded test
+runs whatever the library does.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ from leaderboard.service.db import AuditEntry, Submission
 from leaderboard.service.model_source import ModelLimits
 from leaderboard.service.worker import Worker
 
-from lb_helpers import distinct_copy, evaluation_lab
+from lb_helpers import distinct_copy, evaluation_lab, shown_unguarded, skip_unless_shown
 
 TASKS = ("factuality_classification", "fixing_factuality")
 SECRET = "TOP SECRET: text of a file outside the model root"
@@ -138,29 +142,49 @@ def _adapter(base: Path, out: Path, recorded_base: str, seed: int) -> None:
             shutil.copy(path, out / path.name)
 
 
+def _nested_adapters(lab, inner_base: str, monkeypatch) -> Path:
+    """team/outer-X: an adapter whose base is team/inner-X, an adapter whose base is the
+    outside model, by absolute path or by a bare name resolved against the worker's working
+    directory (then made the working directory)."""
+    team = lab["models"] / "team"
+    if inner_base == "bare name":
+        monkeypatch.chdir(lab["outside"])
+    recorded = str(lab["outside"] / "model") if inner_base == "absolute" else "model"
+    inner, outer = team / f"inner-{inner_base[0]}", team / f"outer-{inner_base[0]}"
+    if not outer.exists():
+        _adapter(team / "tiny", inner, recorded, seed=1)
+        _adapter(team / "tiny", outer, str(inner), seed=2)
+    return outer
+
+
 @pytest.mark.parametrize("inner_base", ["absolute", "bare name"])
-def test_an_adapter_on_an_adapter_on_an_outside_model_is_refused(lab, tmp_path, monkeypatch,
-                                                                 inner_base):
+def test_peft_follows_an_adapter_on_an_adapter_out_of_the_folder_where_unguarded(
+        lab, tmp_path, monkeypatch, inner_base):
+    """The attack is real: a worker that followed whatever the files say would load the
+    outside model's weights (shown on a copy whose outer adapter names the inner one)."""
+    from tasks.plumbing.errors import SumbenchError
     from trainers.inference.predict import load_model
 
-    team = lab["models"] / "team"
-    outside_model = lab["outside"] / "model"
-    if inner_base == "bare name":  # resolved against the worker's working directory
-        monkeypatch.chdir(lab["outside"])
-    recorded = str(outside_model) if inner_base == "absolute" else "model"
-    inner, outer = team / f"inner-{inner_base[0]}", team / f"outer-{inner_base[0]}"
-    _adapter(team / "tiny", inner, recorded, seed=1)
-    _adapter(team / "tiny", outer, str(inner), seed=2)
-    # unguarded: the copy as a worker that follows whatever the files say would make it
+    outer = _nested_adapters(lab, inner_base, monkeypatch)
+    inner = outer.parent / outer.name.replace("outer", "inner")
     copy = tmp_path / "copy"
     shutil.copytree(outer, copy / "outer")
     shutil.copytree(inner, copy / "inner")
     config = json.loads((copy / "outer" / "adapter_config.json").read_text())
     config["base_model_name_or_path"] = str(copy / "inner")
     (copy / "outer" / "adapter_config.json").write_text(json.dumps(config))
-    model, _, _ = load_model(str(copy / "outer"), safetensors_only=True)
+    model, _, _ = shown_unguarded("peft", lambda: load_model(str(copy / "outer"),
+                                                             safetensors_only=True),
+                                  refused=(SumbenchError,))
     untouched = "encoder.block.0.layer.0.SelfAttention.k.weight"  # moved in the outside one
-    assert model.state_dict()[untouched].equal(_weight(outside_model, untouched))
+    skip_unless_shown("peft", model.state_dict()[untouched].equal(
+        _weight(lab["outside"] / "model", untouched)), "load an adapter's base adapter's base")
+
+
+@pytest.mark.parametrize("inner_base", ["absolute", "bare name"])
+def test_an_adapter_on_an_adapter_on_an_outside_model_is_refused(lab, monkeypatch,
+                                                                 inner_base):
+    outer = _nested_adapters(lab, inner_base, monkeypatch)
     view = _evaluate(lab, f"team/{outer.name}")
     assert _reason(view) == "the model cannot be fetched: adapter_config.json: " \
                             "base_model_name_or_path names another adapter: the base of an " \
@@ -185,18 +209,28 @@ def _indexed(lab, name: str, shard_path: str) -> str:
     return f"team/{name}"
 
 
-def test_an_index_naming_files_outside_the_folder_is_refused_whatever_they_are(lab,
-                                                                             tmp_path):
+def test_transformers_follows_an_index_out_of_the_folder_where_unguarded(lab, tmp_path):
+    """The attack is real where transformers follows the index: a copy of the folder, loaded
+    as it is, holds the outside model's weights. transformers 5.25 refuses such an index
+    itself ("The checkpoint index ..."); there the demonstration is skipped, saying so."""
+    from tasks.plumbing.errors import SumbenchError
     from trainers.inference.predict import load_model
 
-    outside_shard = str(lab["outside"] / "model" / "model.safetensors")
-    source = _indexed(lab, "indexed", outside_shard)
-    copy = tmp_path / "copy"  # unguarded: the index copied, the loader follows it out
+    source = _indexed(lab, "indexed-shown", str(lab["outside"] / "model" / "model.safetensors"))
+    copy = tmp_path / "copy"
     shutil.copytree(lab["models"] / source, copy)
-    model, _, _ = load_model(str(copy), safetensors_only=True)
+    model, _, _ = shown_unguarded("transformers", lambda: load_model(str(copy),
+                                                                     safetensors_only=True),
+                                  refused=(SumbenchError,))
     key = "encoder.block.0.layer.0.SelfAttention.q.weight"
-    assert model.state_dict()[key].equal(_weight(lab["outside"] / "model", key))
-    answers = [_submit(lab, source),
+    skip_unless_shown("transformers", model.state_dict()[key].equal(
+        _weight(lab["outside"] / "model", key)), "follow an index out of the folder")
+
+
+def test_an_index_naming_files_outside_the_folder_is_refused_whatever_they_are(lab):
+    """sumbench's own check, whatever the installed transformers does on its own."""
+    outside_shard = str(lab["outside"] / "model" / "model.safetensors")
+    answers = [_submit(lab, _indexed(lab, "indexed", outside_shard)),
                _submit(lab, _indexed(lab, "indexed-nowhere", "/nonexistent/x.safetensors")),
                _submit(lab, _indexed(lab, "indexed-up", "../../outside/model/model.safetensors"))]
     messages = {answer.json()["errors"][0]["message"] for answer in answers}
@@ -371,12 +405,8 @@ def test_submissions_of_the_suite_left_no_outside_weights_scored(lab):
         "team/changing", "team/changing", "team/original"]
 
 
-def test_a_tokenizer_config_naming_an_outside_vocabulary_is_refused(lab, tmp_path,
-                                                                   monkeypatch):
-    """transformers opens a tokenizer_config.json `vocab` given as a string: an outside file
-    would become the model's vocabulary (and flow into its outputs)."""
-    from trainers.inference.predict import load_model
-
+def _vocabulary_thief(lab) -> str:
+    """team/vocab-thief: a model whose tokenizer_config.json names an outside vocabulary."""
     secret = lab["outside"] / "vocabulary.txt"
     secret.write_text("[PAD]\n[UNK]\nTOP-SECRET-LINE\nhunter2\n")
     source = distinct_copy(lab["models"], "vocab-thief")
@@ -386,13 +416,28 @@ def test_a_tokenizer_config_naming_an_outside_vocabulary_is_refused(lab, tmp_pat
             path.unlink()
     (folder / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "BertTokenizer", "vocab": str(secret)}))
-    with monkeypatch.context() as unguarded:  # the copy's references left unchecked
-        unguarded.setattr(model_fetch, "check_references", lambda *args: [])
-        fetched = model_fetch.fetch_model(source, None, str(lab["models"]), LIMITS,
-                                          tmp_path / "unguarded")
-        _, tokenizer, _ = load_model(str(fetched.folder), safetensors_only=True)
-        assert "hunter2" in tokenizer.decode([2, 3])
-    view = _evaluate(lab, source)
+    return source
+
+
+def test_transformers_reads_an_outside_vocabulary_where_unguarded(lab, tmp_path, monkeypatch):
+    """The attack is real: transformers opens a tokenizer_config.json `vocab` given as a
+    string, so an outside file would become the model's vocabulary (and flow into its
+    outputs) were the copy's references left unchecked."""
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.inference.predict import load_model
+
+    source = _vocabulary_thief(lab)
+    monkeypatch.setattr(model_fetch, "check_references", lambda *args: [])
+    fetched = model_fetch.fetch_model(source, None, str(lab["models"]), LIMITS,
+                                      tmp_path / "unguarded")
+    _, tokenizer, _ = shown_unguarded("transformers", lambda: load_model(
+        str(fetched.folder), safetensors_only=True), refused=(SumbenchError,))
+    skip_unless_shown("transformers", "hunter2" in tokenizer.decode([2, 3]),
+                      "read a vocabulary file named in tokenizer_config.json")
+
+
+def test_a_tokenizer_config_naming_an_outside_vocabulary_is_refused(lab):
+    view = _evaluate(lab, _vocabulary_thief(lab))
     assert _reason(view) == "the model cannot be fetched: tokenizer_config.json: vocab names " \
                             "a file outside the model's own folder (references out of the " \
                             "model are never followed)"
