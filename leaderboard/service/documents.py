@@ -89,16 +89,27 @@ FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 def csv_text(text: str) -> str:
     """User text made safe for a CSV cell: CR and CRLF become a line feed, other control
     characters (tab included) a space, and a line whose first character after leading
-    white space is a formula start (= + - @) gets a leading apostrophe, the spreadsheets'
-    own sign for literal text, on every line of the cell."""
+    white space and invisible format characters (a byte-order mark, zero-width and bidi
+    marks) is a formula start (= + - @) gets a leading apostrophe, the spreadsheets' own
+    sign for literal text, on every line of the cell."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = "".join(" " if _control(char) else char for char in text)
-    return "\n".join("'" + line if line.lstrip()[:1] in FORMULA_STARTS else line
+    return "\n".join("'" + line if _first_visible(line) in FORMULA_STARTS else line
                      for line in text.split("\n"))
 
 
 def _control(char: str) -> bool:
     return char != "\n" and unicodedata.category(char) in ("Cc", "Zl", "Zp")
+
+
+def _first_visible(line: str) -> str:
+    """The first character of a line that is neither white space nor an invisible format
+    character (Unicode's Cf: U+FEFF, U+200B-U+200F, U+202A-U+202E, U+2060-U+2069, ...),
+    which a spreadsheet may skip before it reads a formula; '' when there is none."""
+    for char in line:
+        if not char.isspace() and unicodedata.category(char) != "Cf":
+            return char
+    return ""
 
 
 def _csv_boolean(value: Any) -> str:

@@ -13,7 +13,11 @@ from leaderboard.service.documents import FORMULA_STARTS, board_csv, csv_text
 HOSTILE = ["USB train split\r=cmd|' /C calc'!A0",
            'x"\r\n99,forged,row,ranked\r\n=2+3',
            "\t=1+1", " @SUM(A1)", "\x01-2+3", "two lines\n+cmd|' /C calc'!A0",
-           "\u2028=HYPERLINK(\"http://evil\")", "\uff1d1+1", "\r\n-1", "plain text"]
+           "\u2028=HYPERLINK(\"http://evil\")", "\uff1d1+1", "\r\n-1", "\ufeff=1",
+           "\u200b\u200e =2", "\u202e\u2066+3", "plain text"]
+#: invisible format characters a spreadsheet may skip before it reads a formula
+INVISIBLE = ("\ufeff\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+             "\u2060\u2066\u2067\u2068\u2069")
 
 
 def _entry(number: int, training_data: str, model: str) -> dict:
@@ -39,7 +43,7 @@ def _evaluated(cell: str) -> bool:
         return False
     except ValueError:
         pass
-    return any(line.lstrip(" \t\r\x00\x01\u2028")[:1] in FORMULA_STARTS
+    return any(line.lstrip(" \t\r\x00\x01\u2028" + INVISIBLE)[:1] in FORMULA_STARTS
                for line in cell.split("\n"))
 
 
@@ -72,7 +76,9 @@ def test_spreadsheet_readers_see_the_same_records():
 @pytest.mark.parametrize("text, safe", [
     ("=1+1", "'=1+1"), ("  +1", "'  +1"), ("\t@x", "' @x"), ("a\r\n-b", "a\n'-b"),
     ("a\rb", "a\nb"), ("bell\x07", "bell "), ("\uff20x", "'\uff20x"), ("o'k", "o'k"),
-    ("", ""),
+    ("", ""), ("\ufeff=1", "'\ufeff=1"), ("\u200b=1", "'\u200b=1"),
+    ("\u200f \u2066-1", "'\u200f \u2066-1"), ("\u00ad@x", "'\u00ad@x"), ("\ufeffok", "\ufeffok"),
+    ("\u200b", "\u200b"),
 ])
 def test_user_text_in_a_cell(text, safe):
     assert csv_text(text) == safe
