@@ -67,6 +67,10 @@ WHAT = {
     "leaderboard_load": ("server-side scoring of a USB-test-sized submission vs `sumbench "
                          "score`; page latency; listing after scoring; upload bombs "
                          "(peak RSS within 100 MiB of idle)", "<= 1.5"),
+    "upload_abuse": ("hostile uploads to a running server (zip members lying about their "
+                     "size in bzip2 and deflate, 60 lines of 333,000 empty lists, plain and "
+                     "zipped, 500,000 records), alone and three at once",
+                     "refused, peak RSS <= 150 MiB over idle, each attack < 1 s"),
 }
 #: fast paths deleted for gaining less than 1.15x at a real shape, as bench/fast_paths.py
 #: measured them before it went with them: path -> the code that went (lines; test lines)
@@ -119,6 +123,11 @@ def details(line: dict) -> str:
                      f"{bombs['peak_over_idle_mib']:.1f} MiB over idle, answers "
                      f"{'/'.join(map(str, sorted(set(bombs['statuses']))))} within "
                      f"{bombs['max_s']:.2f} s")
+    if line.get("benchmark") == "upload_abuse":
+        slowest = {name: max(row["seconds"]) for name, row in line["alone"].items()}
+        parts.append(f"{'all refused' if line['refused'] else 'NOT ALL REFUSED'}; worst peak "
+                     f"{line['max_over_idle_mib']} MiB over idle; slowest answer "
+                     + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in slowest.items()))
     if "memory_ratio" in line:
         parts.append(f"memory ratio {line['memory_ratio']}, tokens/s "
                      f"{line['tokens_per_s']['ours']} vs {line['tokens_per_s']['baseline']}"

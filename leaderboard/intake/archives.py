@@ -234,6 +234,9 @@ def _zip_members(upload: Upload, limits: Limits, ignored: list[str],
         _check_count(upload, len(infos), limits)
         declared = _check_members(upload, [(i.filename, _zip_kind(i), i.file_size)
                                            for i in infos], limits, room)
+        for info in infos:
+            if not info.is_dir():
+                _check_zip_method(upload, info)
         read = []
         for info in infos:
             if info.is_dir() or not _read_member(info.filename, ignored):
@@ -242,11 +245,70 @@ def _zip_members(upload: Upload, limits: Limits, ignored: list[str],
                 raise DataError(f"archive member {info.filename!r} is encrypted",
                                 path=upload.name)
             read.append(_member_upload(upload, info.filename,
-                                       lambda info=info: archive.read(info)))
-            if len(read[-1].data) != info.file_size:
-                raise DataError("archive member size does not match its header",
-                                path=upload.name)
+                                       lambda info=info: zip_member_bytes(upload, info)))
         return read, declared
+
+
+#: the compression methods a zip member may use; `zipfile` unpacks a bzip2 or lzma stream
+#: whole before it cuts it to the declared size (an 897-byte bzip2 member, 1 GiB of newlines)
+ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+ZIP_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma", 9: "deflate64",
+                    93: "zstandard", 95: "xz", 98: "ppmd", 97: "wavpack", 6: "implode"}
+#: the most one step of unpacking a deflate member produces
+INFLATE_CHUNK_BYTES = 1 << 20
+LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # zipfile's structFileHeader
+
+
+def _check_zip_method(upload: Upload, info: zipfile.ZipInfo) -> None:
+    if info.compress_type not in ZIP_METHODS:
+        method = ZIP_METHOD_NAMES.get(info.compress_type, f"method {info.compress_type}")
+        raise DataError(f"archive member {info.filename!r} is compressed with {method} "
+                        f"(read: {' and '.join(ZIP_METHODS.values())} members)",
+                        path=upload.name)
+
+
+def _zip_stream(upload: Upload, info: zipfile.ZipInfo) -> bytes:
+    """A member's compressed bytes, found through its local header (as `zipfile` does)."""
+    start = info.header_offset
+    header = upload.data[start:start + LOCAL_HEADER.size]
+    if len(header) < LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile("no local header where the listing points")
+    fields = LOCAL_HEADER.unpack(header)
+    start += LOCAL_HEADER.size + fields[10] + fields[11]  # the name and the extra field
+    stream = upload.data[start:start + info.compress_size]
+    if len(stream) < info.compress_size:
+        raise zipfile.BadZipFile("the member's data is cut short")
+    return stream
+
+
+def zip_member_bytes(upload: Upload, info: zipfile.ZipInfo) -> bytes:
+    """A stored or deflate member's bytes, unpacked a chunk at a time: a stream that runs
+    past the member's declared size is refused as corrupt as soon as it does, so no member
+    ever unpacks to more than the size the limits were checked against."""
+    _check_zip_method(upload, info)
+    stream = _zip_stream(upload, info)
+    if info.compress_type == zipfile.ZIP_STORED:
+        data = stream
+    else:
+        pieces, produced = [], 0
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        while not inflater.eof:
+            piece = inflater.decompress(stream, INFLATE_CHUNK_BYTES)
+            stream = inflater.unconsumed_tail
+            produced += len(piece)
+            if produced > info.file_size:
+                raise zipfile.BadZipFile(f"its data unpacks past its declared "
+                                         f"{info.file_size} bytes")
+            if not piece and not stream:
+                raise zipfile.BadZipFile("its deflate stream ends early")
+            pieces.append(piece)
+        data = b"".join(pieces)
+    if len(data) != info.file_size:
+        raise zipfile.BadZipFile(f"{len(data)} bytes where its header declares "
+                                 f"{info.file_size}")
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile("its CRC-32 does not match")
+    return data
 
 
 def _check_listing(upload: Upload, limits: Limits) -> None:

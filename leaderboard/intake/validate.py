@@ -23,7 +23,7 @@ import codecs
 import hashlib
 import json
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from leaderboard.intake.archives import (
@@ -34,6 +34,7 @@ from leaderboard.intake.archives import (
     Upload,
     archive_reader,
 )
+from leaderboard.intake.json_shape import max_record_values, shape_problem
 from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
 from tasks.plumbing.errors import DataError
 from tasks.plumbing.io import DuplicateKey, duplicate_key_error, json_line_object, strict_loads
@@ -103,10 +104,12 @@ def numbered_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         start, number = stop + 1, number + 1
 
 
-def located_records(files: Sequence[Upload], limits: Limits,
-                    errors: ErrorCollector) -> Iterator[Located]:
-    """(file, line, object) of every non-blank JSON line; problems go to `errors`. Every
-    line counts toward `max_records`, blank ones too."""
+def located_records(files: Sequence[Upload], limits: Limits, errors: ErrorCollector,
+                    max_values: int | None = None) -> Iterator[Located]:
+    """(file, line, object) of every non-blank JSON line, one at a time; problems go to
+    `errors`. Every line counts toward `max_records`, blank ones too. A line is parsed only
+    once its size, nesting depth and value count (at most `max_values`) are known to be
+    within limits (`leaderboard.intake.json_shape`)."""
     count = 0
     for upload in files:
         for number, raw in numbered_lines(upload.data):
@@ -121,6 +124,10 @@ def located_records(files: Sequence[Upload], limits: Limits,
                 errors.add(f"a line of {length} bytes, over this instance's limit of "
                            f"{limits.max_line_bytes} bytes per line", path=upload.name,
                            line=number)
+                continue
+            problem = shape_problem(raw, max_values)
+            if problem:  # refused before it becomes Python objects
+                errors.add(problem, path=upload.name, line=number)
                 continue
             try:
                 record = json_line_object(raw, upload.name, number)
@@ -159,15 +166,37 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
     results = [read_results(f) for f in files if _is_results(f)]
     data_files = [f for f in files if not _is_results(f)]
     errors = ErrorCollector()
-    located = list(located_records(data_files, limits, errors))
-    errors.raise_if_any()
-    if manifest is None:
+    if manifest is None:  # the client's check: the records name the items (two passes)
+        located = list(located_records(data_files, limits, errors))
+        errors.raise_if_any()
         manifest = track.manifest_from_records(located, board)
-    checked = track.check(located, manifest)
+    else:  # the server's: each record checked as it is read, never all held at once
+        located = located_records(data_files, limits, errors, max_record_values(manifest))
+    counted = Counted(located)
+    try:
+        checked = track.check(counted, manifest)
+    except Exception:  # the reading's problems first, as if no check had run
+        for _ in counted:  # the lines the check did not draw, read for their problems
+            pass
+        errors.raise_if_any()
+        raise
+    errors.raise_if_any()
     answered = sum(len(records) for records in checked.values())
-    return CheckedSubmission(checked, len(located), uploads_sha256(uploads),
+    return CheckedSubmission(checked, counted.count, uploads_sha256(uploads),
                              results[0] if results else None, tuple(ignored),
-                             len(located) - answered)
+                             counted.count - answered)
+
+
+class Counted:
+    """An iterable that counts what has been drawn from it."""
+
+    def __init__(self, items: Iterable) -> None:
+        self.items, self.count = items, 0
+
+    def __iter__(self):
+        for item in self.items:
+            self.count += 1
+            yield item
 
 
 def uploads_sha256(uploads: Sequence[Upload]) -> str:

@@ -210,7 +210,7 @@ def _damaged_zips(abs_lines: bytes) -> dict[str, tuple[bytes, str]]:
     for offset in (header + 6, central + 8):  # general-purpose flag bit 0: encrypted
         encrypted[offset] |= 1
     return {"crc.zip": (bytes(crc), "cannot be read"), "body.zip": (bytes(body), "cannot be read"),
-            "method.zip": (bytes(method), "cannot be read"),
+            "method.zip": (bytes(method), "compressed with method 99"),
             "encrypted.zip": (bytes(encrypted), "is encrypted")}
 
 
@@ -285,7 +285,7 @@ def test_bad_bytes_and_json_are_reported_per_line(abs_lines):
                 for e in caught.value.to_list()]
     assert problems == [(2, None, "not UTF-8 text"),
                         (3, None, "expected a JSON object, got array"),
-                        (4, None, "malformed JSON"), (5, None, "JSON nested too deeply"),
+                        (4, None, "malformed JSON"), (5, None, "a line nested 100001 deep"),
                         (6, "task", "a \\ud800-\\udfff escape that is not half of a pair "
                                     "is not text")]
 

@@ -1,0 +1,186 @@
+"""Compressed and nested input that cost the server far more memory than its bytes: each is
+refused while it is read, with memory bounded by the upload (tracemalloc counts every Python
+allocation, the decompressors' output and parsed objects included)."""
+from __future__ import annotations
+
+import io
+import json
+import struct
+import tracemalloc
+import zipfile
+import zlib
+
+import pytest
+
+from leaderboard.intake.archives import Limits, Upload
+from leaderboard.intake.json_shape import MAX_DEPTH, RECORD_VALUES, json_shape, shape_problem
+from leaderboard.intake.validate import expand, validate_submission
+from leaderboard.tracks import make_track
+from tasks.plumbing.errors import DataError
+
+
+def _peak(call) -> tuple[int, Exception]:
+    tracemalloc.start()
+    try:
+        with pytest.raises((DataError, ValueError)) as caught:
+            call()
+        return tracemalloc.get_traced_memory()[1], caught.value
+    finally:
+        tracemalloc.stop()
+
+
+def _lying_zip(method: int, content: bytes, declared: bytes) -> bytes:
+    """A zip of one member, predictions.jsonl, whose stream holds `content` while both its
+    headers declare `declared` (its size and CRC-32): the stdlib cuts what it unpacks to
+    the declared size, so the CRC holds."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        archive.writestr("predictions.jsonl", content)
+    data = bytearray(buffer.getvalue())
+    local, central = data.index(b"PK\x03\x04"), data.index(b"PK\x01\x02")
+    for crc_at, size_at in ((local + 14, local + 22), (central + 16, central + 24)):
+        struct.pack_into("<L", data, crc_at, zlib.crc32(declared))
+        struct.pack_into("<L", data, size_at, len(declared))
+    return bytes(data)
+
+
+DECLARED = b'{"a": 1}\n\n'  # ten bytes
+
+
+@pytest.fixture(scope="module")
+def abs_lines(usb_fixture_dir) -> bytes:
+    from lb_helpers import minimal_lines
+
+    return minimal_lines(usb_fixture_dir / "predictions" / "abstractive_summarization.jsonl")
+
+
+def test_a_bzip2_member_is_refused_by_its_method_unread():
+    """897 bytes of zip held 1 GiB of newlines in bzip2: `zipfile` unpacked the whole stream
+    before cutting it to the declared 10 bytes (+1,970 MiB)."""
+    bomb = _lying_zip(zipfile.ZIP_BZIP2, b"\n" * (8 << 20), DECLARED)
+    assert len(bomb) < 2_000
+    peak, error = _peak(lambda: expand([Upload("bomb.zip", bomb)], Limits()))
+    assert str(error) == ("bomb.zip: archive member 'predictions.jsonl' is compressed with "
+                          "bzip2 (read: stored and deflate members)")
+    assert peak < 1 << 20
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_LZMA, 99])
+def test_other_methods_are_refused_naming_them(method):
+    data = _lying_zip(zipfile.ZIP_STORED, DECLARED, DECLARED)
+    if method == zipfile.ZIP_LZMA:
+        data = _lying_zip(zipfile.ZIP_LZMA, DECLARED, DECLARED)
+    else:
+        patched = bytearray(data)
+        for at in (patched.index(b"PK\x03\x04") + 8, patched.index(b"PK\x01\x02") + 10):
+            struct.pack_into("<H", patched, at, method)
+        data = bytes(patched)
+    with pytest.raises(DataError, match="is compressed with (lzma|method 99) "):
+        expand([Upload("m.zip", data)], Limits())
+
+
+def test_a_deflate_stream_running_past_its_declared_size_is_refused_as_it_unpacks():
+    """With deflate, 522 KB of upload cost 948 MiB: the member is now refused as corrupt at
+    its first chunk past the declared size, never unpacked further."""
+    bomb = _lying_zip(zipfile.ZIP_DEFLATED, DECLARED + b"\n" * (48 << 20), DECLARED)
+    assert len(bomb) < 60_000
+    peak, error = _peak(lambda: expand([Upload("bomb.zip", bomb)], Limits()))
+    assert str(error) == ("bomb.zip: archive member 'predictions.jsonl' cannot be read (its "
+                          "data unpacks past its declared 10 bytes)")
+    assert peak < 4 << 20
+
+
+def test_honest_stored_and_deflate_members_read_exactly(abs_lines):
+    for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        data = _lying_zip(method, abs_lines, abs_lines)
+        (member,) = expand([Upload("ok.zip", data)], Limits())
+        assert member.name == "ok.zip:predictions.jsonl" and member.data == abs_lines
+
+
+def test_a_member_shorter_than_declared_is_refused():
+    data = _lying_zip(zipfile.ZIP_DEFLATED, DECLARED[:4], DECLARED)
+    with pytest.raises(DataError, match=r"cannot be read \(4 bytes where its header declares "
+                                        r"10\)"):
+        expand([Upload("short.zip", data)], Limits())
+
+
+@pytest.mark.parametrize("text, depth, values", [
+    (b"1", 0, 1), (b'"a[b,{c]"', 0, 1), (b"{}", 1, 1), (b"[]", 1, 1),
+    (b'{"a": [1, 2, 3], "b": "x,y"}', 2, 6), (b"[[], [], []]", 2, 4),
+    (b'{"a": "\\"[,"}', 1, 2), (b"[[[[1]]]]", 4, 5),
+])
+def test_a_line_s_shape_is_counted_without_parsing_it(text, depth, values):
+    shape = json_shape(text)
+    assert (shape.depth, shape.values) == (depth, values)
+    parsed = json.loads(text)
+    assert _values(parsed) == values
+    assert json_shape(b"[ ]").values == 2  # white space in an empty list: counted over, never under
+
+
+def _values(value) -> int:
+    if isinstance(value, list):
+        return 1 + sum(_values(item) for item in value)
+    if isinstance(value, dict):
+        return 1 + sum(_values(item) for item in value.values())
+    return 1
+
+
+def test_a_line_too_deep_or_too_large_is_refused_by_its_shape():
+    assert shape_problem(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), None) == \
+        f"a line nested {MAX_DEPTH + 1} deep (a record nests at most {MAX_DEPTH} deep)"
+    assert shape_problem(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH, None) is None
+    many = b"[" + b",".join([b"0"] * 99) + b"]"
+    assert shape_problem(many, 100) is None
+    assert shape_problem(many, 99) == ("a line of 100 JSON values (a record of this board "
+                                       f"holds at most 99: its prediction's and {RECORD_VALUES} "
+                                       "more)")
+
+
+def _nested_lists_line(size: int) -> bytes:
+    head = b'{"task": "EXT", "id": 1, "prediction": ['
+    count = (size - len(head) - 2) // 3
+    return head + b",".join([b"[]"] * count) + b"]}\n"
+
+
+@pytest.mark.slow
+def test_lines_of_empty_lists_are_refused_before_they_become_objects(usb_track_manifest):
+    """60 lines of 1 MB holding 333,000 empty lists each cost +1,428 MiB as Python objects;
+    with the board's manifest, each is refused from its shape, unparsed, one at a time."""
+    track, manifest = usb_track_manifest
+    line = _nested_lists_line(1 << 20)
+    upload = Upload("lists.jsonl", line * 20)
+    peak, error = _peak(lambda: validate_submission(track, [upload], manifest, Limits(),
+                                                    "all"))
+    assert [(e.line, e.reason.split(" (")[0]) for e in error.errors][:2] == [
+        (1, "a line of 349515 JSON values"), (2, "a line of 349515 JSON values")]
+    assert peak < 16 << 20  # one line's counting at a time, never 20 lines of objects
+
+
+@pytest.mark.slow
+def test_the_server_reads_records_one_at_a_time(usb_track_manifest, usb_fixture_dir):
+    """Checked against the board's manifest, no list of every parsed record is made: the
+    records of a valid submission are drawn one by one as the track checks them."""
+    from lb_helpers import fixture_uploads
+
+    track, manifest = usb_track_manifest
+    drawn, held = [], []
+    original = track.check
+
+    def check(located, manifest):
+        held.append(isinstance(located, (list, tuple)))
+        def counting():
+            for entry in located:
+                drawn.append(entry[1])
+                yield entry
+        return original(counting(), manifest)
+
+    track.check = check
+    uploads = fixture_uploads(usb_fixture_dir)
+    result = validate_submission(track, uploads, manifest, Limits(), "all")
+    assert held == [False] and result.n_records == len(drawn) > 0
+
+
+@pytest.fixture(scope="module")
+def usb_track_manifest(data_dir):
+    track = make_track("usb")
+    return track, track.manifest(track.load_gold(str(data_dir)), "all")
