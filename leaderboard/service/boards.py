@@ -38,7 +38,7 @@ from leaderboard.service.db import Board, Database, Material, Score, Submission,
 from leaderboard.service.gold import count_items, hosted_gold, score_versions
 from leaderboard.service.ladder import released_headlines, rounded
 from leaderboard.service.settings import InstanceSettings, load_settings
-from leaderboard.tracks.base import text_copies
+from leaderboard.tracks.base import copy_reason
 
 BADGES = {"submission": "scored here from predictions",
           "evaluation": "evaluated here",
@@ -78,10 +78,9 @@ def not_ranked_reason(entry: dict) -> str | None:
         return SELF_REPORTED
     if entry["kind"] != "evaluation":
         return None
-    copies = text_copies(entry.get("gold_match"))
-    if copies:
-        return (f"its outputs reproduce the public references of {', '.join(copies)} "
-                f"(memorised test data)")
+    copied = copy_reason(entry.get("gold_match"))
+    if copied:
+        return copied
     card = entry["card"]
     if card.get("usb_test_seen") is True:
         return "declares USB test data among its training data"

@@ -85,7 +85,8 @@ def score_job(database: Database, job, model_root: str | None = None) -> None:
     key, versions = score_versions(track, board, hosted)
     split = {part: split_results(track, part, gold[board][part], part_score)
              for part, part_score in parts.items()}
-    gold_match = track.gold_match(checked, gold, board) \
+    gold_match = track.gold_match(checked, gold, board, {part: scored.headline
+                                                         for part, scored in parts.items()}) \
         if settings.gold_is_public and kind in ("submission", "evaluation") else None
     stored_score = StoredScore(key, versions, parts,
                                {part: results[:2] for part, results in split.items()},

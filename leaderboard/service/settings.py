@@ -23,8 +23,9 @@ SETTINGS_KEY = "instance"
 #: version key: entries wait for `rescore`, which answers them under the new rules). 2: a
 #: participant's evaluated model is laddered on hidden gold, and the Ladder stays inside each
 #: metric's range. 3: the public-gold copy check reads records as each task's metric does,
-#: per task as well as pooled (leaderboard.tracks.usb.COPY_SHARES)
-SCORER_VERSION = "3"
+#: per task as well as pooled (leaderboard.tracks.usb.COPY_SHARES). 4: AUC tasks copy the
+#: gold's order, and a near-copy of every task is flagged (leaderboard.tracks.gold_copies)
+SCORER_VERSION = "4"
 
 
 #: "public": participants may hold the test labels (the USB release is public); "private":

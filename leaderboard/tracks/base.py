@@ -165,10 +165,11 @@ class Track(abc.ABC):
         """The part's headline metric and what it measures (a column's tooltip)."""
         return f"{part}: {self.headline_name(part)} x100"
 
-    def gold_match(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet,
-                   board: str) -> dict | None:
+    def gold_match(self, checked: Mapping[str, Sequence[dict]], gold: GoldSet, board: str,
+                   headlines: Mapping[str, float | None] | None = None) -> dict | None:
         """How many of the submitted records copy the gold answer exactly, per part (as
-        `gold_match_summary` reads them); None when the track cannot tell."""
+        `gold_match_summary` reads them); None when the track cannot tell. `headlines`: the
+        parts' headlines on this gold, when already scored."""
         return None
 
 
@@ -183,26 +184,49 @@ MATCH_SHARE, MATCH_SHARE_LABELS = 0.85, 0.99
 
 
 def gold_match_summary(counts: Mapping[str, tuple[int, int, bool]],
-                       copy_shares: Mapping[str, float] | None = None) -> dict:
+                       copy_shares: Mapping[str, float] | None = None,
+                       order_copies: Sequence[str] = (), near: bool = False) -> dict:
     """{"matches_public_gold", "share" (pooled), "parts": {part: share}, "copied_parts"
-    (those at their own share), "text_copies" (those of them whose answers are text: memorised
-    references), "copy_shares"} from part -> (records that are the gold answer, records,
-    whether the part's answers are text)."""
+    (those at their own share, and the order copies), "text_copies" (those of them whose
+    answers are text: memorised references), "order_copies" (AUC parts whose answers order
+    the gold's labels), "near_copy" (headlines no model reaches, pooled), "copy_shares"}
+    from part -> (records that are the gold answer, records, whether the part's answers are
+    text)."""
     total = sum(records for _, records, _ in counts.values())
     copied = sum(same for same, _, _ in counts.values())
     share = copied / total if total else None
     needed = MATCH_SHARE if any(text for _, _, text in counts.values()) else MATCH_SHARE_LABELS
     shares = {part: (copy_shares or {}).get(part, MATCH_SHARE if text else MATCH_SHARE_LABELS)
               for part, (_, _, text) in counts.items()}
-    copied_parts = sorted(part for part, (same, records, _) in counts.items()
-                          if records and same / records >= shares[part])
-    return {"matches_public_gold": bool(copied_parts) or (share is not None and share >= needed),
+    copied_parts = sorted({part for part, (same, records, _) in counts.items()
+                           if records and same / records >= shares[part]} | set(order_copies))
+    return {"matches_public_gold": bool(copied_parts) or near
+            or (share is not None and share >= needed),
             "share": None if share is None else round(share, 4),
             "parts": {part: round(same / records, 4)
                       for part, (same, records, _) in counts.items() if records},
             "copied_parts": copied_parts,
             "text_copies": [part for part in copied_parts if counts[part][2]],
+            "order_copies": sorted(order_copies), "near_copy": near,
             "copy_shares": shares}
+
+
+def copy_reason(gold_match: Mapping[str, Any] | None) -> str | None:
+    """Why an entry evaluated on a public-gold board copies its gold beyond what a model can
+    reach (memorised references, the labels' order, a near-copy of every part), or None:
+    decisions equal to the gold's alone could be a perfect classifier's (flagged, ranked)."""
+    copies = text_copies(gold_match)
+    if copies:
+        return (f"its outputs reproduce the public references of {', '.join(copies)} "
+                f"(memorised test data)")
+    order = list((gold_match or {}).get("order_copies", []))
+    if order:
+        return (f"its scores of {', '.join(order)} put the public gold's labels in order "
+                f"(AUC 100: a transform of the test gold)")
+    if (gold_match or {}).get("near_copy"):
+        return ("its answers come within a little of the public gold on every part it "
+                "answers (headlines no model reaches: a near-copy of the test gold)")
+    return None
 
 
 def text_copies(gold_match: Mapping[str, Any] | None) -> list[str]:

@@ -32,6 +32,7 @@ from leaderboard.tracks.base import (
     report_missing,
     unplaced_count,
 )
+from leaderboard.tracks.gold_copies import copies_order, near_copy
 from leaderboard.tracks.usb_public import apart_articles, hosted_usb, public_inputs
 from tasks import get_task, task_names
 from tasks.base import SPLITS
@@ -332,16 +333,24 @@ class UsbTrack(Track):
             parts[name] = PartScore(result, result["headline"], list(material))
         return parts
 
-    def gold_match(self, checked, gold, board: str) -> dict:
+    def gold_match(self, checked, gold, board: str, headlines=None) -> dict:
         """Records whose prediction is the gold answer as the task's metric sees it
-        (task.reproduces_gold), per part, against each task's COPY_SHARES."""
-        counts = {}
+        (task.reproduces_gold), per part, against each task's COPY_SHARES; AUC parts also by
+        the gold's order, and the entry by its headlines (`leaderboard.tracks.gold_copies`)."""
+        if headlines is None:
+            headlines = {part: scored.headline
+                         for part, scored in self.score(checked, gold, board).items()}
+        counts, order_copies = {}, []
         for name, records in sorted(checked.items()):
             task = get_task(name)
             joined = self.joined_records(name, records, gold, board)
             counts[name] = (sum(task.reproduces_gold(record) for record in joined), len(joined),
                             task.output_kind == "text")
-        return gold_match_summary(counts, COPY_SHARES)
+            if copies_order(task, joined, headlines.get(name)):
+                order_copies.append(name)
+        text_parts = [name for name, (_, _, text) in counts.items() if text]
+        return gold_match_summary(counts, COPY_SHARES, order_copies,
+                                  near_copy(headlines, text_parts))
 
     def statistic(self, part: str, gold, board: str):
         return headline_statistic(get_task(part))

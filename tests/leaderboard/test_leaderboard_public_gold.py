@@ -90,13 +90,21 @@ def test_the_gold_match_rule_asks_more_of_label_tasks_alone():
 
 
 def test_a_real_model_s_predictions_are_self_reported_but_not_flagged(lab, usb_fixture_dir):
-    files = [("files", (f"{name}.jsonl",
-                        (usb_fixture_dir / "predictions" / f"{name}.jsonl").read_bytes()))
-             for name in TASKS]
-    sent = _post(lab, model="sample predictions", files=files)
-    assert sent.status_code == 202, sent.text
+    """The fixture's model-like FAC and FIX answers; its EXT answers order all 35 sentences
+    perfectly (AUC 100), which the board cannot tell from a transform of the gold: flagged."""
+    def files(names):
+        return [("files", (f"{name}.jsonl",
+                           (usb_fixture_dir / "predictions" / f"{name}.jsonl").read_bytes()))
+                for name in names]
+
+    honest = [name for name in TASKS if name != "extractive_summarization"]
+    sent = _post(lab, model="sample predictions", files=files(honest))
+    perfect = _post(lab, model="sample predictions, EXT too", files=files(TASKS))
+    assert sent.status_code == perfect.status_code == 202, sent.text
     listed = {entry["id"]: entry for entry in _board(lab)["self_reported"]}
     assert listed[sent.json()["id"]]["matches_public_gold"] is False
+    assert listed[perfect.json()["id"]]["gold_match"]["order_copies"] == [
+        "extractive_summarization"]
 
 
 @pytest.mark.slow
