@@ -19,6 +19,7 @@ from leaderboard.service.boards import SELF_REPORTED, all_boards, read_board, sm
 from leaderboard.service.db import Database, Material, Score
 from leaderboard.service.documents import entry_source, entry_training
 from leaderboard.service.gold import gold_for
+from leaderboard.service.safe_markdown import markdown_html
 from leaderboard.service.settings import load_settings
 from tasks.plumbing.errors import SumbenchError
 
@@ -89,6 +90,7 @@ def environment():
     env.filters["num"] = format_number
     env.filters["entry_source"] = entry_source  # the board page filters as the API does
     env.filters["entry_training"] = entry_training
+    env.filters["markdown"] = markdown_html  # a track's description: escaped, then marked up
     return env
 
 

@@ -1,6 +1,8 @@
 """The leaderboard in a real browser (Playwright driving Debian's chromium): the track page
 sorts by a column, an entry opens, a hostile model name shows as text and runs nothing; on a
-board whose test gold is public, a copy of the gold is listed apart, flagged, never ranked."""
+board whose test gold is public, a copy of the gold is listed apart, flagged, never ranked;
+both kinds of board show their first ranked row on a laptop's first screen, the rules after
+the table."""
 from __future__ import annotations
 
 import contextlib
@@ -105,7 +107,9 @@ def test_a_public_gold_board_lists_a_gold_copy_apart_and_says_so(public_server, 
     with chromium_page(chromium) as (page, dialogs):
         page.goto(public_server.url + "/track/usb?variant=all")
         assert page.locator("header .visibility").inner_text() == "test gold: public"
-        assert "Public test gold." in page.locator(".hosting").inner_text()
+        assert not page.locator("#board-rules .hosting").is_visible()  # collapsed
+        page.locator("#board-rules summary", has_text="How this board ranks").click()
+        assert "Public test gold." in page.locator("#board-rules .hosting").inner_text()
         ranked = page.locator("#ranked tbody tr td.model").all_inner_texts()
         assert ranked == ["non-neural baselines"]  # the copy is never ranked
         copied = page.locator("#self-reported tbody tr")
@@ -223,3 +227,70 @@ def test_a_task_page_ranks_and_maps_domains_and_its_entries_open_item_by_item(pu
             assert page.locator("#count").inner_text().startswith("14 of 14 items")
             assert bad in page.locator("#note").inner_text()
     assert (dialogs, errors) == ([], [])
+
+
+@pytest.fixture(scope="module")
+def hidden_server(tmp_path_factory, data_dir, usb_fixture_dir):
+    """A board on a new instance's hiding defaults (a private part, linked parts hosted apart,
+    intervals withheld) less the Ladder, which withholds every score of the fixture's small
+    parts and would leave nothing ranked."""
+    root = tmp_path_factory.mktemp("hidden-browser")
+    shutil.copytree(data_dir / "all", root / "gold" / "all")
+    db = make_database(root / "lb.sqlite", usb_data=root / "gold", n_resamples=30,
+                       open_instance=False, ladder_step="0")
+    database = Database(db)
+    user = authenticate(database, create_token(database, "nina"))
+    uploads = [Upload(p.name, minimal_lines(p))
+               for p in sorted((usb_fixture_dir / "predictions").glob("*.jsonl"))]
+    accept(database, load_settings(database), user, track_name="usb", board="all",
+           model="fixture predictions", card={}, uploads=uploads)
+    Worker(database).drain()
+    with LeaderboardServer(db, "--no-worker") as running:
+        yield running
+
+
+def _top(page, selector: str) -> float:
+    return page.locator(selector).first.bounding_box()["y"]
+
+
+#: what each kind of board says once "How this board ranks" is opened: its hosting paragraph
+#: and its notes (the hidden board's linked parts, each hosted apart)
+RULES_OPENED = {
+    "public": ("Public test gold.", []),
+    "hidden": ("Hidden test items.", [
+        f"hosted apart {part}" for part in ("extractive_summarization",
+                                            "factuality_classification", "fixing_factuality",
+                                            "unsupported_span_prediction")]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["public", "hidden"])
+def test_a_board_opens_with_its_ranking_and_keeps_its_rules_after_the_table(kind, request,
+                                                                            tmp_path,
+                                                                            chromium):
+    running = request.getfixturevalue(f"{kind}_server")
+    with chromium_page(chromium) as (page, dialogs):
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(running.url + "/track/usb?variant=all")
+        first = page.locator("#ranked tbody tr").first.bounding_box()
+        assert page.evaluate("window.scrollY") == 0
+        assert 0 < first["y"] and first["y"] + first["height"] <= 800, first  # first screen
+        controls = ("#board-search", "#board-controls fieldset", "#board-columns")
+        assert max(_top(page, selector) for selector in controls) < _top(page, "#ranked")
+        assert _top(page, "#ranked") < _top(page, "#board-rules") < _top(page, "img.chart")
+        assert page.locator("#board-rules > summary").inner_text() == "How this board ranks"
+        assert page.locator("#board-rules").get_attribute("open") is None
+        assert not page.locator("#board-rules .hosting").is_visible()
+        description = page.locator("main .description")  # Markdown rendered, not shown
+        assert description.locator("code").all_inner_texts() == ["sumbench score"]
+        assert "`" not in description.inner_text()
+        page.screenshot(path=str(screenshot_path(tmp_path, f"board-first-screen-{kind}.png")))
+        page.locator("#board-rules > summary").click()
+        hosting = page.locator("#board-rules .hosting")
+        heading, notes = RULES_OPENED[kind]
+        assert hosting.is_visible() and hosting.inner_text().startswith(heading)
+        assert [note.split(":")[0] for note in hosting.locator("p.note").all_inner_texts()] \
+            == notes
+        assert page.locator("#board-rules .rules").inner_text().startswith("Ranking rule.")
+    assert dialogs == []
