@@ -23,13 +23,11 @@ import argparse
 import io
 import json
 import os
-import struct
 import sys
 import tempfile
 import threading
 import time
 import zipfile
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,23 +36,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 from harness import machine  # noqa: E402
+from lb_helpers import lying_zip  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 MIB = 1 << 20
 GOAL_MIB, GOAL_SECONDS = 150, 1.0
-
-
-def lying_zip(method: int, content: bytes, declared: bytes, name="predictions.jsonl") -> bytes:
-    """One member holding `content` whose headers declare `declared` (size and CRC-32)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
-        archive.writestr(name, content)
-    data = bytearray(buffer.getvalue())
-    local, central = data.index(b"PK\x03\x04"), data.index(b"PK\x01\x02")
-    for crc_at, size_at in ((local + 14, local + 22), (central + 16, central + 24)):
-        struct.pack_into("<L", data, crc_at, zlib.crc32(declared))
-        struct.pack_into("<L", data, size_at, len(declared))
-    return bytes(data)
 
 
 def nested_lines(count: int, size: int = MIB) -> bytes:

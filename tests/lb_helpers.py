@@ -295,3 +295,23 @@ def skip_unless_shown(library: str, worked: bool, what: str) -> None:
     if not worked:
         pytest.skip(f"{library} {version(library)} does not {what}: no unguarded "
                     "demonstration")
+
+
+def lying_zip(method: int, content: bytes, declared: bytes, name="predictions.jsonl") -> bytes:
+    """A zip of one member, NAME, whose stream holds `content` (compressed with `method`)
+    while both its headers declare `declared` (its size and CRC-32): the stdlib cuts what it
+    unpacks to the declared size, so the CRC holds."""
+    import io
+    import struct
+    import zipfile
+    import zlib
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        archive.writestr(name, content)
+    data = bytearray(buffer.getvalue())
+    local, central = data.index(b"PK\x03\x04"), data.index(b"PK\x01\x02")
+    for crc_at, size_at in ((local + 14, local + 22), (central + 16, central + 24)):
+        struct.pack_into("<L", data, crc_at, zlib.crc32(declared))
+        struct.pack_into("<L", data, size_at, len(declared))
+    return bytes(data)

@@ -3,12 +3,10 @@ refused while it is read, with memory bounded by the upload (tracemalloc counts 
 allocation, the decompressors' output and parsed objects included)."""
 from __future__ import annotations
 
-import io
 import json
 import struct
 import tracemalloc
 import zipfile
-import zlib
 
 import pytest
 
@@ -17,6 +15,8 @@ from leaderboard.intake.json_shape import MAX_DEPTH, RECORD_VALUES, json_shape, 
 from leaderboard.intake.validate import expand, validate_submission
 from leaderboard.tracks import make_track
 from tasks.plumbing.errors import DataError
+
+from lb_helpers import lying_zip
 
 
 def _peak(call) -> tuple[int, Exception]:
@@ -27,21 +27,6 @@ def _peak(call) -> tuple[int, Exception]:
         return tracemalloc.get_traced_memory()[1], caught.value
     finally:
         tracemalloc.stop()
-
-
-def _lying_zip(method: int, content: bytes, declared: bytes) -> bytes:
-    """A zip of one member, predictions.jsonl, whose stream holds `content` while both its
-    headers declare `declared` (its size and CRC-32): the stdlib cuts what it unpacks to
-    the declared size, so the CRC holds."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
-        archive.writestr("predictions.jsonl", content)
-    data = bytearray(buffer.getvalue())
-    local, central = data.index(b"PK\x03\x04"), data.index(b"PK\x01\x02")
-    for crc_at, size_at in ((local + 14, local + 22), (central + 16, central + 24)):
-        struct.pack_into("<L", data, crc_at, zlib.crc32(declared))
-        struct.pack_into("<L", data, size_at, len(declared))
-    return bytes(data)
 
 
 DECLARED = b'{"a": 1}\n\n'  # ten bytes
@@ -57,7 +42,7 @@ def abs_lines(usb_fixture_dir) -> bytes:
 def test_a_bzip2_member_is_refused_by_its_method_unread():
     """897 bytes of zip held 1 GiB of newlines in bzip2: `zipfile` unpacked the whole stream
     before cutting it to the declared 10 bytes (+1,970 MiB)."""
-    bomb = _lying_zip(zipfile.ZIP_BZIP2, b"\n" * (8 << 20), DECLARED)
+    bomb = lying_zip(zipfile.ZIP_BZIP2, b"\n" * (8 << 20), DECLARED)
     assert len(bomb) < 2_000
     peak, error = _peak(lambda: expand([Upload("bomb.zip", bomb)], Limits()))
     assert str(error) == ("bomb.zip: archive member 'predictions.jsonl' is compressed with "
@@ -67,9 +52,9 @@ def test_a_bzip2_member_is_refused_by_its_method_unread():
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_LZMA, 99])
 def test_other_methods_are_refused_naming_them(method):
-    data = _lying_zip(zipfile.ZIP_STORED, DECLARED, DECLARED)
+    data = lying_zip(zipfile.ZIP_STORED, DECLARED, DECLARED)
     if method == zipfile.ZIP_LZMA:
-        data = _lying_zip(zipfile.ZIP_LZMA, DECLARED, DECLARED)
+        data = lying_zip(zipfile.ZIP_LZMA, DECLARED, DECLARED)
     else:
         patched = bytearray(data)
         for at in (patched.index(b"PK\x03\x04") + 8, patched.index(b"PK\x01\x02") + 10):
@@ -82,7 +67,7 @@ def test_other_methods_are_refused_naming_them(method):
 def test_a_deflate_stream_running_past_its_declared_size_is_refused_as_it_unpacks():
     """With deflate, 522 KB of upload cost 948 MiB: the member is now refused as corrupt at
     its first chunk past the declared size, never unpacked further."""
-    bomb = _lying_zip(zipfile.ZIP_DEFLATED, DECLARED + b"\n" * (48 << 20), DECLARED)
+    bomb = lying_zip(zipfile.ZIP_DEFLATED, DECLARED + b"\n" * (48 << 20), DECLARED)
     assert len(bomb) < 60_000
     peak, error = _peak(lambda: expand([Upload("bomb.zip", bomb)], Limits()))
     assert str(error) == ("bomb.zip: archive member 'predictions.jsonl' cannot be read (its "
@@ -92,13 +77,13 @@ def test_a_deflate_stream_running_past_its_declared_size_is_refused_as_it_unpack
 
 def test_honest_stored_and_deflate_members_read_exactly(abs_lines):
     for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        data = _lying_zip(method, abs_lines, abs_lines)
+        data = lying_zip(method, abs_lines, abs_lines)
         (member,) = expand([Upload("ok.zip", data)], Limits())
         assert member.name == "ok.zip:predictions.jsonl" and member.data == abs_lines
 
 
 def test_a_member_shorter_than_declared_is_refused():
-    data = _lying_zip(zipfile.ZIP_DEFLATED, DECLARED[:4], DECLARED)
+    data = lying_zip(zipfile.ZIP_DEFLATED, DECLARED[:4], DECLARED)
     with pytest.raises(DataError, match=r"cannot be read \(4 bytes where its header declares "
                                         r"10\)"):
         expand([Upload("short.zip", data)], Limits())
