@@ -12,9 +12,11 @@ a tar listing is read (a zip listing's size is bounded before it is parsed;
 `leaderboard.intake.archives`). Damaged, encrypted or unsupported members are refused by name;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must be
 UTF-8, a JSON object and at most `max_line_bytes` long (scoring one huge prediction takes
-memory far beyond its size: ROUGE-L's table grows with its length); the records then go to the
-track's `check` against a manifest (the server's, or one fetched from it by the client; without
-one, only the shape is checked). Every problem is reported with its file, line and field
+memory far beyond its size: ROUGE-L's table grows with its length), and is parsed only when
+its nesting and value count, counted from its bytes, fit a record's
+(`leaderboard.intake.json_shape`); the records then go to the track's `check` against a manifest
+(the server's, or one fetched from it by the client; without one, only the shape is checked),
+one at a time on the server. Every problem is reported with its file, line and field
 (`SubmissionErrors`).
 """
 from __future__ import annotations
@@ -175,7 +177,9 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
     counted = Counted(located)
     try:
         checked = track.check(counted, manifest)
-    except Exception:  # the reading's problems first, as if no check had run
+    except Exception as error:  # the reading's problems first, as if no check had run
+        if isinstance(error, DataError) and not isinstance(error, SubmissionErrors):
+            raise  # the reading's own refusal (more lines than max_records), as before
         for _ in counted:  # the lines the check did not draw, read for their problems
             pass
         errors.raise_if_any()
