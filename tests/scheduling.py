@@ -22,6 +22,7 @@ SHARED_SERVICE_MODULES = frozenset({
     "tests/benchmark/test_viewer.py",
     "tests/leaderboard/test_leaderboard_browser.py",
     "tests/leaderboard/test_leaderboard_live.py",
+    "tests/leaderboard/test_leaderboard_queue.py",
     "tests/leaderboard/test_leaderboard_rebuild.py",
     "tests/leaderboard/test_leaderboard_resubmit.py",
 })

@@ -2,7 +2,10 @@
 generated tokens and wall-clock seconds of each.
 
 - `evaluations_per_user` (default 2): a user's evaluations queued or running at once; one
-  more is refused when submitted (429, naming the limit). Admins have none.
+  more is refused when submitted (429, naming the limit). Admins have none. An evaluation
+  deleted or hidden while it runs holds its slot until its worker has ended the model's
+  process (leaderboard.service.jobs.request_stop), so deleting and submitting again never
+  runs more at once.
 - An evaluation's token budget: `evaluate_token_budget`, or by default (0) the board's test
   items times the release's `max_new_tokens` (what a model that never stops spends at most).
   The evaluation process stops past it.
@@ -16,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, exists, func, or_, select
 
-from leaderboard.service.db import Submission, User
+from leaderboard.service.db import Job, Submission, User
+from leaderboard.service.jobs import HELD_STATES
 from leaderboard.service.settings import InstanceSettings
 from leaderboard.service.submissions import QuotaExceeded
 
@@ -48,9 +52,14 @@ def evaluation_budget(settings: InstanceSettings, items: int,
 
 
 def evaluations_waiting(session, user: User) -> int:
+    """The user's evaluations queued or running: not deleted, in RUNNING_STATES, or (deleted
+    too) with an evaluate job a worker still holds (running, or stopping its process)."""
+    held = exists(select(Job.id).where(Job.submission_id == Submission.id,
+                                       Job.kind == "evaluate", Job.state.in_(HELD_STATES)))
     return int(session.scalar(select(func.count(Submission.id)).where(
-        Submission.user_id == user.id, Submission.kind == "evaluation",
-        Submission.deleted.is_(False), Submission.status.in_(RUNNING_STATES))) or 0)
+        Submission.user_id == user.id, Submission.kind == "evaluation", or_(
+            and_(Submission.deleted.is_(False), Submission.status.in_(RUNNING_STATES)),
+            held))) or 0)
 
 
 def check_evaluation_slots(session, settings: InstanceSettings, user: User) -> None:

@@ -38,7 +38,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 SUBMISSION_STATES = ("queued", "evaluating", "scoring", "scored", "rejected", "failed")
-JOB_STATES = ("queued", "running", "done", "failed")
+#: "stopping": its submission was deleted or hidden, its worker is ending its process
+JOB_STATES = ("queued", "running", "stopping", "done", "failed")
 #: who made an entry: a user's submission, or rows the server computes itself
 ENTRY_KINDS = ("submission", "evaluation", "baseline", "reference", "builtin")
 

@@ -14,7 +14,10 @@ the predictions, checked like a file's but with every label count accepted (they
 by the official rule and counted), and queues the ordinary score job, in one transaction,
 once (a job taken over after its worker died finds the predictions
 stored and stops). A model that cannot be fetched, loaded or evaluated, runs too long or out
-of memory ends "failed" with the reason, without a retry.
+of memory ends "failed" with the reason, without a retry. An evaluation whose submission is
+deleted or hidden while it runs is stopped (leaderboard.service.jobs.request_stop): the worker
+polls for it, kills the model's process and waits until it is gone, then ends the job
+"failed" with the reason, and stores nothing.
 """
 from __future__ import annotations
 
@@ -38,10 +41,11 @@ from leaderboard.service.compute import check_evaluation_slots, evaluation_budge
 from leaderboard.service.db import Database, Job, Submission, User, pack
 from leaderboard.service.evaluation_process import (
     EvaluationFailed,
+    EvaluationStopped,
     supervise,
 )
 from leaderboard.service.gold import board_inputs, board_manifest, gold_for, require_board
-from leaderboard.service.jobs import finish
+from leaderboard.service.jobs import fail_job, finish, stop_requested
 from leaderboard.service.model_fetch import fetch_model
 from leaderboard.service.model_source import (
     ModelLimits,
@@ -174,6 +178,10 @@ def _queue(database: Database, settings: InstanceSettings, user: User, identical
 def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
     with database.write_session() as session:
         submission = session.get(Submission, job.submission_id)
+        stopped = session.get(Job, job.id)
+        if stopped.state == "stopping":  # stopped while its worker died
+            fail_job(session, job.id, job.submission_id, stopped.error)
+            return
         if submission.deleted or submission.predictions is not None:
             finish(session, job.id)  # deleted, or stored by a run of this job that died later
             return
@@ -191,7 +199,7 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
                           "removed_fields": list(fetched.removed)}
             claim_content(database, job, evaluation)
             outcome = run_child(database, track, board, evaluation, settings, options,
-                                folder, fetched.folder)
+                                folder, fetched.folder, lambda: stop_requested(database, job.id))
             predictions = read_predictions(folder / "run")
             store_evaluation(database, job, track, board, {**evaluation, **outcome},
                              predictions)
@@ -281,9 +289,9 @@ def same_model(session, submission: Submission, evaluation: dict) -> Submission 
 
 def run_child(database: Database, track, board: str, evaluation: dict,
               settings: InstanceSettings, options: EvaluateOptions, folder: Path,
-              model: Path) -> dict:
-    """Write the board's inputs and the request, run the child under the limits; its
-    evaluation.json, or EvaluationFailed."""
+              model: Path, stop) -> dict:
+    """Write the board's inputs and the request, run the child under the limits (and until
+    `stop()` gives a reason); its evaluation.json, or EvaluationFailed."""
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
     budget = evaluation_budget(settings, sum(map(len, inputs["parts"].values())),
@@ -296,7 +304,8 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     started = time.monotonic()
     code, peak_rss = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
                                 str(folder / "request.json")], budget.seconds,
-                               settings.evaluate_memory_bytes, folder / "stderr.log", folder)
+                               settings.evaluate_memory_bytes, folder / "stderr.log", folder,
+                               stop)
     seconds = time.monotonic() - started
     run = folder / "run"
     if code != 0:
@@ -337,6 +346,9 @@ def store_evaluation(database: Database, job, track, board: str, evaluation: dic
     with database.write_session() as session:
         submission = session.scalars(select(Submission).where(
             Submission.id == job.submission_id).with_for_update()).one()
+        row = session.get(Job, job.id)
+        if row.state == "stopping":  # stopped as the process ended: nothing is stored
+            raise EvaluationStopped(row.error)
         if submission.predictions is not None:  # stored by an earlier run of this job
             finish(session, job.id)
             return
@@ -352,8 +364,4 @@ def fail(database: Database, job, reason: str) -> None:
     """End the job and its submission "failed" with the reason (no retry: the same model
     would fail the same way)."""
     with database.write_session() as session:
-        submission = session.get(Submission, job.submission_id)
-        submission.status = "failed"
-        submission.errors = json.dumps([{"file": None, "line": None, "field": None,
-                                         "message": reason}])
-        finish(session, job.id, "failed", reason)
+        fail_job(session, job.id, job.submission_id, reason)

@@ -1,10 +1,15 @@
 """The process that evaluates a submitted model, as a worker runs it: its environment (none
-of the worker's credentials, offline), its death with the worker, and its wall-clock and
-memory limits (leaderboard.service.evaluation starts it; evaluate_child is its program)."""
+of the worker's credentials, offline), its death with the worker, its wall-clock and memory
+limits, and its end when its evaluation is stopped (the submission deleted or hidden); it runs
+in a process group of its own, which is killed whole, and the worker waits until the process
+is gone (leaderboard.service.evaluation starts it; evaluate_child is its program)."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tasks.plumbing.errors import SumbenchError
@@ -14,6 +19,10 @@ POLL_SECONDS = 0.5
 
 class EvaluationFailed(SumbenchError):
     """The model could not be evaluated: the reason a participant reads."""
+
+
+class EvaluationStopped(EvaluationFailed):
+    """The evaluation was stopped (its submission deleted or hidden): the reason."""
 
 #: what the evaluation process may see of the worker's environment (no credentials, no
 #: database address; the operator's task plug-ins, so that their tasks evaluate); it runs
@@ -51,21 +60,25 @@ def die_with_parent(signal_number: int | None = None) -> None:
         pass
 
 
-def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path,
-              scratch: Path) -> tuple[int, int]:
-    """Run `command` in `scratch` (its output to `log`), killing it past `seconds` or when
-    its resident memory (with its children's) passes `memory_bytes`; (its exit status, the
-    most resident memory polled), or EvaluationFailed naming the limit."""
+def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path, scratch: Path,
+              stop: Callable[[], str | None] = lambda: None) -> tuple[int, int]:
+    """Run `command` in `scratch` (its output to `log`), killing it past `seconds`, when its
+    resident memory (with its children's) passes `memory_bytes`, or when `stop()` (polled)
+    gives a reason; (its exit status, the most resident memory polled), or EvaluationFailed
+    naming the limit (EvaluationStopped: the reason), raised once the process is gone."""
     import psutil
 
     with open(log, "wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                    cwd=scratch, env=child_environment(scratch),
-                                   preexec_fn=die_with_parent)
+                                   start_new_session=True, preexec_fn=die_with_parent)
         deadline = time.monotonic() + seconds
         peak = 0
         try:
             while process.poll() is None:
+                reason = stop()
+                if reason is not None:
+                    raise EvaluationStopped(reason)
                 if time.monotonic() > deadline:
                     raise EvaluationFailed(f"the evaluation timed out after {seconds} s (this "
                                            f"board's limit for one evaluation)")
@@ -76,9 +89,43 @@ def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path,
                 time.sleep(POLL_SECONDS)
             return process.returncode, peak
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            end_process_group(psutil, process)
+
+
+def end_process_group(psutil, process: subprocess.Popen, grace: float = 10.0) -> None:
+    """Kill the process's group (the process leads it) and whatever it started, and wait until
+    the process is gone (reaped) and its descendants too; a descendant still there after
+    `grace` seconds is named in an error."""
+    descendants = []
+    if process.poll() is None:
+        try:
+            descendants = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:  # it ended meanwhile
+            pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+    for child in descendants:  # one that left the group too
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + grace
+    while alive := [child for child in descendants if not gone(psutil, child)]:
+        if time.monotonic() > deadline:
+            raise OSError(f"processes {[child.pid for child in alive]} of the evaluation "
+                          f"process {process.pid} outlived SIGKILL for {grace} s")
+        time.sleep(0.05)
+
+
+def gone(psutil, process) -> bool:
+    """Whether a process (not the worker's child: init reaps it) has ended."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:  # no such process (psutil also checks its start time)
+        return True
 
 
 def resident_bytes(psutil, pid: int) -> int:

@@ -1,5 +1,6 @@
 """Accepting submissions (validated, stored with a scoring job, audited), hiding, deleting
-and the public view of one submission.
+and the public view of one submission. Deleting or hiding an evaluation that has not ended
+stops it (leaderboard.service.jobs.request_stop).
 
 A rejected submission stores nothing but its audit row. An accepted one stores the checked
 minimal records (private), its model card (self-reported) and a "score" job for the workers.
@@ -28,6 +29,7 @@ from leaderboard.service.auth import (
 )
 from leaderboard.service.db import Database, Job, Submission, User, pack, utcnow
 from leaderboard.service.gold import board_manifest
+from leaderboard.service.jobs import STOP_REASONS, request_stop
 from leaderboard.service.probing import item_digests
 from leaderboard.service.publish import rebuild_board
 from leaderboard.service.settings import InstanceSettings
@@ -240,8 +242,11 @@ def owned(session, submission_id: int, user: User) -> Submission:
 
 
 def set_hidden(database: Database, submission_id: int, user: User, hidden: bool) -> dict:
+    """Hide or show a submission; hiding an evaluation that has not ended stops it."""
     with database.write_session() as session:
         submission = owned(session, submission_id, user)
+        if hidden and not submission.hidden:
+            request_stop(session, submission_id, STOP_REASONS["hide"])
         submission.hidden, submission.updated_at = hidden, utcnow()
         audit(session, user.name, "hide" if hidden else "unhide", "accepted",
               submission_id=submission_id)
@@ -251,9 +256,11 @@ def set_hidden(database: Database, submission_id: int, user: User, hidden: bool)
 
 
 def delete(database: Database, submission_id: int, user: User) -> dict:
-    """Mark deleted and drop the private predictions (scores stay as history)."""
+    """Mark deleted and drop the private predictions (scores stay as history); an evaluation
+    that has not ended is stopped (its slot is given back once its process is gone)."""
     with database.write_session() as session:
         submission = owned(session, submission_id, user)
+        request_stop(session, submission_id, STOP_REASONS["delete"])
         submission.deleted, submission.predictions = True, None
         submission.updated_at = utcnow()
         audit(session, user.name, "delete", "accepted", submission_id=submission_id)

@@ -1,15 +1,19 @@
 """Compute one participant cannot hog: evaluations have a worker of their own in `serve`, so
 a predictions file is scored while a model that never stops runs; a user's evaluations
-queued or running are capped; an evaluation's generated tokens and wall-clock seconds are
-bounded by a budget that grows with the board (leaderboard.service.compute)."""
+queued or running are capped, and one deleted or hidden while it runs holds its slot until
+its process is gone; an evaluation's generated tokens and wall-clock seconds are bounded by a
+budget that grows with the board (leaderboard.service.compute)."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from leaderboard.service.compute import evaluation_budget
+from leaderboard.service.db import Job
 from leaderboard.service.settings import InstanceSettings, load_settings, save_settings
 from leaderboard.service.worker import Worker
 
@@ -111,6 +115,96 @@ def test_an_evaluation_over_its_token_budget_fails_naming_it(lab):
             "the model cannot be evaluated: it generated 7 tokens by the end of "
             "fixing_factuality, over this evaluation's budget of 3")
     finally:
+        restore()
+
+
+def _evaluate_child(psutil, timeout: float = 120, cpu_seconds: float = 2.0):
+    """This process's evaluation process (a worker thread here started it), once it has
+    spent `cpu_seconds` (it is loading or running the model)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process().children():
+            if "leaderboard.service.evaluate_child" in " ".join(child.cmdline()):
+                with contextlib.suppress(psutil.Error):
+                    if sum(child.cpu_times()[:2]) >= cpu_seconds:
+                        return child
+        time.sleep(0.05)
+    raise AssertionError(f"no evaluation process ran {cpu_seconds} s in {timeout} s")
+
+
+@pytest.mark.parametrize("action", ["delete", "hide"])
+@pytest.mark.slow
+def test_a_running_evaluation_deleted_or_hidden_is_stopped_before_its_slot_is_free(lab,
+                                                                                  action):
+    """A worker runs a model that never stops; its owner deletes (hides) it: the model's
+    process is gone before the owner may submit another (the limit is one), and meanwhile
+    another is refused."""
+    import threading
+
+    import psutil
+
+    from leaderboard.service.auth import create_token
+    from leaderboard.service.jobs import STOP_REASONS
+
+    user = f"stopper-{action}"
+    lab["tokens"][user] = create_token(lab["database"], user)
+    restore, stop = _settings(lab, evaluations_per_user=1), threading.Event()
+    worker = threading.Thread(target=Worker(lab["database"], kinds=("evaluate",),
+                                            evaluate=lab["options"]).run, args=(stop, 0.1))
+    worker.start()
+    again = None
+    try:
+        running = _evaluate(lab["client"], lab, distinct_copy(
+            lab["models"], f"endless-{action}", "team/endless"), user)
+        assert running.status_code == 202, running.text
+        child = _evaluate_child(psutil)
+        after = distinct_copy(lab["models"], f"after-{action}")
+        assert _evaluate(lab["client"], lab, after, user).status_code == 429
+        path = f"/api/v1/submissions/{running.json()['id']}"
+        changed = lab["client"].request(*(("DELETE", path) if action == "delete" else (
+            "POST", f"{path}/hide")), headers={"Authorization": f"Bearer {lab['tokens'][user]}"})
+        assert changed.status_code == 200, changed.text
+        deadline = time.monotonic() + 60
+        while (again := _evaluate(lab["client"], lab, after, user)).status_code == 429:
+            assert time.monotonic() < deadline, "the slot was never given back"
+            time.sleep(0.05)
+        assert again.status_code == 202, again.text
+        assert not child.is_running(), "the slot was given back while the model still ran"
+    finally:
+        if again is not None and again.status_code == 202:
+            _delete(lab, again, user)  # not evaluated: no other test's worker finds it
+        stop.set()
+        worker.join()
+        restore()
+    with lab["database"].session() as session:
+        job = session.scalars(select(Job).filter_by(submission_id=running.json()["id"])).one()
+        assert (job.state, job.error) == ("failed", STOP_REASONS[action])
+
+
+@pytest.mark.slow
+def test_one_user_s_queue_delays_another_s_first_evaluation_by_one_at_most(lab):
+    """A queues three evaluations, then B one; a worker evaluates B's second."""
+    from leaderboard.service.auth import create_token
+
+    for user in ("queue-a", "queue-b"):
+        lab["tokens"][user] = create_token(lab["database"], user)
+    restore, queued = _settings(lab, evaluations_per_user=3), []
+    try:
+        for user, name in [("queue-a", f"queue-a{n}") for n in range(3)] + [
+                ("queue-b", "queue-b")]:
+            queued.append((_evaluate(lab["client"], lab, distinct_copy(lab["models"], name),
+                                     user), user))
+            assert queued[-1][0].status_code == 202, queued[-1][0].text
+        worker = Worker(lab["database"], kinds=("evaluate",), evaluate=lab["options"])
+        assert worker.run_once() and worker.run_once()
+        with lab["database"].session() as session:
+            evaluated = set(session.scalars(select(Job.submission_id).where(
+                Job.kind == "evaluate", Job.state == "done")))
+        ids = [answer.json()["id"] for answer, _ in queued]
+        assert evaluated & set(ids) == {ids[0], ids[3]}
+    finally:
+        for answer, user in queued:
+            _delete(lab, answer, user)
         restore()
 
 
