@@ -66,12 +66,14 @@ class LadderAnswer(BaseModel):
 
 
 class Cost(BaseModel):
-    """What an evaluated entry cost, as the server measured it (GPU memory: None on a CPU)."""
+    """What an evaluated entry cost, as the server measured it (GPU memory: None on a CPU);
+    of a failed evaluation, what it spent up to the failure (generated tokens and the device:
+    None when its process was ended before it could report them)."""
     seconds: float
-    generated_tokens: int
+    generated_tokens: int | None = None
     peak_rss_bytes: int
     peak_gpu_bytes: int | None = None
-    device: str
+    device: str | None = None
 
 
 class SubmissionView(BaseModel):

@@ -6,11 +6,15 @@ generated tokens and wall-clock seconds of each.
   deleted or hidden while it runs holds its slot until its worker has ended the model's
   process (leaderboard.service.jobs.request_stop), so deleting and submitting again never
   runs more at once.
-- An evaluation's token budget: `evaluate_token_budget`, or by default (0) the board's test
-  items times the release's `max_new_tokens` (what a model that never stops spends at most).
-  The evaluation process stops past it.
-- Its wall-clock limit grows with that budget: `evaluate_base_seconds` plus
-  `evaluate_seconds_per_token` per budgeted token, never more than `evaluate_seconds`.
+- An evaluation's token budget: `evaluate_token_budget`, or by default (0) the release's
+  `max_new_tokens` for every model input the evaluation runs (each EVEXT claim and window,
+  each EXT window, each FAC pair, ...: what a model that never stops spends at most), planned
+  by the evaluation process with the code `sumbench predict` plans with and the model's own
+  tokenizer. The evaluation process stops past it.
+- Its wall-clock limit grows with the model inputs, planned by the worker the same way
+  without the model's tokenizer (an input longer than a window counts once):
+  `evaluate_base_seconds` plus `evaluate_seconds_per_token` per budgeted token, never more
+  than `evaluate_seconds`.
 
 When a limit is hit the entry fails with the limit in its reason. Scoring and analysis never
 wait for an evaluation: the server runs them on workers of their own (`serve`).
@@ -43,10 +47,11 @@ class EvaluationBudget:
         return {"max_generated_tokens": self.tokens, "seconds": self.seconds}
 
 
-def evaluation_budget(settings: InstanceSettings, items: int,
+def evaluation_budget(settings: InstanceSettings, generations: int,
                       max_new_tokens: int) -> EvaluationBudget:
-    """The budget of an evaluation of `items` test items (see the module's rules)."""
-    tokens = settings.evaluate_token_budget or items * max_new_tokens
+    """The budget of an evaluation that runs `generations` model inputs (see the module's
+    rules)."""
+    tokens = settings.evaluate_token_budget or generations * max_new_tokens
     seconds = settings.evaluate_base_seconds + tokens * settings.evaluate_seconds_per_token
     return EvaluationBudget(int(tokens), int(min(settings.evaluate_seconds, seconds)))
 

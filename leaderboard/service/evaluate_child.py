@@ -6,8 +6,9 @@ It loads the worker's checked copy of the model (leaderboard.service.model_fetch
 safetensors only and without the model's own code, and predicts every task of the board on
 the board's public inputs with the code and defaults of `sumbench predict`
 (trainers.inference.predict). It writes OUT/predictions/<task>.jsonl and OUT/evaluation.json (the
-model's fingerprint, counts), or OUT/error.json with the reason a participant should read,
-exiting 3 (the model cannot be evaluated) or 4 (out of memory). It dies with its worker
+model's fingerprint, counts, the token budget it planned), or OUT/error.json with the reason
+a participant should read and what it had spent by then, exiting 3 (the model cannot be
+evaluated) or 4 (out of memory). It dies with its worker
 (Linux: the parent-death signal, set by the worker as it starts the process).
 """
 from __future__ import annotations
@@ -20,29 +21,49 @@ from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_json
 from tasks.plumbing.provenance import cpu_model
 from trainers.inference.generation import model_device
-from trainers.inference.predict import PredictSpec, load_model, prepared_fingerprint, run_task
+from trainers.inference.predict import (
+    PredictSpec,
+    format_windows,
+    load_model,
+    prepared_fingerprint,
+    run_task,
+)
 
 EXIT_UNLOADABLE, EXIT_MEMORY = 3, 4
 
 
-def evaluate(request: dict) -> dict:
+def evaluate(request: dict, progress: dict) -> dict:
+    """Predict every task of the board; `progress` holds the device and each finished
+    task's counts as they come (what a failed evaluation still reports of its cost)."""
     out = Path(request["out"])
     model, tokenizer, info = load_model(request["model"], safetensors_only=True)
     spec = PredictSpec.from_dict(request["spec"])
     fingerprint = prepared_fingerprint(model, tokenizer, spec)
-    counts, budget = {}, request.get("max_generated_tokens")
-    for name in request["tasks"]:
-        task = get_task(name)
-        instances = task.instances(task.load("test", request["board"], request["inputs"]))
-        result = run_task(task, instances, model, tokenizer, spec, out, resume=False,
+    progress["device"] = model_device(model)
+    counts = progress.setdefault("counts", {})
+    tasks = {name: get_task(name) for name in request["tasks"]}
+    instances = {name: task.instances(task.load("test", request["board"], request["inputs"]))
+                 for name, task in tasks.items()}
+    budget = request.get("max_generated_tokens") or token_budget(
+        tasks, instances, tokenizer, spec)
+    for name, task in tasks.items():
+        result = run_task(task, instances[name], model, tokenizer, spec, out, resume=False,
                           model_print=fingerprint)
-        counts[name] = {"instances": len(instances), **result.counts}
+        counts[name] = {"instances": len(instances[name]), **result.counts}
         spent = sum(count.get("generated_tokens", 0) for count in counts.values())
-        if budget is not None and spent > budget:
+        if spent > budget:
             raise SumbenchError(f"it generated {spent} tokens by the end of {name}, over "
                                 f"this evaluation's budget of {budget}")
-    return {"model_fingerprint": fingerprint, "counts": counts,
-            "measured": measured(model_device(model), counts)}
+    return {"model_fingerprint": fingerprint, "counts": counts, "max_generated_tokens": budget,
+            "measured": measured(progress["device"], counts)}
+
+
+def token_budget(tasks: dict, instances: dict, tokenizer, spec: PredictSpec) -> int:
+    """What a model that never stops generates at most: `max_new_tokens` for every model
+    input the evaluation will run (each EVEXT claim and window, each EXT window, ...), planned
+    by the code `run_task` plans with (`format_windows`, with the model's own tokenizer)."""
+    return spec.max_new_tokens * sum(len(format_windows(task, instances[name], tokenizer, spec))
+                                     for name, task in tasks.items())
 
 
 def measured(device, counts: dict) -> dict:
@@ -67,24 +88,27 @@ def reason_of(error: BaseException, scratch: str) -> str:
 
 def main(argv: list[str]) -> int:
     request = read_json(argv[0])
-    out = Path(request["out"])
+    out, progress = Path(request["out"]), {}
+
+    def failed(reason: str, code: int) -> int:
+        spent = measured(progress["device"], progress.get("counts", {})) \
+            if "device" in progress else None  # the cost up to the failure
+        write_json(out / "error.json", {"reason": reason, "measured": spent})
+        return code
+
     try:
-        write_json(out / "evaluation.json", evaluate(request))
+        write_json(out / "evaluation.json", evaluate(request, progress))
         return 0
     except MemoryError:
-        write_json(out / "error.json", {"reason": "the evaluation ran out of memory"})
-        return EXIT_MEMORY
+        return failed("the evaluation ran out of memory", EXIT_MEMORY)
     except RuntimeError as error:  # CUDA out of memory, kernels the model cannot run
         if "out of memory" in str(error).lower():
-            write_json(out / "error.json", {"reason": "the evaluation ran out of memory"})
-            return EXIT_MEMORY
-        write_json(out / "error.json", {"reason": "the model cannot be evaluated: " +
-                                        reason_of(error, request["scratch"])})
-        return EXIT_UNLOADABLE
+            return failed("the evaluation ran out of memory", EXIT_MEMORY)
+        return failed("the model cannot be evaluated: " + reason_of(error, request["scratch"]),
+                      EXIT_UNLOADABLE)
     except (SumbenchError, OSError, ValueError) as error:
-        write_json(out / "error.json", {"reason": "the model cannot be evaluated: " +
-                                        reason_of(error, request["scratch"])})
-        return EXIT_UNLOADABLE
+        return failed("the model cannot be evaluated: " + reason_of(error, request["scratch"]),
+                      EXIT_UNLOADABLE)
 
 
 if __name__ == "__main__":

@@ -64,9 +64,10 @@ from leaderboard.service.submissions import (
 )
 from leaderboard.service.system_rows import TRUSTED_LIMITS
 from leaderboard.tracks.usb import UsbTrack
+from tasks import get_task
 from tasks.plumbing.errors import DataError, SumbenchError
 from trainers.finetuning.profiles import get_profile
-from trainers.inference.predict import PredictSpec
+from trainers.inference.predict import PredictSpec, format_windows
 
 #: the tracks whose boards can evaluate a model (their parts are tasks `sumbench predict` runs)
 EVALUATED_TRACKS = ("usb",)
@@ -204,7 +205,7 @@ def evaluate_job(database: Database, job, options: EvaluateOptions) -> None:
             store_evaluation(database, job, track, board, {**evaluation, **outcome},
                              predictions)
     except EvaluationFailed as error:
-        fail(database, job, str(error))
+        fail(database, job, str(error), error.cost)
 
 
 def fetch_checked(evaluation: dict, options: EvaluateOptions, settings: InstanceSettings,
@@ -294,34 +295,61 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     `stop()` gives a reason); its evaluation.json, or EvaluationFailed."""
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
-    budget = evaluation_budget(settings, sum(map(len, inputs["parts"].values())),
-                               int(evaluation["predict"]["max_new_tokens"]))
+    budget = evaluation_budget(settings, planned_generations(
+        folder / "inputs", board, sorted(inputs["parts"]), evaluation["predict"]),
+        int(evaluation["predict"]["max_new_tokens"]))
     request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
                "tasks": sorted(inputs["parts"]), "out": str(folder / "run"),
                "spec": {**evaluation["predict"], "device": options.device},
-               "scratch": str(folder), "max_generated_tokens": budget.tokens}
+               "scratch": str(folder),
+               # None: the process plans its budget with the model's own tokenizer
+               "max_generated_tokens": settings.evaluate_token_budget or None}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     started = time.monotonic()
-    code, peak_rss = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
-                                str(folder / "request.json")], budget.seconds,
-                               settings.evaluate_memory_bytes, folder / "stderr.log", folder,
-                               stop)
+    try:
+        code, peak_rss = supervise([sys.executable, "-m", "leaderboard.service.evaluate_child",
+                                    str(folder / "request.json")], budget.seconds,
+                                   settings.evaluate_memory_bytes, folder / "stderr.log",
+                                   folder, stop)
+    except EvaluationFailed as error:  # a limit, or stopped: the process is gone
+        error.cost = evaluation_cost(None, time.monotonic() - started, error.peak_rss_bytes)
+        raise
     seconds = time.monotonic() - started
     run = folder / "run"
     if code != 0:
         error = run / "error.json"
-        reason = json.loads(error.read_text())["reason"] if error.is_file() else \
-            f"the evaluation process failed (exit status {code})"
-        raise EvaluationFailed(reason)
+        failure = json.loads(error.read_text()) if error.is_file() else {
+            "reason": f"the evaluation process failed (exit status {code})"}
+        raise EvaluationFailed(failure["reason"], cost=evaluation_cost(
+            failure.get("measured"), seconds, peak_rss))
     outcome = json.loads((run / "evaluation.json").read_text())
     return {**outcome, "cost": evaluation_cost(outcome.pop("measured"), seconds, peak_rss)}
 
 
-def evaluation_cost(measured: dict, seconds: float, polled_rss: int) -> dict:
+def planned_generations(inputs: Path, board: str, tasks: list[str], predict: dict) -> int:
+    """The model inputs an evaluation runs (each EVEXT claim, each FAC pair, ...), planned by
+    the code `sumbench predict` plans with (`format_windows`), here without the model's
+    tokenizer: inputs longer than a window, which it splits, count once. What the wall-clock
+    limit grows with; the evaluation process counts the windows too for its token budget."""
+    spec = PredictSpec.from_dict(predict)
+    total = 0
+    for name in tasks:
+        task = get_task(name)
+        instances = task.instances(task.load("test", board, str(inputs)))
+        total += len(format_windows(task, instances, None, spec))
+    return total
+
+
+def evaluation_cost(measured: dict | None, seconds: float, polled_rss: int) -> dict:
     """The entry's `cost`: wall seconds of the evaluation process as the worker timed it,
     generated tokens, peak resident memory (the process's own peak, or the worker's polls
-    of it with its children, whichever is higher), peak GPU memory and the device."""
-    return {"seconds": round(seconds, 3), "generated_tokens": int(measured["generated_tokens"]),
+    of it with its children, whichever is higher), peak GPU memory and the device; of a
+    process that ended before it could report (`measured` None), what the worker saw."""
+    measured = measured or {"generated_tokens": None, "peak_rss_bytes": 0,
+                            "peak_gpu_bytes": None, "device": None}
+    tokens = measured["generated_tokens"]
+    return {"seconds": round(seconds, 3),
+            "generated_tokens": None if tokens is None else int(tokens),
             "peak_rss_bytes": max(int(measured["peak_rss_bytes"]), polled_rss),
             "peak_gpu_bytes": measured["peak_gpu_bytes"], "device": measured["device"]}
 
@@ -360,8 +388,12 @@ def store_evaluation(database: Database, job, track, board: str, evaluation: dic
         finish(session, job.id)
 
 
-def fail(database: Database, job, reason: str) -> None:
+def fail(database: Database, job, reason: str, cost: dict | None = None) -> None:
     """End the job and its submission "failed" with the reason (no retry: the same model
-    would fail the same way)."""
+    would fail the same way), and what the evaluation cost up to the failure when it ran."""
     with database.write_session() as session:
         fail_job(session, job.id, job.submission_id, reason)
+        if cost is not None:
+            submission = session.get(Submission, job.submission_id)
+            submission.evaluation = json.dumps({**json.loads(submission.evaluation or "{}"),
+                                                "cost": cost}, sort_keys=True)

@@ -18,7 +18,13 @@ POLL_SECONDS = 0.5
 
 
 class EvaluationFailed(SumbenchError):
-    """The model could not be evaluated: the reason a participant reads."""
+    """The model could not be evaluated: the reason a participant reads; `cost`: what the
+    evaluation spent up to the failure, when it ran (`peak_rss_bytes`: the most resident
+    memory the worker polled before it ended the process)."""
+
+    def __init__(self, reason: str, *, cost: dict | None = None) -> None:
+        super().__init__(reason)
+        self.cost, self.peak_rss_bytes = cost, 0
 
 
 class EvaluationStopped(EvaluationFailed):
@@ -88,6 +94,9 @@ def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path, sc
                                            f"{memory_bytes} bytes resident)")
                 time.sleep(POLL_SECONDS)
             return process.returncode, peak
+        except EvaluationFailed as error:
+            error.peak_rss_bytes = peak
+            raise
         finally:
             end_process_group(psutil, process)
 

@@ -70,6 +70,53 @@ def test_the_budget_is_the_board_s_items_times_the_release_s_tokens():
                                                             "seconds": 700}
 
 
+@pytest.fixture(scope="module")
+def claims_lab(tmp_path_factory, data_dir, usb_tokenizer):
+    """A board of EVEXT alone: 3 articles in its public inputs, 13 claims the model answers."""
+    lab = evaluation_lab(tmp_path_factory.mktemp("claims"), data_dir, usb_tokenizer,
+                         ("evidence_extraction",))
+    never_stopping(lab["models"] / "team" / "tiny", lab["models"] / "team" / "endless")
+    return lab
+
+
+@pytest.mark.slow
+def test_a_model_that_never_stops_is_scored_within_the_budget_it_was_sized_for(claims_lab):
+    """The default budget was the board's input records times 767: EVEXT counted per
+    article (3) while the model generates per claim (13), so a model that never stops failed
+    ("generated 9971 tokens ... over this evaluation's budget of 2301"). Planned per model
+    input, it is scored, with its cost."""
+    lab = claims_lab
+    answer = _evaluate(lab["client"], lab, "team/endless")
+    assert answer.status_code == 202, answer.text
+    Worker(lab["database"], evaluate=lab["options"]).drain()
+    view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
+        "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+    assert view["status"] == "scored", view["errors"]
+    assert view["cost"]["generated_tokens"] == 13 * 767 == \
+        view["evaluation"]["max_generated_tokens"]
+
+
+@pytest.mark.slow
+def test_a_failed_evaluation_records_what_it_spent(claims_lab):
+    restore = _settings(claims_lab, evaluate_token_budget=767)
+    try:
+        lab = claims_lab
+        answer = _evaluate(lab["client"], lab, distinct_copy(lab["models"], "over",
+                                                             "team/endless"))
+        Worker(lab["database"], evaluate=lab["options"]).drain()
+        view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
+            "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+        assert view["status"] == "failed"
+        assert view["errors"][0]["message"] == (
+            "the model cannot be evaluated: it generated 9971 tokens by the end of "
+            "evidence_extraction, over this evaluation's budget of 767")
+        cost = view["cost"]
+        assert cost["generated_tokens"] == 9971 and cost["seconds"] > 0
+        assert cost["peak_rss_bytes"] > 0 and cost["device"].startswith("cpu")
+    finally:
+        restore()
+
+
 def _delete(lab, answer, user: str) -> None:
     deleted = lab["client"].delete(f"/api/v1/submissions/{answer.json()['id']}", headers={
         "Authorization": f"Bearer {lab['tokens'][user]}"})
