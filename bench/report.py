@@ -126,7 +126,8 @@ def details(line: dict) -> str:
     if line.get("benchmark") == "upload_abuse":
         slowest = {name: max(row["seconds"]) for name, row in line["alone"].items()}
         parts.append(f"{'all refused' if line['refused'] else 'NOT ALL REFUSED'}; worst peak "
-                     f"{line['max_over_idle_mib']} MiB over idle; slowest answer "
+                     f"{line['max_over_idle_mib']} MiB over idle; slowest attack "
+                     f"{line['max_seconds']:.2f} s (alone or three at once); alone: "
                      + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in slowest.items()))
     if "memory_ratio" in line:
         parts.append(f"memory ratio {line['memory_ratio']}, tokens/s "
@@ -146,6 +147,13 @@ def details(line: dict) -> str:
         if isinstance(line.get(arm), dict) and "median" in line[arm]:
             parts.append(f"{arm} {line[arm]['median']:.3f} s")
     return "; ".join(parts)
+
+
+def identical_text(line: dict) -> str:
+    """Whether both arms gave identical outputs; a dash for a benchmark with no two arms."""
+    if "identical" not in line:
+        return "—"
+    return "yes" if line["identical"] else "no"
 
 
 def machine_text(line: dict) -> str:
@@ -215,7 +223,7 @@ def page(lines: list[dict]) -> str:
         ratio = line.get("ratio")
         rows.append(f"| `{command}` | {what} | {goal} | "
                     f"{'—' if ratio is None else f'{ratio:.2f}'} | "
-                    f"{'yes' if line.get('identical') else 'no'} | {details(line)} | "
+                    f"{identical_text(line)} | {details(line)} | "
                     f"{machine_text(line)} | {line.get('date', '')} |")
     return "\n".join(rows + gpu_rows(lines) + fast_path_rows(lines)) + "\n"
 

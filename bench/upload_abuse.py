@@ -12,8 +12,10 @@ leaderboard serve` on 127.0.0.1, and posts (every request bounded in time):
   records.jsonl  500,000 FAC records of the right shape (the instance's record limit)
 
 then each three at a time. The server's resident memory (with its children) is polled every
-10 ms. Goals (docs/leaderboard.md): every attack refused (4xx), in under 1 s, with peak RSS
-within 150 MiB of idle; the 500,000 records answered within the same memory line.
+10 ms; seconds are the client's, from the request's start to its answer (the upload's
+transfer included). Goals (docs/leaderboard.md): every attack refused (4xx), in under 1 s,
+with peak RSS within 150 MiB of idle; the 500,000 records answered within the same memory
+line (their seconds are reported apart).
 
     python3 bench/upload_abuse.py [--json]
 """
@@ -41,6 +43,8 @@ from lb_helpers import lying_zip  # noqa: E402
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 MIB = 1 << 20
 GOAL_MIB, GOAL_SECONDS = 150, 1.0
+#: legal in shape, large: held to the memory line, not to the attacks' second
+LARGE = "records.jsonl"
 
 
 def nested_lines(count: int, size: int = MIB) -> bytes:
@@ -143,11 +147,16 @@ def run() -> dict:
                                                           [uploads[n] for n in names[i:i + 3]])
                         for i in range(0, len(names), 3)}
     rows = [*alone.values(), *together.values()]
+    attack_seconds = [seconds for name, row in alone.items() if name != LARGE
+                      for seconds in row["seconds"]] + [
+        seconds for names, row in together.items()
+        for name, seconds in zip(names.split("+"), row["seconds"]) if name != LARGE]
     return {"benchmark": "upload_abuse", "idle_mib": round(idle / MIB, 1), "alone": alone,
             "three_at_once": together, "sizes": {n: len(d) for n, (_, d) in uploads.items()},
             "refused": all(400 <= s < 500 for row in rows for s in row["statuses"]),
             "max_over_idle_mib": max(row["over_idle_mib"] for row in rows),
-            "max_seconds": max(s for row in rows for s in row["seconds"]),
+            "max_seconds": max(attack_seconds),  # the attacks'; the large legal upload's apart
+            "large_seconds": max(alone[LARGE]["seconds"]),
             "goals": {"over_idle_mib": GOAL_MIB, "seconds": GOAL_SECONDS},
             "machine": machine()}
 
@@ -164,7 +173,8 @@ def main() -> None:
             print(f"{label:14} {name:40} +{row['over_idle_mib']:7.1f} MiB  "
                   f"{', '.join(f'{s:.2f} s' for s in row['seconds'])}  {row['statuses']}")
     print(f"idle {result['idle_mib']} MiB; worst +{result['max_over_idle_mib']} MiB "
-          f"(goal {GOAL_MIB}), slowest {result['max_seconds']:.2f} s (goal {GOAL_SECONDS}); "
+          f"(goal {GOAL_MIB}); slowest attack {result['max_seconds']:.2f} s (goal "
+          f"{GOAL_SECONDS}); {LARGE} answered in {result['large_seconds']:.2f} s; "
           f"{'all refused' if result['refused'] else 'NOT ALL REFUSED'}")
 
 
