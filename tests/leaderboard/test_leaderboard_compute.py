@@ -70,6 +70,16 @@ def test_the_budget_is_the_board_s_items_times_the_release_s_tokens():
                                                             "seconds": 700}
 
 
+def _evaluated(lab, source: str, user: str = "ada") -> dict:
+    """SOURCE submitted for evaluation and run by a worker: the submission as its owner sees
+    it."""
+    answer = _evaluate(lab["client"], lab, source, user)
+    assert answer.status_code == 202, answer.text
+    Worker(lab["database"], evaluate=lab["options"]).drain()
+    return lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
+        "Authorization": f"Bearer {lab['tokens'][user]}"}).json()
+
+
 @pytest.fixture(scope="module")
 def claims_lab(tmp_path_factory, data_dir, usb_tokenizer):
     """A board of EVEXT alone: 3 articles in its public inputs, 13 claims the model answers."""
@@ -85,12 +95,7 @@ def test_a_model_that_never_stops_is_scored_within_the_budget_it_was_sized_for(c
     article (3) while the model generates per claim (13), so a model that never stops failed
     ("generated 9971 tokens ... over this evaluation's budget of 2301"). Planned per model
     input, it is scored, with its cost."""
-    lab = claims_lab
-    answer = _evaluate(lab["client"], lab, "team/endless")
-    assert answer.status_code == 202, answer.text
-    Worker(lab["database"], evaluate=lab["options"]).drain()
-    view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
-        "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+    view = _evaluated(claims_lab, "team/endless")
     assert view["status"] == "scored", view["errors"]
     assert view["cost"]["generated_tokens"] == 13 * 767 == \
         view["evaluation"]["max_generated_tokens"]
@@ -100,12 +105,8 @@ def test_a_model_that_never_stops_is_scored_within_the_budget_it_was_sized_for(c
 def test_a_failed_evaluation_records_what_it_spent(claims_lab):
     restore = _settings(claims_lab, evaluate_token_budget=767)
     try:
-        lab = claims_lab
-        answer = _evaluate(lab["client"], lab, distinct_copy(lab["models"], "over",
-                                                             "team/endless"))
-        Worker(lab["database"], evaluate=lab["options"]).drain()
-        view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
-            "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+        view = _evaluated(claims_lab, distinct_copy(claims_lab["models"], "over",
+                                                    "team/endless"))
         assert view["status"] == "failed"
         assert view["errors"][0]["message"] == (
             "the model cannot be evaluated: it generated 9971 tokens by the end of "
@@ -152,11 +153,7 @@ def test_a_user_s_waiting_evaluations_are_capped_and_others_and_admins_go_on(lab
 def test_an_evaluation_over_its_token_budget_fails_naming_it(lab):
     restore = _settings(lab, evaluate_token_budget=3)
     try:
-        answer = _evaluate(lab["client"], lab, distinct_copy(lab["models"], "budget"))
-        assert answer.status_code == 202, answer.text
-        Worker(lab["database"], evaluate=lab["options"]).drain()
-        view = lab["client"].get(f"/api/v1/submissions/{answer.json()['id']}", headers={
-            "Authorization": f"Bearer {lab['tokens']['ada']}"}).json()
+        view = _evaluated(lab, distinct_copy(lab["models"], "budget"))
         assert view["status"] == "failed"
         assert view["errors"][0]["message"] == (
             "the model cannot be evaluated: it generated 7 tokens by the end of "
