@@ -71,7 +71,7 @@ def register(subparsers) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="units_command", metavar="SUBCOMMAND")
     commands.required = True
-    for name, what in (("ngrams", "the n-gram baseline: 5% of a reference's 3-5-grams"),
+    for name, what in (("ngrams", "the n-gram baseline: 5%% of a reference's 3-5-grams"),
                        ("sentences", "SSUs: the (coreference-resolved) reference's sentences")):
         maker = commands.add_parser(name, help=what)
         add_option(maker, "references", required=True)
