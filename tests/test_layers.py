@@ -9,6 +9,7 @@ back to where it started.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -245,6 +246,51 @@ def _probe_output(code: str, *args: str) -> list[str]:
                                cwd=REPO, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return completed.stdout.strip().splitlines()
+
+
+#: runs `--help` of every command and subcommand in one process (the parsers' tree walked,
+#: each path once): [words, exit status, whether it printed a usage line], then the heavy
+#: libraries imported by then
+EVERY_HELP = """
+import argparse, contextlib, io, json, sys
+import benchmark.cli as cli
+
+def paths(parser, prefix=()):
+    found, seen = [prefix], set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    found += paths(child, (*prefix, name))
+    return found
+
+for words in paths(cli.build_parser()):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            code = cli.main([*words, "--help"])
+        except SystemExit as exit:
+            code = exit.code
+        except Exception as error:
+            code = repr(error)[:300]
+    print(json.dumps([" ".join(words), code, out.getvalue().startswith("usage:")]))
+print(json.dumps(sorted(name for name in ("torch", "transformers", "datasets")
+                        if name in sys.modules)))
+"""
+
+
+@pytest.mark.slow
+def test_every_command_and_subcommand_prints_its_help_without_heavy_libraries():
+    """`sumbench units --help` crashed on a bare `%` in a help string (argparse formats help
+    with %): every command's and subcommand's `--help` exits 0 with a usage line, and none
+    imports torch, transformers or datasets."""
+    lines = [json.loads(line) for line in _probe_output(EVERY_HELP)]
+    helps, heavy = lines[:-1], lines[-1]
+    failed = [words for words, code, usage in helps if code not in (0, None) or not usage]
+    assert len(helps) > 40 and not failed, failed
+    assert {"units", "units ngrams", "questeval", "leaderboard init"} <= {w for w, _, _ in helps}
+    assert not {"torch", "transformers", "datasets"} & set(heavy), heavy
 
 
 @pytest.mark.parametrize("code", [

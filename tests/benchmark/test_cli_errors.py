@@ -328,29 +328,3 @@ def test_scores_of_a_file_whose_name_is_not_utf8_are_written(usb_fixture_dir, tm
     written = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert written["_provenance"]["config"]["inputs"][0]["path"] == str(tmp_path / name)
 
-
-def _every_parser(parser) -> list:
-    """The parser and every parser under it, commands with subcommands included."""
-    import argparse
-
-    children = [child for action in parser._actions
-                if isinstance(action, argparse._SubParsersAction)
-                for child in dict.fromkeys(action.choices.values())]
-    return [parser, *(found for child in children for found in _every_parser(child))]
-
-
-def test_every_command_s_help_renders():
-    """`sumbench units --help` crashed on a bare `%` in a help string (argparse formats
-    them with %): every command's and subcommand's help is rendered here."""
-    from benchmark.cli import build_parser
-
-    parsers = _every_parser(build_parser())
-    failed = []
-    for parser in parsers:
-        try:
-            parser.format_help()
-        except (TypeError, ValueError, KeyError) as error:
-            failed.append(f"{parser.prog}: {error}")
-    assert len(parsers) > 40 and not failed, failed
-    units = next(parser for parser in parsers if parser.prog == "sumbench units")
-    assert "5% of a reference's 3-5-grams" in units.format_help()
