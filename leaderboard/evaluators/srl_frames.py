@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tasks.plumbing.atomic import atomic_directory
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.usb.archive import extract_archive_safely
 from trainers.fewshot.backends import context_positions
 from trainers.models.model_loading import (
     check_model_source,
@@ -211,7 +212,6 @@ def convert_allennlp_srl(archive: str | Path, bert: str | Path, out: str | Path)
     """An AllenNLP SRL BERT archive (a .tar.gz or its unpacked folder: weights.th and
     vocabulary/labels.txt) as a transformers BertForTokenClassification folder, with the
     BERT config and tokenizer of `bert` (e.g. a local bert-base-uncased)."""
-    import tarfile
     import tempfile
 
     import torch
@@ -219,13 +219,13 @@ def convert_allennlp_srl(archive: str | Path, bert: str | Path, out: str | Path)
 
     with tempfile.TemporaryDirectory() as unpacked:
         folder = Path(archive)
-        if folder.is_file():
-            try:
-                with tarfile.open(folder) as tar:
-                    tar.extractall(unpacked, filter="data")
-            except tarfile.TarError:
-                raise SumbenchError(f"{archive}: not a readable tar archive") from None
-            folder = Path(unpacked)
+        if folder.is_file():  # members checked, then extracted with the data filter where
+            try:              # this Python has one (3.11.4 and newer)
+                extract_archive_safely(folder, Path(unpacked) / "archive")
+            except DataError as error:
+                raise SumbenchError(f"{archive}: not a readable tar archive "
+                                    f"({error.reason})") from None
+            folder = Path(unpacked) / "archive"
         for needed in ("weights.th", "vocabulary/labels.txt"):
             if not (folder / needed).is_file():
                 raise SumbenchError(f"{archive}: not an AllenNLP archive (no {needed})")

@@ -119,6 +119,20 @@ def test_an_allennlp_archive_converts_to_the_same_tagger(models, tmp_path, capsy
                  str(models["root"] / "srl"), "--out", str(tmp_path / "converted")]) == 0
     frames = ModelFrames(str(tmp_path / "converted"), str(models["root"] / "detector"))
     assert frames("The fox jumped.") == FRAMES
+    with pytest.MonkeyPatch.context() as before_3_11_4:  # no extraction filters yet
+        plain_extractall = tarfile.TarFile.extractall
+
+        def extractall(self, path=".", members=None, *, numeric_owner=False, **filter):
+            if filter:
+                raise TypeError("extractall() got an unexpected keyword argument 'filter'")
+            return plain_extractall(self, path, members, numeric_owner=numeric_owner)
+
+        before_3_11_4.delattr(tarfile, "data_filter")
+        before_3_11_4.setattr(tarfile.TarFile, "extractall", extractall)
+        assert main(["srl-convert", "--archive", str(tmp_path / "srl-bert.tar.gz"), "--bert",
+                     str(models["root"] / "srl"), "--out", str(tmp_path / "converted-old")]) == 0
+    assert ModelFrames(str(tmp_path / "converted-old"),
+                       str(models["root"] / "detector"))("The fox jumped.") == FRAMES
     (tmp_path / "not-a-tar.tar.gz").write_bytes(b"plain bytes")
     (tmp_path / "bigger").mkdir()
     (tmp_path / "bigger" / "config.json").write_text(json.dumps(
