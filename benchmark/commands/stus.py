@@ -1,9 +1,9 @@
-"""`sumbench stus`: Lite³Pyramid's semantic triplet units (STUs) of reference summaries, or
-Lite²·⁵Pyramid's mix of SCUs and STUs.
+"""`sumbench units stus` (`sumbench stus` is the same command): Lite³Pyramid's semantic
+triplet units (STUs) of reference summaries, or Lite²·⁵Pyramid's mix of SCUs and STUs.
 
-    sumbench stus --references FILE (--frames FILE | --srl-model DIR
+    sumbench units stus --references FILE (--frames FILE | --srl-model DIR
                   [--predicate-model DIR | --spacy-pipeline NAME]) [--coref FILE] --out STUs.txt
-    sumbench stus --references FILE --frames FILE [--coref FILE] --scus SCUs.txt
+    sumbench units stus --references FILE --frames FILE [--coref FILE] --scus SCUs.txt
                   --percentage P (--easiness FILE | --regressor MODEL --trees FILE |
                   --regressor M1 --folds F1 --regressor M2 --folds F2 ... --ids FILE
                   --trees FILE) --out STUs_SCUs_percentageP.txt
@@ -49,11 +49,20 @@ from tasks.plumbing.io import read_item_lines, read_text
 from tasks.qapyramid.pyramid_data import read_units_file
 from trainers.inference.generation import resolve_device
 
+#: the command's description (its usage lines and rules: the module's docstring after its
+#: first paragraph)
+STUS_HELP = __doc__.split("\n\n", 1)[1]
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "stus", help=command_help("stus"),
-        description=__doc__.split("\n\n", 1)[1])
+    """`sumbench stus` (the same command as `sumbench units stus`), and `srl-convert`."""
+    add_stus_arguments(subparsers.add_parser("stus", help=command_help("stus"),
+                                             description=STUS_HELP))
+    register_convert(subparsers)
+
+
+def add_stus_arguments(parser) -> None:
+    """The options and handler of the STU command (`units stus`, and `stus` as its alias)."""
     add_option(parser, "references", required=True)
     parser.add_argument("--frames", metavar="FILE",
                         help="semantic-role frames, one JSON object per sentence")
@@ -87,7 +96,6 @@ def register(subparsers) -> None:
         "coref": "--coref file", "srl_model": "--srl-model folder",
         "predicate_model": "--predicate-model folder", "scus": "--scus file",
         "easiness": "--easiness file", "trees": "--trees file", "ids": "--ids file"})
-    register_convert(subparsers)
 
 
 def frame_source(args):

@@ -11,6 +11,8 @@ their intrinsic easiness.
                              --out FILE [--json-out FILE]
     sumbench units easiness --scus FILE --units-file FILE [--units-kind KIND]
                             [--rouge rouge155|rouge-score] [--skip-zero] [--out FILE]
+    sumbench units stus --references FILE (--frames FILE | --srl-model DIR ...) --out FILE
+                        (as `sumbench stus`: `sumbench units stus --help`)
 
 `ngrams` and `sentences` read references one per line (as references.txt) and write units
 one line per reference, TAB-separated (`pyramid --units file --units-file FILE` reads it;
@@ -45,6 +47,7 @@ from pathlib import Path
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from benchmark.commands.stus import STUS_HELP, add_stus_arguments
 from benchmark.commands.units_sgus import add_sgus_parser
 from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
@@ -84,6 +87,10 @@ def register(subparsers) -> None:
         maker.set_defaults(handler=run_maker, kind=name, out_inputs={
             "references": "--references file", "coref": "--coref file"})
     add_sgus_parser(commands)
+    add_stus_arguments(commands.add_parser(
+        "stus", help="STUs (Lite³Pyramid's semantic triplets), or Lite²·⁵'s mix of SCUs and "
+        "STUs (`sumbench stus` is the same command)", description=STUS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter))
     smus = commands.add_parser("smus", help="AMR units (sg2 subgraphs) of recorded graphs",
                                description=SMUS_HELP)
     graphs = smus.add_mutually_exclusive_group(required=True)

@@ -25,9 +25,16 @@ def commands(parser: argparse.ArgumentParser, prefix=()):
 
 
 def option_uses() -> dict[str, list[tuple[str, argparse.Action]]]:
-    """flag -> (command, action) of every option of every command (old spellings apart)."""
-    uses = defaultdict(list)
+    """flag -> (command, action) of every option of every command (old spellings apart); a
+    command under two names (`stus`, the alias of `units stus`: the same handler and options)
+    counts once."""
+    uses, seen = defaultdict(list), set()
     for words, parser in commands(build_parser()):
+        same = (parser._defaults.get("handler"),
+                tuple(flag for action in parser._actions for flag in action.option_strings))
+        if same[0] is not None and same in seen:
+            continue
+        seen.add(same)
         for action in parser._actions:
             if isinstance(action, (RenamedOption, argparse._HelpAction)):
                 continue

@@ -93,17 +93,19 @@ def test_references_split_into_nltk_sentences_then_frames(tmp_path):
         "Mr. Lee founded Acme", "Mr. Lee founded in 1990", "It grew fast"]
 
 
-def test_sumbench_stus_writes_the_units_file(tmp_path, capsys):
+@pytest.mark.parametrize("command", [["units", "stus"], ["stus"]])
+def test_sumbench_units_stus_writes_the_units_file(tmp_path, capsys, command):
+    """`sumbench units stus`, beside the other unit kinds; `sumbench stus` is the same."""
     references = tmp_path / "references.txt"
     references.write_text("Mr. Lee founded Acme in 1990. It grew fast.\nIt grew fast.\n")
     out = tmp_path / "STUs.txt"
-    assert main(["stus", "--references", str(references), "--frames",
+    assert main([*command, "--references", str(references), "--frames",
                  _frames_file(tmp_path, FRAMES), "--out", str(out)]) == 0
     assert out.read_text().split("\n") == [
         "Mr. Lee founded Acme\tMr. Lee founded in 1990\tIt grew fast", "It grew fast"]
     assert "2 references, 4 STUs" in capsys.readouterr().err
     references.write_text("A sentence nobody parsed.\n")
-    assert main(["stus", "--references", str(references), "--frames",
+    assert main([*command, "--references", str(references), "--frames",
                  _frames_file(tmp_path, FRAMES), "--out", str(tmp_path / "other.txt")]) == 2
     assert "has no frames for the sentence 'A sentence nobody parsed.'" in \
         capsys.readouterr().err
