@@ -24,7 +24,7 @@ from leaderboard.service.settings import (
 )
 from leaderboard.service.system_rows import add_baseline_rows, add_builtin_rows, add_reference_rows
 from leaderboard.service.worker import Worker
-from leaderboard.tracks.summaries import SummariesEvaluator
+from leaderboard.tracks.summaries import parse_evaluators
 from tasks.plumbing.errors import SumbenchError
 from tasks.usb.archive import release_info
 
@@ -58,10 +58,7 @@ def configure(database: Database, changes: Mapping[str, str], evaluators: Sequen
             not settings.gold_is_public:
         check_nothing_published(database, before, settings)
     if evaluators:
-        parsed = [SummariesEvaluator.parse(text) for text in evaluators]
-        names = [evaluator.name for evaluator in parsed]
-        if len(set(names)) != len(names):
-            raise SumbenchError(f"two evaluators share a name: {names}")
+        parsed = parse_evaluators(evaluators)
         settings = InstanceSettings.from_dict(
             {**settings.to_dict(), "summary_evaluators": [e.to_dict() for e in parsed]})
     save_settings(database, settings)
@@ -169,7 +166,9 @@ def initialise(db: str, *, gold: str | None = None, pyramids: Sequence[str] = ()
                settings: Mapping[str, str] | None = None, evaluators: Sequence[str] = (),
                computed_rows: bool = True, score: bool = True,
                gold_visibility: str | None = None, require_visibility: bool = False) -> dict:
-    """Everything `leaderboard init` does; returns a report."""
+    """Everything `leaderboard init` does; returns a report. The board columns are checked
+    before anything is written."""
+    parse_evaluators(evaluators)
     database = Database(db)
     try:
         revision = migrate(database)

@@ -22,15 +22,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.evaluators.presence import LexicalBackend
-from leaderboard.evaluators.pyramid import check_presence_options, evaluate_system, presence_factory
+from leaderboard.evaluators.pyramid import (
+    check_backend_options,
+    check_presence_options,
+    evaluate_system,
+    presence_factory,
+)
 from leaderboard.evaluators.questeval_evaluator import QuestEvalEvaluator, parse_options
 from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
-from leaderboard.tracks.pyramid_gold import PyramidSetTrack, dataset_of, human_pyramid
+from leaderboard.tracks.pyramid_gold import (
+    EXTRA_UNIT_KINDS,
+    PyramidSetTrack,
+    dataset_of,
+    human_pyramid,
+)
 from tasks.plumbing.errors import SumbenchError
 from tasks.qapyramid.pyramid_data import sentence_units
 
 QUESTEVAL, SOURCE = "questeval", "source"
+#: the units a Pyramid-style column may score with (the set's own, those of unit files a
+#: set is loaded with, or its references' sentences); `source` goes with QuestEval alone
+UNIT_KINDS = ("scus", "stus", "sentences", "qas", *EXTRA_UNIT_KINDS)
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,31 @@ class SummariesEvaluator:
                                 f"[,KEY=VALUE...]")
         if self.presence == QUESTEVAL:
             parse_options(dict(self.options))  # an unknown or bad option fails here
+
+    def check(self) -> SummariesEvaluator:
+        """Refuse a column that could never score (its units, presence backend or options
+        unknown or wrong), naming it; `init` checks every column before it writes anything.
+        (Stored columns are not checked again when loaded: a plug-in may come and go.)"""
+        if self.presence == QUESTEVAL:
+            return self  # checked as it was made
+        if self.units not in UNIT_KINDS:
+            raise SumbenchError(f"evaluator {self.name!r}: unknown units {self.units!r} "
+                                f"(known: {', '.join(UNIT_KINDS)}; {SOURCE} with {QUESTEVAL})")
+        options = dict(self.options)
+        try:  # as `per_example` checks them when it scores
+            if self.presence == "lexical":
+                check_backend_options("lexical", options)
+            else:
+                check_presence_options(self.presence, "scus" if self.units == "qas"
+                                       else self.units, options)
+            if "threshold" in options:
+                float(options["threshold"])
+        except ValueError:
+            raise SumbenchError(f"evaluator {self.name!r}: threshold "
+                                f"{options['threshold']!r} is not a number") from None
+        except SumbenchError as error:
+            raise SumbenchError(f"evaluator {self.name!r}: {error}") from None
+        return self
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "options": dict(self.options)}
@@ -108,6 +146,16 @@ def questeval_column(options: tuple[tuple[str, Any], ...]) -> QuestEvalEvaluator
     """One evaluator per column's options in a process: its models load once, and the
     sources' questions are kept between submissions."""
     return QuestEvalEvaluator(dict(options))
+
+
+def parse_evaluators(texts: Sequence[str]) -> list[SummariesEvaluator]:
+    """`--evaluator` columns, each parsed and checked (`SummariesEvaluator.check`), their
+    names distinct."""
+    parsed = [SummariesEvaluator.parse(text).check() for text in texts]
+    names = [evaluator.name for evaluator in parsed]
+    if len(set(names)) != len(names):
+        raise SumbenchError(f"two evaluators share a name: {names}")
+    return parsed
 
 
 def default_summary_evaluators() -> list[SummariesEvaluator]:

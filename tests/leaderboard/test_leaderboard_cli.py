@@ -166,6 +166,16 @@ def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:
     (["init", "--set", "n_resamples=0"], "n_resamples must be a positive integer"),
     (["init", "--set", "colour=red"], "unknown leaderboard setting 'colour'"),
     (["init", "--evaluator", "broken"], "expected NAME=UNITS:PRESENCE"),
+    (["init", "--evaluator", "x=bogus:nothing"], "evaluator 'x': unknown units 'bogus'"),
+    (["init", "--evaluator", "x=scus:nothing"], "evaluator 'x': unknown presence backend "
+                                                "'nothing'"),
+    (["init", "--evaluator", "x=scus:nli"], "evaluator 'x': --presence nli needs --model"),
+    (["init", "--evaluator", "x=stus:lexical,colour=red"], "evaluator 'x': --presence lexical "
+                                                           "does not take colour"),
+    (["init", "--evaluator", "x=stus:lexical,threshold=high"], "threshold 'high' is not a "
+                                                               "number"),
+    (["init", "--evaluator", "x=scus:lexical", "--evaluator", "x=stus:lexical"],
+     "two evaluators share a name"),
     (["token", "--user", "sumbench"], "reserved"),
     (["token", "--user", "nobody", "--revoke"], "no user 'nobody'"),
 ])
@@ -176,6 +186,8 @@ def test_errors_are_one_line(instance, capsys, tmp_path, args, message):
         capsys.readouterr()
     code, _, err = _run(capsys, "leaderboard", args[0], "--db", db, *args[1:])
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    if "--evaluator" in args:  # board columns are checked before anything is written
+        assert not (tmp_path / "fresh.sqlite").exists()
 
 
 @pytest.mark.parametrize("command", [["serve", "--port", "1"], ["token", "--user", "ana"],
