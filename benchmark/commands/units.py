@@ -54,6 +54,7 @@ from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_json, read_lines, write_json
 from tasks.plumbing.provenance import provenance
+from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE, spacy_pipeline
 from tasks.qapyramid.amr_tags import TaggingError, graph_tagger
 from tasks.qapyramid.amr_units import sentence_subgraphs, sg2_sentences, tag_subgraph
 from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
@@ -284,7 +285,7 @@ def sentence_tags(records: list[dict], args):
     if args.tagged:
         recorded = recorded_tags(records, args.tagged)
         return (lambda number, sentence: recorded[number][sentence]), f"recorded ({args.tagged})"
-    name = args.spacy_pipeline or "en_core_web_sm"
+    name = args.spacy_pipeline or DEFAULT_PIPELINE
     tag = graph_tagger(spacy_pipeline(name), name)
     where = args.amr or args.references
 
@@ -344,23 +345,6 @@ def reference_texts(args) -> tuple[list[str], list[str]]:
         output = coref(reference.replace("<t>", " ").replace("</t>", " ").strip())
         resolved.append(replace_coreferences(output["document"], output["clusters"])[0])
     return references, resolved
-
-
-def spacy_pipeline(name: str | None, loaded: dict = {}):  # noqa: B006 - per process
-    """A spaCy pipeline by name or folder (`en_core_web_sm` when unnamed), loaded once."""
-    name = name or "en_core_web_sm"
-    if name not in loaded:
-        try:
-            import spacy
-        except ImportError:
-            raise SumbenchError("spaCy's sentences and tags need spaCy: pip install "
-                                "'sumbench[units]'") from None
-        try:
-            loaded[name] = spacy.load(name)
-        except OSError:
-            raise SumbenchError(f"spaCy pipeline {name!r} is not installed: install it or "
-                                f"name another (--spacy-pipeline)") from None
-    return loaded[name]
 
 
 def spacy_splitter(name: str | None):

@@ -20,18 +20,14 @@ from typing import Any
 from tasks.metrics.questeval import split_on_punct
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_jsonl
+from tasks.plumbing.spacy_loader import (
+    DEFAULT_PIPELINE,
+    blank_english,
+    spacy_module,
+    spacy_pipeline,
+)
 
 LIMIT_SENTENCES = 5
-DEFAULT_PIPELINE = "en_core_web_sm"
-
-
-def _spacy():
-    try:
-        import spacy
-    except ImportError:
-        raise SumbenchError("QuestEval's answers and sentences need spaCy: pip install "
-                            "'sumbench[questeval]'") from None
-    return spacy
 
 
 def sentences(nlp: Any, text: str) -> list[str]:
@@ -45,21 +41,16 @@ class SpacyAnswers:
 
     def __init__(self, nlp: Any, name: str):
         self.nlp, self.name = nlp, name
-        spacy = _spacy()
+        spacy = spacy_module("questeval")
         self.description = {"answers": "spacy", "pipeline": name, "spacy": spacy.__version__,
                             "model": nlp.meta.get("version"), "limit_sentences":
                                 LIMIT_SENTENCES}
 
     @classmethod
     def load(cls, name: str = DEFAULT_PIPELINE) -> SpacyAnswers:
-        spacy = _spacy()
-        try:
-            return cls(spacy.load(name), name)
-        except OSError:
-            raise SumbenchError(f"spaCy pipeline {name!r} is not installed (QuestEval's answers "
-                                f"are its entities and noun chunks): install it, name another "
-                                f"(--spacy-pipeline), or give recorded answers (--answers FILE)"
-                                ) from None
+        return cls(spacy_pipeline(name, extra="questeval", hint=(
+            ", or give recorded answers (--answers FILE): QuestEval's answers are its "
+            "entities and noun chunks")), name)
 
     def _spans(self, text: str) -> list[str]:
         doc = self.nlp(text)
@@ -82,7 +73,7 @@ class RecordedAnswers:
     """Answers recorded per text (see the module)."""
 
     def __init__(self, path: str | Path):
-        self.nlp, self.by_text = _spacy().blank("en"), {}
+        self.nlp, self.by_text = blank_english("questeval"), {}
         path = Path(path)
         for number, record in enumerate(read_jsonl(path), start=1):
             where = {"path": str(path), "line": number}

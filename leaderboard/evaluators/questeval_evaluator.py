@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import DEFAULT_PIPELINE, answer_source
+from leaderboard.evaluators.questeval_answers import answer_source
 from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL, load_bertscore
 from leaderboard.evaluators.questeval_models import (
     QUESTION_ANSWERER,
@@ -30,6 +30,7 @@ from leaderboard.evaluators.questeval_models import (
 )
 from tasks.metrics.questeval import check_score_types
 from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE
 from trainers.models.disk_cache import open_cache
 
 #: the models an evaluator loads (and what a column's settings may point at a model root)

@@ -27,6 +27,12 @@ from typing import Any
 
 from tasks.plumbing.atomic import atomic_directory
 from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.spacy_loader import (
+    DEFAULT_PIPELINE,
+    PipelineNotInstalled,
+    blank_english,
+)
+from tasks.plumbing.spacy_loader import spacy_pipeline as load_spacy_pipeline
 from tasks.usb.archive import extract_archive_safely
 from trainers.fewshot.backends import context_positions
 from trainers.models.model_loading import (
@@ -67,44 +73,23 @@ def viterbi(potentials: Sequence[Sequence[float]], transitions, start) -> list[i
     return path[::-1]
 
 
-#: the spaCy pipeline AllenNLP's SRL predictor loaded (its tagger marks the verbs)
-SPACY_PIPELINE = "en_core_web_sm"
 #: what spaCy tags the words the official predictor labels frames for
 PREDICATE_POS = ("VERB", "AUX")
 #: pipeline components that set a token's part of speech
 TAGGING_PIPES = ("tagger", "morphologizer", "attribute_ruler")
 
 
-def _spacy():
-    try:
-        import spacy
-    except ImportError:
-        raise SumbenchError("SRL frames need spaCy's tokenizer: pip install 'sumbench[stus]'") \
-            from None
-    return spacy
-
-
 def spacy_words(sentence: str) -> list[str]:
     """The sentence's words by spaCy's rule-based English tokenizer (no model needed)."""
-    return [token.text for token in _blank_english()(sentence)]
-
-
-_BLANK = []
-
-
-def _blank_english():
-    if not _BLANK:
-        _BLANK.append(_spacy().blank("en"))
-    return _BLANK[0]
+    return [token.text for token in blank_english("stus")(sentence)]
 
 
 def tagging_pipeline(name: str):
     """The spaCy pipeline `name` (a package or a folder) when it is installed and tags parts
     of speech; None otherwise."""
-    spacy = _spacy()
     try:
-        pipeline = spacy.load(name)
-    except (OSError, ImportError, ValueError):
+        pipeline = load_spacy_pipeline(name, extra="stus")
+    except PipelineNotInstalled:
         return None
     return pipeline if any(pipeline.has_pipe(pipe) for pipe in TAGGING_PIPES) else None
 
@@ -135,14 +120,14 @@ class DetectorPredicates:
 def predicate_source(predicate_model: str | None, spacy_pipeline: str | None, device: str):
     """A spaCy pipeline that tags verbs (`spacy_pipeline`, else en_core_web_sm when
     installed) or else the predicate detector; a SumbenchError when there is neither."""
-    pipeline = tagging_pipeline(spacy_pipeline or SPACY_PIPELINE)
+    pipeline = tagging_pipeline(spacy_pipeline or DEFAULT_PIPELINE)
     if pipeline is not None and (spacy_pipeline or not predicate_model):
         return SpacyPredicates(pipeline)
     if spacy_pipeline:
         raise SumbenchError(f"spaCy pipeline {spacy_pipeline!r} is not installed or tags no "
                             f"parts of speech")
     if not predicate_model:
-        raise SumbenchError(f"no spaCy pipeline with a tagger is installed ({SPACY_PIPELINE}): "
+        raise SumbenchError(f"no spaCy pipeline with a tagger is installed ({DEFAULT_PIPELINE}): "
                             f"give a predicate detector (--predicate-model DIR) or a pipeline "
                             f"(--spacy-pipeline NAME)")
     return DetectorPredicates(predicate_model, device)
