@@ -1,11 +1,17 @@
-"""What a JSON line would become, read before it becomes Python objects: how deeply it nests
-and how many values it holds, counted from its brackets and commas outside strings. A 1 MB
-line of `[[],[],...]` is 333,000 lists once parsed (about 20 MB); counted here, it is a few
-array operations over its bytes, and refused unparsed."""
+"""What a JSON line would become, read before it becomes Python objects: how deeply it nests,
+how many arrays and objects it opens and how many values it holds, counted from its brackets
+and commas outside strings. A 1 MB line of `[[],[],...]` is 333,000 lists once parsed (about
+20 MB); counted here, it is a few passes over its bytes, and refused unparsed.
+
+The limits are structural, the same for every board: a record of any track is one object with
+a few lists (its prediction, and the input lines, labels or outputs `sumbench predict` writes
+beside it), so it opens a few containers however long its document; and a line holds at most
+one value per `VALUE_BYTES` of the instance's line limit (131,072 values in 1 MiB: a record of
+document sentences and probabilities holds far fewer). What a task allows (a probability per
+line of the item) is checked once the record is read, one record at a time."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,31 +20,39 @@ import numpy as np
 STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 #: every byte but brackets and braces
 NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-#: the deepest a record of any track nests ({"prediction": [...]} is 2; metadata a few more)
+#: the deepest a record nests ({"prediction": [...]} is 2; metadata a few more)
 MAX_DEPTH = 16
-#: values a record holds besides its prediction's (ids, task names, digests, metadata)
-RECORD_VALUES = 256
+#: the arrays and objects one record may open (a few lists and an object or two of
+#: metadata in any real record)
+MAX_CONTAINERS = 1024
+#: a line holds at most one value per this many bytes of the line limit (131,072 values for
+#: 1 MiB); real records hold far fewer (document sentences, probabilities)
+VALUE_BYTES = 8
 
 
 @dataclass(frozen=True)
 class Shape:
-    depth: int    # containers open at once, at most
-    values: int   # values of every depth, containers included (a key's value counts once)
+    depth: int       # containers open at once, at most
+    containers: int  # arrays and objects
+    values: int      # values of every depth, containers included (a key's value counts once)
 
 
 def json_shape(raw: bytes) -> Shape:
-    """The nesting depth and value count of one JSON text (strings count as one value each;
-    a malformed text gets some shape, and JSON's own reader then refuses it)."""
+    """The shape of one JSON text (strings count as one value each; a malformed text gets
+    some shape, and JSON's own reader then refuses it)."""
     bare = STRING.sub(b"0", raw)
-    return Shape(_depth(bare), _values(bare))
+    return Shape(_depth(bare), _containers(bare), _values(bare))
+
+
+def _containers(bare: bytes) -> int:
+    return bare.count(b"[") + bare.count(b"{")
 
 
 def _values(bare: bytes) -> int:
     """Values of a text whose strings are blanked: elements are separated by commas, every
     container is one more, and a container holding nothing (`[]`, `{}`) has no element
     (written with white space inside, `[ ]`, it counts one: over, never under)."""
-    opens = bare.count(b"[") + bare.count(b"{")
-    return bare.count(b",") + opens + 1 - bare.count(b"[]") - bare.count(b"{}")
+    return bare.count(b",") + _containers(bare) + 1 - bare.count(b"[]") - bare.count(b"{}")
 
 
 def _depth(bare: bytes) -> int:
@@ -50,32 +64,29 @@ def _depth(bare: bytes) -> int:
     return max(int(np.cumsum(steps, dtype=np.int32).max()), 0)
 
 
-def shape_problem(raw: bytes, max_values: int | None) -> str | None:
-    """Why a line is refused before it is parsed (holding more than `max_values` values, or
-    nested deeper than MAX_DEPTH), or None. Lines whose bytes alone bound both (at most
-    MAX_DEPTH brackets and braces, at most `max_values` commas and brackets) are not counted
-    further; the depth is counted only for lines within the value limit."""
+def max_values(line_bytes: int) -> int:
+    """The most values a line of `line_bytes` (an instance's `max_line_bytes`) may hold."""
+    return max(line_bytes // VALUE_BYTES, 1)
+
+
+def shape_problem(raw: bytes, most_values: int) -> str | None:
+    """Why a line is refused before it is parsed (more than MAX_CONTAINERS arrays and
+    objects, more than `most_values` values, nested deeper than MAX_DEPTH), or None. A line
+    whose bytes alone bound all three (at most MAX_DEPTH brackets and braces, and
+    `most_values` commas and brackets) is not counted further."""
     opens = raw.count(b"[") + raw.count(b"{")
-    if opens <= MAX_DEPTH and (max_values is None or raw.count(b",") + opens + 1 <= max_values):
+    if opens <= MAX_DEPTH and raw.count(b",") + opens + 1 <= most_values:
         return None
     bare = STRING.sub(b"0", raw)
+    containers = _containers(bare)
+    if containers > MAX_CONTAINERS:
+        return (f"a line of {containers} JSON arrays and objects (a record opens at most "
+                f"{MAX_CONTAINERS})")
     values = _values(bare)
-    if max_values is not None and values > max_values:
-        return (f"a line of {values} JSON values (a record of this board holds at most "
-                f"{max_values}: its prediction's and {RECORD_VALUES} more)")
+    if values > most_values:
+        return (f"a line of {values} JSON values (at most {most_values}: one per "
+                f"{VALUE_BYTES} bytes of this instance's line limit)")
     depth = _depth(bare)
     if depth > MAX_DEPTH:
         return f"a line nested {depth} deep (a record nests at most {MAX_DEPTH} deep)"
     return None
-
-
-def max_record_values(manifest) -> int | None:
-    """The most values one record of a board may hold: its longest prediction (a probability
-    per line of the item with the most lines, `n` in the manifest) and RECORD_VALUES more;
-    None without a manifest (or with one that lists no items: the track's check says why)."""
-    parts = manifest.get("parts") if isinstance(manifest, Mapping) else None
-    if not isinstance(parts, Mapping):
-        return None
-    lengths = [item.get("n") for items in parts.values() if isinstance(items, list)
-               for item in items if isinstance(item, Mapping)]
-    return max([n for n in lengths if isinstance(n, int)] or [1]) + RECORD_VALUES

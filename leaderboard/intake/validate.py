@@ -13,7 +13,7 @@ a tar listing is read (a zip listing's size is bounded before it is parsed;
 members other than `.jsonl` and `results.json` are reported as ignored. Every JSON line must be
 UTF-8, a JSON object and at most `max_line_bytes` long (scoring one huge prediction takes
 memory far beyond its size: ROUGE-L's table grows with its length), and is parsed only when
-its nesting and value count, counted from its bytes, fit a record's
+its nesting, containers and values, counted from its bytes, fit a record's
 (`leaderboard.intake.json_shape`); the records then go to the track's `check` against a manifest
 (the server's, or one fetched from it by the client; without one, only the shape is checked),
 one at a time on the server. Every problem is reported with its file, line and field
@@ -36,7 +36,7 @@ from leaderboard.intake.archives import (
     Upload,
     archive_reader,
 )
-from leaderboard.intake.json_shape import max_record_values, shape_problem
+from leaderboard.intake.json_shape import max_values, shape_problem
 from leaderboard.tracks.base import ErrorCollector, Located, SubmissionErrors
 from tasks.plumbing.errors import DataError
 from tasks.plumbing.io import DuplicateKey, duplicate_key_error, json_line_object, strict_loads
@@ -106,13 +106,13 @@ def numbered_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         start, number = stop + 1, number + 1
 
 
-def located_records(files: Sequence[Upload], limits: Limits, errors: ErrorCollector,
-                    max_values: int | None = None) -> Iterator[Located]:
+def located_records(files: Sequence[Upload], limits: Limits,
+                    errors: ErrorCollector) -> Iterator[Located]:
     """(file, line, object) of every non-blank JSON line, one at a time; problems go to
     `errors`. Every line counts toward `max_records`, blank ones too. A line is parsed only
-    once its size, nesting depth and value count (at most `max_values`) are known to be
-    within limits (`leaderboard.intake.json_shape`)."""
-    count = 0
+    once its size, nesting, containers and values are known to be within a record's
+    (`leaderboard.intake.json_shape`)."""
+    count, most_values = 0, max_values(limits.max_line_bytes)
     for upload in files:
         for number, raw in numbered_lines(upload.data):
             count += 1
@@ -127,7 +127,7 @@ def located_records(files: Sequence[Upload], limits: Limits, errors: ErrorCollec
                            f"{limits.max_line_bytes} bytes per line", path=upload.name,
                            line=number)
                 continue
-            problem = shape_problem(raw, max_values)
+            problem = shape_problem(raw, most_values)
             if problem:  # refused before it becomes Python objects
                 errors.add(problem, path=upload.name, line=number)
                 continue
@@ -173,7 +173,7 @@ def validate_submission(track, uploads: Sequence[Upload], manifest: Mapping | No
         errors.raise_if_any()
         manifest = track.manifest_from_records(located, board)
     else:  # the server's: each record checked as it is read, never all held at once
-        located = located_records(data_files, limits, errors, max_record_values(manifest))
+        located = located_records(data_files, limits, errors)
     counted = Counted(located)
     try:
         checked = track.check(counted, manifest)

@@ -11,7 +11,13 @@ import zipfile
 import pytest
 
 from leaderboard.intake.archives import Limits, Upload
-from leaderboard.intake.json_shape import MAX_DEPTH, RECORD_VALUES, json_shape, shape_problem
+from leaderboard.intake.json_shape import (
+    MAX_CONTAINERS,
+    MAX_DEPTH,
+    json_shape,
+    max_values,
+    shape_problem,
+)
 from leaderboard.intake.validate import expand, validate_submission
 from leaderboard.tracks import make_track
 from tasks.plumbing.errors import DataError
@@ -98,8 +104,15 @@ def test_a_line_s_shape_is_counted_without_parsing_it(text, depth, values):
     shape = json_shape(text)
     assert (shape.depth, shape.values) == (depth, values)
     parsed = json.loads(text)
+    assert shape.containers == _containers(parsed)
     assert _values(parsed) == values
     assert json_shape(b"[ ]").values == 2  # white space in an empty list: counted over, never under
+
+
+def _containers(value) -> int:
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) \
+        else ()
+    return isinstance(value, (list, dict)) + sum(_containers(item) for item in inner)
 
 
 def _values(value) -> int:
@@ -110,15 +123,31 @@ def _values(value) -> int:
     return 1
 
 
-def test_a_line_too_deep_or_too_large_is_refused_by_its_shape():
-    assert shape_problem(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), None) == \
+def test_a_line_too_deep_too_many_containers_or_values_is_refused_by_its_shape():
+    most = max_values(1 << 20)
+    assert most == 131072
+    assert shape_problem(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), most) == \
         f"a line nested {MAX_DEPTH + 1} deep (a record nests at most {MAX_DEPTH} deep)"
-    assert shape_problem(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH, None) is None
+    assert shape_problem(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH, most) is None
+    lists = b"[" + b",".join([b"[]"] * MAX_CONTAINERS) + b"]"
+    assert shape_problem(lists, most) == (f"a line of {MAX_CONTAINERS + 1} JSON arrays and "
+                                          f"objects (a record opens at most {MAX_CONTAINERS})")
+    assert shape_problem(lists[:1] + lists[4:], most) is None  # one list fewer
     many = b"[" + b",".join([b"0"] * 99) + b"]"
     assert shape_problem(many, 100) is None
-    assert shape_problem(many, 99) == ("a line of 100 JSON values (a record of this board "
-                                       f"holds at most 99: its prediction's and {RECORD_VALUES} "
-                                       "more)")
+    assert shape_problem(many, 99) == ("a line of 100 JSON values (at most 99: one per 8 "
+                                       "bytes of this instance's line limit)")
+
+
+def test_a_record_as_sumbench_predict_writes_it_passes_however_long_its_document():
+    """A record carries its input lines, labels and outputs beside its prediction: a few
+    lists, whatever their length."""
+    lines = [f"Sentence {n} of a long document, as USB's documents hold them." for n in
+             range(2000)]
+    record = json.dumps({"task": "EXT", "id": "doc", "input_lines": lines,
+                         "labels": [n % 2 for n in range(2000)],
+                         "prediction": [0.25] * 2000}).encode()
+    assert shape_problem(record, max_values(1 << 20)) is None
 
 
 def _nested_lists_line(size: int) -> bytes:
@@ -130,14 +159,15 @@ def _nested_lists_line(size: int) -> bytes:
 @pytest.mark.slow
 def test_lines_of_empty_lists_are_refused_before_they_become_objects(usb_track_manifest):
     """60 lines of 1 MB holding 333,000 empty lists each cost +1,428 MiB as Python objects;
-    with the board's manifest, each is refused from its shape, unparsed, one at a time."""
+    each is refused from its shape, unparsed, one at a time."""
     track, manifest = usb_track_manifest
     line = _nested_lists_line(1 << 20)
     upload = Upload("lists.jsonl", line * 20)
     peak, error = _peak(lambda: validate_submission(track, [upload], manifest, Limits(),
                                                     "all"))
     assert [(e.line, e.reason.split(" (")[0]) for e in error.errors][:2] == [
-        (1, "a line of 349515 JSON values"), (2, "a line of 349515 JSON values")]
+        (1, "a line of 349513 JSON arrays and objects"),
+        (2, "a line of 349513 JSON arrays and objects")]
     assert peak < 16 << 20  # one line's counting at a time, never 20 lines of objects
 
 

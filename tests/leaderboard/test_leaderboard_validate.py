@@ -285,7 +285,8 @@ def test_bad_bytes_and_json_are_reported_per_line(abs_lines):
                 for e in caught.value.to_list()]
     assert problems == [(2, None, "not UTF-8 text"),
                         (3, None, "expected a JSON object, got array"),
-                        (4, None, "malformed JSON"), (5, None, "a line nested 100001 deep"),
+                        (4, None, "malformed JSON"),
+                        (5, None, "a line of 100001 JSON arrays and objects"),
                         (6, "task", "a \\ud800-\\udfff escape that is not half of a pair "
                                     "is not text")]
 
