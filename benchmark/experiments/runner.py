@@ -17,7 +17,7 @@ from typing import Any
 from benchmark.experiments.common import SPEC_FILE, claim_folder
 from benchmark.experiments.jobs import PLAN_FILE, job_done, read_plan, run_jobs, write_plan
 from benchmark.experiments.report import job_lines, notes
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.plumbing.io import read_json, write_json
 from tasks.plumbing.provenance import provenance
 
@@ -27,8 +27,7 @@ KINDS = ("transfer", "fractions", "labels")
 
 
 def kind_module(kind: str):
-    if kind not in KINDS:
-        raise SumbenchError(f"unknown experiment kind {kind!r} (known: {', '.join(KINDS)})")
+    check_choice(kind, KINDS, "experiment kind")
     return importlib.import_module(f"benchmark.experiments.{kind}")
 
 

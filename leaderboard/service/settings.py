@@ -15,7 +15,7 @@ from leaderboard.service.db import Database, Setting
 from leaderboard.service.model_source import resolve_source
 from leaderboard.tracks import make_track
 from leaderboard.tracks.summaries import SummariesEvaluator, default_summary_evaluators
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.plumbing.json_fields import JsonFields
 
 SETTINGS_KEY = "instance"
@@ -186,9 +186,7 @@ class InstanceSettings(JsonFields):
         """A copy with `KEY=VALUE` strings applied (values parsed as JSON when possible)."""
         values = self.to_dict()
         for key, text in changes.items():
-            if key not in values:
-                raise SumbenchError(f"unknown leaderboard setting {key!r} (known: "
-                                    f"{', '.join(sorted(values))})")
+            check_choice(key, sorted(values), "leaderboard setting")
             try:
                 values[key] = json.loads(text)
             except json.JSONDecodeError:

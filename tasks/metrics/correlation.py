@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 
 METHODS = ("kendall", "pearson", "spearman")
 #: how summary-level correlation treats an example with constant scores on a side
@@ -37,10 +37,7 @@ def _scipy_function(method: str) -> Callable:
 
     functions = {"kendall": stats.kendalltau, "pearson": stats.pearsonr,
                  "spearman": stats.spearmanr}
-    if method not in functions:
-        raise SumbenchError(f"unknown correlation method {method!r} (known: "
-                            f"{', '.join(METHODS)})")
-    return functions[method]
+    return functions[check_choice(method, METHODS, "correlation method")]
 
 
 def correlation(x: Sequence[float], y: Sequence[float], method: str) -> float:
@@ -80,10 +77,7 @@ def system_level(metric: Scores, human: Scores, method: str,
 
 
 def check_rule(rule: str) -> str:
-    if rule not in UNDEFINED_RULES:
-        raise SumbenchError(f"unknown undefined-correlation rule {rule!r} (known: "
-                            f"{', '.join(UNDEFINED_RULES)})")
-    return rule
+    return check_choice(rule, UNDEFINED_RULES, "undefined-correlation rule")
 
 
 def lite_pyramid_perturbed(values: list[float]) -> list[float]:

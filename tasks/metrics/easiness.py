@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tasks.metrics.rouge155 import Rouge155, round5
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 
 SKIPPED_CANDIDATES = frozenset({"&", "$"})
 ROUGE_VARIANTS = ("rouge155", "rouge-score")
@@ -66,8 +66,8 @@ def unigram_scorer(variant: str = "rouge155", config: Rouge155 | None = None) ->
 
         tokenizer = tokenizers.DefaultTokenizer(use_stemmer=True)
         return Unigrams(tokenizer.tokenize, _plain_f1)
-    raise SumbenchError(f"unknown ROUGE variant {variant!r} (known: "
-                        f"{', '.join(ROUGE_VARIANTS)})")
+    check_choice(variant, ROUGE_VARIANTS, "ROUGE variant")
+    raise AssertionError(f"ROUGE variant {variant!r} has no scorer")
 
 
 def best_matches(queries: Sequence[Counter], candidates: Sequence[Counter],

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from rouge_score import rouge_scorer, tokenizers
 
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choices
 
 #: metric name -> rouge-score type
 RECALL_METRICS = {"rouge1_recall": "rouge1", "rouge2_recall": "rouge2",
@@ -53,10 +53,7 @@ class CachingTokenizer(tokenizers.Tokenizer):
 
 
 def rouge_types_of(metrics: Sequence[str]) -> list[str]:
-    unknown = [m for m in metrics if m not in RECALL_METRICS]
-    if unknown:
-        raise SumbenchError(f"unknown ROUGE recall metric(s) {', '.join(unknown)} (known: "
-                            f"{', '.join(RECALL_METRICS)})")
+    check_choices(metrics, RECALL_METRICS, "ROUGE recall metric")
     return list(dict.fromkeys(RECALL_METRICS[m] for m in metrics))
 
 

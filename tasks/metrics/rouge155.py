@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choices
 
 EXCEPTION_FILES = ("adj.exc", "adv.exc", "noun.exc", "verb.exc")
 STOPWORDS_FILE = "smart_common_words.txt"
@@ -331,9 +331,6 @@ METRICS = ("rouge-1", "rouge-2", "rouge-3", "rouge-4", "rouge-l")
 def rouge155(config: Rouge155, peer: str, models: Sequence[str],
              metrics: Sequence[str] = METRICS) -> dict[str, Score]:
     """The chosen ROUGE-1.5.5 scores of one evaluation (one peer, its models)."""
-    unknown = [name for name in metrics if name not in METRICS]
-    if unknown:
-        raise SumbenchError(f"unknown ROUGE-1.5.5 metric {unknown[0]!r} (known: "
-                            f"{', '.join(METRICS)})")
+    check_choices(metrics, METRICS, "ROUGE-1.5.5 metric")
     return {name: rouge_l(config, peer, models) if name == "rouge-l" else
             rouge_n(config, peer, models, int(name[-1])) for name in metrics}

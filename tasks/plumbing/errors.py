@@ -45,6 +45,25 @@ class UnknownNameError(SumbenchError, KeyError):
         return str(self.args[0])
 
 
+def check_choice(value, known, what: str):
+    """`value` when it is one of `known`; otherwise the one error sumbench gives for an
+    unknown choice: UnknownNameError "unknown WHAT 'x'; did you mean 'y'? (known: ...)"."""
+    known = list(known)
+    if value in known:
+        return value
+    raise UnknownNameError(f"unknown {what} {value!r}{did_you_mean(str(value), known)} "
+                           f"(known: {', '.join(map(str, known))})")
+
+
+def check_choices(values, known, what: str) -> list:
+    """`values` when each is one of `known`; otherwise `check_choice`'s error for the first
+    that is not."""
+    values = list(values)
+    for value in values:
+        check_choice(value, known, what)
+    return values
+
+
 def unknown_names(given, known) -> str:
     """"a, b; did you mean 'c' (for 'b')?" for the names in `given` that are not in `known`
     (sorted, with the close known names); "" when every name is known."""

@@ -20,7 +20,7 @@ from tasks.metrics.rouge import (
     rouge_per_example,
     rouge_tokens,
 )
-from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, check_choice
 from tasks.usb.loaders import GOLD_FIELDS, load_task_split
 from tasks.validation import require_str
 
@@ -159,9 +159,7 @@ class TextTask(UsbTask):
     option_names = ("rouge_aggregate", "rouge_seed")
 
     def __init__(self, rouge_aggregate: str = "mean", rouge_seed: int = 0):
-        if rouge_aggregate not in ROUGE_AGGREGATES:
-            raise SumbenchError(f"unknown ROUGE aggregate {rouge_aggregate!r} (known: "
-                                f"{', '.join(ROUGE_AGGREGATES)})")
+        check_choice(rouge_aggregate, ROUGE_AGGREGATES, "ROUGE aggregate")
         self.rouge_aggregate, self.rouge_seed = rouge_aggregate, int(rouge_seed)
 
     def aggregate_name(self) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.plumbing.atomic import atomic_directory
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.plumbing.io import dumps_record, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.usb.corruptions import Corruption, corrupt, names
@@ -57,12 +57,8 @@ class HeuristicSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
         object.__setattr__(self, "splits", tuple(self.splits))
-        if self.evidence not in EVIDENCE_METHODS:
-            raise SumbenchError(f"unknown evidence method {self.evidence!r} (known: "
-                                f"{', '.join(EVIDENCE_METHODS)})")
-        if self.corruption not in CORRUPTION_METHODS:
-            raise SumbenchError(f"unknown corruption method {self.corruption!r} (known: "
-                                f"{', '.join(CORRUPTION_METHODS)})")
+        check_choice(self.evidence, EVIDENCE_METHODS, "evidence method")
+        check_choice(self.corruption, CORRUPTION_METHODS, "corruption method")
         unknown = [task for task in self.tasks if task not in HEURISTIC_TASKS]
         if unknown or not self.tasks:
             raise SumbenchError(f"heuristic labels exist for {', '.join(HEURISTIC_TASKS)} "
