@@ -38,19 +38,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests"))
 from harness import machine  # noqa: E402
-from lb_helpers import lying_zip  # noqa: E402
+from lb_helpers import lying_zip, nested_lists_line  # noqa: E402
 
 SHARED = Path(os.environ.get("SUMBENCH_SHARED", REPO.parent / "shared"))
 MIB = 1 << 20
 GOAL_MIB, GOAL_SECONDS = 150, 1.0
 #: legal in shape, large: held to the memory line, not to the attacks' second
 LARGE = "records.jsonl"
-
-
-def nested_lines(count: int, size: int = MIB) -> bytes:
-    head = b'{"task": "FAC", "id": "x", "prediction": ['
-    line = head + b",".join([b"[]"] * ((size - len(head) - 3) // 3)) + b"]}\n"
-    return line * count
 
 
 def padded_zip(content: bytes) -> bytes:
@@ -75,8 +69,8 @@ def attacks() -> dict[str, tuple[str, bytes]]:
                                                   declared)),
             "deflate.zip": ("deflate.zip", lying_zip(zipfile.ZIP_DEFLATED,
                                                       declared + b"\n" * (256 * MIB), declared)),
-            "lists.jsonl": ("lists.jsonl", nested_lines(60)),
-            "lists.zip": ("lists.zip", padded_zip(nested_lines(60))),
+            "lists.jsonl": ("lists.jsonl", nested_lists_line(MIB) * 60),
+            "lists.zip": ("lists.zip", padded_zip(nested_lists_line(MIB) * 60)),
             "records.jsonl": ("records.jsonl", fac_records(500_000))}
 
 

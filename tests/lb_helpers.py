@@ -315,3 +315,11 @@ def lying_zip(method: int, content: bytes, declared: bytes, name="predictions.js
         struct.pack_into("<L", data, crc_at, zlib.crc32(declared))
         struct.pack_into("<L", data, size_at, len(declared))
     return bytes(data)
+
+
+def nested_lists_line(size: int) -> bytes:
+    """One JSON line of about `size` bytes whose prediction is `[[],[],...]` (an upload that
+    becomes 333,000 lists per MB once parsed)."""
+    head = b'{"task": "EXT", "id": 1, "prediction": ['
+    count = (size - len(head) - 2) // 3
+    return head + b",".join([b"[]"] * count) + b"]}\n"

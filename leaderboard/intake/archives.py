@@ -245,7 +245,7 @@ def _zip_members(upload: Upload, limits: Limits, ignored: list[str],
                 raise DataError(f"archive member {info.filename!r} is encrypted",
                                 path=upload.name)
             read.append(_member_upload(upload, info.filename,
-                                       lambda info=info: zip_member_bytes(upload, info)))
+                                       lambda info=info: _zip_member_bytes(upload, info)))
         return read, declared
 
 
@@ -281,11 +281,11 @@ def _zip_stream(upload: Upload, info: zipfile.ZipInfo) -> bytes:
     return stream
 
 
-def zip_member_bytes(upload: Upload, info: zipfile.ZipInfo) -> bytes:
-    """A stored or deflate member's bytes, unpacked a chunk at a time: a stream that runs
-    past the member's declared size is refused as corrupt as soon as it does, so no member
-    ever unpacks to more than the size the limits were checked against."""
-    _check_zip_method(upload, info)
+def _zip_member_bytes(upload: Upload, info: zipfile.ZipInfo) -> bytes:
+    """A stored or deflate member's bytes (`_zip_members` checked every member's method
+    first), unpacked a chunk at a time: a stream that runs past the member's declared size is
+    refused as corrupt as soon as it does, so no member ever unpacks to more than the size the
+    limits were checked against."""
     stream = _zip_stream(upload, info)
     if info.compress_type == zipfile.ZIP_STORED:
         data = stream

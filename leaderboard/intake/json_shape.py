@@ -41,18 +41,20 @@ def json_shape(raw: bytes) -> Shape:
     """The shape of one JSON text (strings count as one value each; a malformed text gets
     some shape, and JSON's own reader then refuses it)."""
     bare = STRING.sub(b"0", raw)
-    return Shape(_depth(bare), _containers(bare), _values(bare))
+    containers = _containers(bare)
+    return Shape(_depth(bare), containers, _values(bare, containers))
 
 
 def _containers(bare: bytes) -> int:
     return bare.count(b"[") + bare.count(b"{")
 
 
-def _values(bare: bytes) -> int:
-    """Values of a text whose strings are blanked: elements are separated by commas, every
-    container is one more, and a container holding nothing (`[]`, `{}`) has no element
-    (written with white space inside, `[ ]`, it counts one: over, never under)."""
-    return bare.count(b",") + _containers(bare) + 1 - bare.count(b"[]") - bare.count(b"{}")
+def _values(bare: bytes, containers: int) -> int:
+    """Values of a text whose strings are blanked (`containers` of them arrays and objects):
+    elements are separated by commas, every container is one more, and a container holding
+    nothing (`[]`, `{}`) has no element (written with white space inside, `[ ]`, it counts
+    one: over, never under)."""
+    return bare.count(b",") + containers + 1 - bare.count(b"[]") - bare.count(b"{}")
 
 
 def _depth(bare: bytes) -> int:
@@ -82,7 +84,7 @@ def shape_problem(raw: bytes, most_values: int) -> str | None:
     if containers > MAX_CONTAINERS:
         return (f"a line of {containers} JSON arrays and objects (a record opens at most "
                 f"{MAX_CONTAINERS})")
-    values = _values(bare)
+    values = _values(bare, containers)
     if values > most_values:
         return (f"a line of {values} JSON values (at most {most_values}: one per "
                 f"{VALUE_BYTES} bytes of this instance's line limit)")

@@ -42,9 +42,8 @@ def evaluate(request: dict, progress: dict) -> dict:
     progress["device"] = model_device(model)
     counts = progress.setdefault("counts", {})
     tasks = {name: get_task(name) for name in request["tasks"]}
-    instances = {name: task.instances(task.load("test", request["board"], request["inputs"]))
-                 for name, task in tasks.items()}
-    budget = request.get("max_generated_tokens") or token_budget(
+    instances = board_instances(tasks, request["board"], request["inputs"])
+    budget = request.get("max_generated_tokens") or spec.max_new_tokens * planned_generations(
         tasks, instances, tokenizer, spec)
     for name, task in tasks.items():
         result = run_task(task, instances[name], model, tokenizer, spec, out, resume=False,
@@ -58,12 +57,20 @@ def evaluate(request: dict, progress: dict) -> dict:
             "measured": measured(progress["device"], counts)}
 
 
-def token_budget(tasks: dict, instances: dict, tokenizer, spec: PredictSpec) -> int:
-    """What a model that never stops generates at most: `max_new_tokens` for every model
-    input the evaluation will run (each EVEXT claim and window, each EXT window, ...), planned
-    by the code `run_task` plans with (`format_windows`, with the model's own tokenizer)."""
-    return spec.max_new_tokens * sum(len(format_windows(task, instances[name], tokenizer, spec))
-                                     for name, task in tasks.items())
+def board_instances(tasks: dict, board: str, inputs: str) -> dict:
+    """{task name: the test instances of the board's public inputs (a `write_inputs` folder)}."""
+    return {name: task.instances(task.load("test", board, str(inputs)))
+            for name, task in tasks.items()}
+
+
+def planned_generations(tasks: dict, instances: dict, tokenizer, spec: PredictSpec) -> int:
+    """The model inputs an evaluation runs (each EVEXT claim and window, each EXT window, each
+    FAC pair, ...), planned by the code `run_task` plans with (`format_windows`). With the
+    model's own tokenizer (the evaluation process: its token budget, `max_new_tokens` each,
+    what a model that never stops generates at most); without it (None: the worker, for the
+    wall-clock limit), an input longer than a window counts once."""
+    return sum(len(format_windows(task, instances[name], tokenizer, spec))
+               for name, task in tasks.items())
 
 
 def measured(device, counts: dict) -> dict:

@@ -39,6 +39,7 @@ from leaderboard.intake.validate import Upload, validate_submission
 from leaderboard.service.auth import audit
 from leaderboard.service.compute import check_evaluation_slots, evaluation_budget
 from leaderboard.service.db import Database, Job, Submission, User, pack
+from leaderboard.service.evaluate_child import board_instances, planned_generations
 from leaderboard.service.evaluation_process import (
     EvaluationFailed,
     EvaluationStopped,
@@ -67,7 +68,7 @@ from leaderboard.tracks.usb import UsbTrack
 from tasks import get_task
 from tasks.plumbing.errors import DataError, SumbenchError
 from trainers.finetuning.profiles import get_profile
-from trainers.inference.predict import PredictSpec, format_windows
+from trainers.inference.predict import PredictSpec
 
 #: the tracks whose boards can evaluate a model (their parts are tasks `sumbench predict` runs)
 EVALUATED_TRACKS = ("usb",)
@@ -295,11 +296,13 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     `stop()` gives a reason); its evaluation.json, or EvaluationFailed."""
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
+    tasks = {name: get_task(name) for name in sorted(inputs["parts"])}
     budget = evaluation_budget(settings, planned_generations(
-        folder / "inputs", board, sorted(inputs["parts"]), evaluation["predict"]),
+        tasks, board_instances(tasks, board, folder / "inputs"), None,
+        PredictSpec.from_dict(evaluation["predict"])),
         int(evaluation["predict"]["max_new_tokens"]))
     request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
-               "tasks": sorted(inputs["parts"]), "out": str(folder / "run"),
+               "tasks": list(tasks), "out": str(folder / "run"),
                "spec": {**evaluation["predict"], "device": options.device},
                "scratch": str(folder),
                # None: the process plans its budget with the model's own tokenizer
@@ -324,20 +327,6 @@ def run_child(database: Database, track, board: str, evaluation: dict,
             failure.get("measured"), seconds, peak_rss))
     outcome = json.loads((run / "evaluation.json").read_text())
     return {**outcome, "cost": evaluation_cost(outcome.pop("measured"), seconds, peak_rss)}
-
-
-def planned_generations(inputs: Path, board: str, tasks: list[str], predict: dict) -> int:
-    """The model inputs an evaluation runs (each EVEXT claim, each FAC pair, ...), planned by
-    the code `sumbench predict` plans with (`format_windows`), here without the model's
-    tokenizer: inputs longer than a window, which it splits, count once. What the wall-clock
-    limit grows with; the evaluation process counts the windows too for its token budget."""
-    spec = PredictSpec.from_dict(predict)
-    total = 0
-    for name in tasks:
-        task = get_task(name)
-        instances = task.instances(task.load("test", board, str(inputs)))
-        total += len(format_windows(task, instances, None, spec))
-    return total
 
 
 def evaluation_cost(measured: dict | None, seconds: float, polled_rss: int) -> dict:

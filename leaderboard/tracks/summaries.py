@@ -37,7 +37,7 @@ from leaderboard.tracks.pyramid_gold import (
     dataset_of,
     human_pyramid,
 )
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.qapyramid.pyramid_data import sentence_units
 
 QUESTEVAL, SOURCE = "questeval", "source"
@@ -72,11 +72,9 @@ class SummariesEvaluator:
         (Stored columns are not checked again when loaded: a plug-in may come and go.)"""
         if self.presence == QUESTEVAL:
             return self  # checked as it was made
-        if self.units not in UNIT_KINDS:
-            raise SumbenchError(f"evaluator {self.name!r}: unknown units {self.units!r} "
-                                f"(known: {', '.join(UNIT_KINDS)}; {SOURCE} with {QUESTEVAL})")
         options = dict(self.options)
         try:  # as `per_example` checks them when it scores
+            check_choice(self.units, UNIT_KINDS, "units")
             if self.presence == "lexical":
                 check_backend_options("lexical", options)
             else:

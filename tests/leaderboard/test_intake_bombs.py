@@ -22,7 +22,7 @@ from leaderboard.intake.validate import expand, validate_submission
 from leaderboard.tracks import make_track
 from tasks.plumbing.errors import DataError
 
-from lb_helpers import lying_zip
+from lb_helpers import lying_zip, nested_lists_line
 
 
 def _peak(call) -> tuple[int, Exception]:
@@ -150,18 +150,12 @@ def test_a_record_as_sumbench_predict_writes_it_passes_however_long_its_document
     assert shape_problem(record, max_values(1 << 20)) is None
 
 
-def _nested_lists_line(size: int) -> bytes:
-    head = b'{"task": "EXT", "id": 1, "prediction": ['
-    count = (size - len(head) - 2) // 3
-    return head + b",".join([b"[]"] * count) + b"]}\n"
-
-
 @pytest.mark.slow
 def test_lines_of_empty_lists_are_refused_before_they_become_objects(usb_track_manifest):
     """60 lines of 1 MB holding 333,000 empty lists each cost +1,428 MiB as Python objects;
     each is refused from its shape, unparsed, one at a time."""
     track, manifest = usb_track_manifest
-    line = _nested_lists_line(1 << 20)
+    line = nested_lists_line(1 << 20)
     upload = Upload("lists.jsonl", line * 20)
     peak, error = _peak(lambda: validate_submission(track, [upload], manifest, Limits(),
                                                     "all"))
