@@ -36,7 +36,7 @@ PYROUGE_OPTIONS = ["-c", "95", "-2", "-1", "-U", "-r", "1000", "-n", "4", "-w", 
 
 def references(data: Path):
     """(SCUs, STUs) per reference, the paper's preprocessing applied (units with a space)."""
-    from tasks.qapyramid.unit_files import paper_units, read_unit_file
+    from tasks.units.unit_files import paper_units, read_unit_file
 
     scus, stus = read_unit_file(data / "SCUs.txt"), read_unit_file(data / "STUs.txt")
     return paper_units(scus, "scus"), paper_units(stus, "stus")

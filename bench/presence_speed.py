@@ -137,8 +137,8 @@ def naive_scores(model, tokenizer, pairs) -> list[float]:
     one forward pass, softmax over the entailment class."""
     import torch
 
-    from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH
-    from leaderboard.evaluators.presence_models import entailment_index
+    from leaderboard.evaluators.pyramid.nli_outputs import NLI_MAX_LENGTH
+    from leaderboard.evaluators.pyramid.presence_models import entailment_index
     from trainers.inference.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
@@ -157,7 +157,7 @@ def lite2pyramid_loop(model, tokenizer, pairs, batch_size: int = 32,
     tokens (padding="max_length"), softmax, the 3-class entailment probability."""
     import torch
 
-    from leaderboard.evaluators.presence_models import entailment_index
+    from leaderboard.evaluators.pyramid.presence_models import entailment_index
     from trainers.inference.generation import model_device
 
     entail = entailment_index(model.config.id2label, model.config.label2id)
@@ -181,7 +181,7 @@ def close(first, second) -> bool:
 def compare(model, tokenizer, dataset, total: int, args) -> tuple[dict, dict, dict]:
     """Ours (NLIBackend: length-sorted batches, dynamic padding, each distinct pair once) vs
     the Lite²Pyramid loop and vs one pair per forward, on the same sample (`--sample`)."""
-    from leaderboard.evaluators.presence import NLIBackend
+    from leaderboard.evaluators.pyramid.presence import NLIBackend
 
     pairs, described = sample_pairs(dataset, total, args.subset, args.sample)
     backend = NLIBackend(model, tokenizer, batch_size=args.batch_size,
@@ -232,7 +232,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from leaderboard.evaluators.presence import NLIBackend
+    from leaderboard.evaluators.pyramid.presence import NLIBackend
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     torch.set_num_threads(args.threads)

@@ -138,7 +138,7 @@ def spread(model, tokenizer, texts) -> None:
     mean first-step state, scaled to the top logit, plus its first direction of spread."""
     import torch
 
-    from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, first_piece
+    from leaderboard.evaluators.questeval.models import TRUE, UNANSWERABLE, first_piece
 
     encoded = tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
                         max_length=512)

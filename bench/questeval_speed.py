@@ -8,8 +8,8 @@ answers recorded for every text (each of the first five sentences' capitalised w
 numbers), given to the official code through its spaCy call; question scores answerability
 and F1 (BERTScore would add the same model to both arms). Arms, alternated `--repeat` times
 (bench/harness.py):
-  ours      leaderboard.evaluators.questeval.questeval: length-sorted batches padded to their
-            longest input, each distinct model input once, no cache;
+  ours      leaderboard.evaluators.questeval.scoring.questeval: length-sorted batches padded
+            to their longest input, each distinct model input once, no cache;
   baseline  the official `QuestEval(...).corpus_questeval` (bench/questeval_official.py;
             `use_cache=False`, its default batch sizes), every input padded to 512 tokens.
 "identical": every per-summary score within 1e-5 (padding to 512 tokens or to the batch's
@@ -40,7 +40,7 @@ SCORES = ("answerability", "f1")
 
 def workload(data_dir: Path, n_docs: int, n_systems: int):
     """(summaries, every text) of the first `n_docs` examples and `n_systems` systems."""
-    from leaderboard.evaluators.questeval import Summary
+    from leaderboard.evaluators.questeval.scoring import Summary
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     data = load_pyramid_dataset(data_dir, unit_kinds=(), labels=False)
@@ -57,7 +57,7 @@ def recorded_answers(texts, folder: Path) -> tuple[Path, dict]:
     sentences joined by one space) -> the same answers."""
     import spacy
 
-    from leaderboard.evaluators.questeval_answers import LIMIT_SENTENCES, sentences
+    from leaderboard.evaluators.questeval.answers import LIMIT_SENTENCES, sentences
 
     nlp, records = spacy.blank("en"), []
     for text in texts:
@@ -76,7 +76,7 @@ def build_models(texts, folder: Path) -> dict:
     """Hub name -> a folder holding a T5-small-shaped model (generation cap 20 tokens)."""
     from transformers import GenerationConfig
 
-    from leaderboard.evaluators.questeval_models import QUESTION_ANSWERER, QUESTION_GENERATOR
+    from leaderboard.evaluators.questeval.models import QUESTION_ANSWERER, QUESTION_GENERATOR
     from trainers.models.tiny import build_tiny_t5, build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer(list(texts) + ["unanswerable true false sv1"],
@@ -96,14 +96,14 @@ def build_models(texts, folder: Path) -> dict:
 def ours_arm(folders: dict, answers_path: Path, summaries):
     from transformers import AutoTokenizer, T5ForConditionalGeneration
 
-    from leaderboard.evaluators.questeval import Models, Settings, questeval
-    from leaderboard.evaluators.questeval_answers import RecordedAnswers
-    from leaderboard.evaluators.questeval_models import (
+    from leaderboard.evaluators.questeval.answers import RecordedAnswers
+    from leaderboard.evaluators.questeval.models import (
         QUESTION_ANSWERER,
         QUESTION_GENERATOR,
         UNANSWERABLE,
         T2TModel,
     )
+    from leaderboard.evaluators.questeval.scoring import Models, Settings, questeval
 
     def load(name, word, batch):
         return T2TModel(T5ForConditionalGeneration.from_pretrained(folders[name]),
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.data}: no REALSumm folder (../shared/data/pyramid/realsumm)")
     from transformers import AutoTokenizer
 
-    from leaderboard.evaluators.questeval_models import TRUE, UNANSWERABLE, first_piece
+    from leaderboard.evaluators.questeval.models import TRUE, UNANSWERABLE, first_piece
 
     summaries, texts = workload(args.data, args.docs, args.systems)
     with tempfile.TemporaryDirectory() as scratch:

@@ -29,7 +29,7 @@ def write_answers(path: Path, texts: Iterable[str], drop: str | None = None) -> 
     numbers, stripped of punctuation (`drop` left out)."""
     import spacy
 
-    from leaderboard.evaluators.questeval_answers import sentences
+    from leaderboard.evaluators.questeval.answers import sentences
 
     nlp, lines = spacy.blank("en"), []
     for text in texts:

@@ -71,6 +71,7 @@ def import_graph() -> dict[str, dict[str, int]]:
 FLOORS = {
     "tasks": (("tasks.plumbing",), ("tasks.metrics",),
               ("tasks.base", "tasks.validation", "tasks.identity", "tasks.windowed", "tasks"),
+              ("tasks.units",),
               ("tasks.usb", "tasks.qapyramid"),
               ("tasks.scoring", "tasks.gold", "tasks.item_values", "tasks.item_view")),
     "trainers": (("trainers.models",), ("trainers.inference",), ("trainers.fewshot",),

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from benchmark.commands import command_help, key_value
 from benchmark.commands.options import add_option
-from leaderboard.evaluators.pyramid import pyramid_scores
-from leaderboard.evaluators.questeval_evaluator import register_questeval
+from leaderboard.evaluators.pyramid.scoring import pyramid_scores
+from leaderboard.evaluators.questeval.evaluator import register_questeval
 from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
 from tasks.metrics.correlation import UNDEFINED_RULES
 from tasks.metrics.evaluators import (

@@ -26,8 +26,8 @@ from benchmark.commands import (
     tokens_or_auto,
 )
 from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, OPENAI_APIS
-from leaderboard.evaluators.presence import NLI_MODES
-from leaderboard.evaluators.pyramid import backend_names
+from leaderboard.evaluators.pyramid.presence import NLI_MODES
+from leaderboard.evaluators.pyramid.scoring import backend_names
 from tasks.plumbing.errors import SumbenchError
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE, style_names
 from trainers.finetuning.distributed import check_training_device_name

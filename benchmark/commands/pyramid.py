@@ -19,7 +19,7 @@ those train examples are not held out (meta-evaluating them against the same hum
 flatters the lexical backend): a note on stderr says so, and `--score-split validation` or
 `test` scores held-out examples only. `nli`, `seq2seq`, `causal-lm` (zero-shot) need `--model`
 (a folder or hub id); `chat` needs `--model` (a model name at OPENAI_BASE_URL). Which options
-each backend takes: leaderboard.evaluators.pyramid.BACKEND_OPTIONS.
+each backend takes: leaderboard.evaluators.pyramid.scoring.BACKEND_OPTIONS.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ import sys
 from benchmark.commands import command_help, probability
 from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
-from leaderboard.evaluators.lite_pyramid import mixed_units, read_unit_weights, scu_examples
-from leaderboard.evaluators.pyramid import (
+from leaderboard.evaluators.pyramid.lite_pyramid import mixed_units, read_unit_weights, scu_examples
+from leaderboard.evaluators.pyramid.scoring import (
     check_presence_options,
     dataset_split,
     evaluate_dataset,
@@ -40,7 +40,7 @@ from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_text, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
-from tasks.qapyramid.unit_files import read_example_units
+from tasks.units.unit_files import read_example_units
 
 MIX_BY_EXAMPLE = "mix-by-example"
 UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmark.commands.options import given_or_default
-from leaderboard.evaluators.autoqapyramid import gold_predicates, seq2seq_qa_generator
-from leaderboard.evaluators.presence_models import load_pretrained
-from leaderboard.evaluators.qasem import (
+from leaderboard.evaluators.pyramid.presence_models import load_pretrained
+from leaderboard.evaluators.qapyramid.autoqapyramid import gold_predicates, seq2seq_qa_generator
+from leaderboard.evaluators.qapyramid.qasem import (
     BATCH_SIZE,
     RecordedPredicates,
     as_official_dtype,

@@ -14,7 +14,7 @@ QAPyramid (`semi-auto`, `auto`: see benchmark/commands/qapyramid_auto.py).
         --references: JSONL, one {"example_id": ..., "reference": ...} per line.
         Every scored (system, example) needs a summary and a reference; extra lines are
         ignored. An empty summary has 0 words (p_r = p_l = 1). --calibrate-alpha picks alpha in
-        1..10 over all scored summaries (see leaderboard.evaluators.penalties).
+        1..10 over all scored summaries (see leaderboard.evaluators.qapyramid.penalties).
         Prints {"alpha", "calibration", "systems": {system: {QAPyramid, nQAPyramid, p_r, p_l}},
         "n_examples"}; systems scored on different examples are warned about (both commands);
         --out also writes "per_example" and provenance.
@@ -28,8 +28,13 @@ import sys
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
 from benchmark.commands.qapyramid_auto import register_subcommands
-from leaderboard.evaluators.penalties import DEFAULT_ALPHA, calibrate_alpha, normalize, with_alpha
-from leaderboard.evaluators.qapyramid import human_qapyramid, uneven_coverage
+from leaderboard.evaluators.qapyramid.penalties import (
+    DEFAULT_ALPHA,
+    calibrate_alpha,
+    normalize,
+    with_alpha,
+)
+from leaderboard.evaluators.qapyramid.scoring import human_qapyramid, uneven_coverage
 from tasks.plumbing.errors import DataError
 from tasks.plumbing.io import iter_jsonl, read_json, write_json
 from tasks.plumbing.provenance import provenance

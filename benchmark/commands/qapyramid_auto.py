@@ -7,13 +7,13 @@
         AutoQAPyramid's own QA generation (`--qa-generator qasem`, the default): the QASem
         joint argument parser (official: cattana/flan-t5-xl-qasem-joint-tokenized) on NLTK's
         sentences of each reference, with its input and output formats
-        (leaderboard.evaluators.qasem). Its spaCy tokens and predicates are recorded per
+        (leaderboard.evaluators.qapyramid.qasem). Its spaCy tokens and predicates are recorded per
         sentence in --qasem-predicates (sumbench runs no spaCy model).
     sumbench qapyramid auto --qa-generator sumbench --dataset FILE --qa-model PATH
                             --presence BACKEND (--predicate-model NAME | --predicates gold|FILE)
                             [--max-new-tokens N] [options]
         sumbench's own generation: a seq2seq model trained on the `qa_generation` format, one
-        greedy generation per predicate (leaderboard.evaluators.autoqapyramid). Predicates
+        greedy generation per predicate (leaderboard.evaluators.qapyramid.autoqapyramid). Predicates
         come from a predicate detector (--predicate-model: a token-classification model
         loaded by name, trainers.models.predicate_detector); `--predicates gold` uses the predicate
         words of the example's gold QAs (`gold_predicates`), reported as "oracle
@@ -53,15 +53,19 @@ from benchmark.commands import positive_int
 from benchmark.commands.options import add_option
 from benchmark.commands.presence_options import PresenceConfig, add_presence_options
 from benchmark.commands.qa_sources import predicate_source, qa_generator
-from leaderboard.evaluators.autoqapyramid import AutoQAPyramid, SemiAutoQAPyramid, system_means
-from leaderboard.evaluators.penalties import DEFAULT_ALPHA, normalize
-from leaderboard.evaluators.presence import PresenceBackend, PresenceResult, build_backend
-from leaderboard.evaluators.pyramid import (
+from leaderboard.evaluators.pyramid.presence import PresenceBackend, PresenceResult, build_backend
+from leaderboard.evaluators.pyramid.scoring import (
     check_backend_options,
     describe_presence,
     text_backend_names,
 )
-from leaderboard.evaluators.qasem import BATCH_SIZE, role_labels
+from leaderboard.evaluators.qapyramid.autoqapyramid import (
+    AutoQAPyramid,
+    SemiAutoQAPyramid,
+    system_means,
+)
+from leaderboard.evaluators.qapyramid.penalties import DEFAULT_ALPHA, normalize
+from leaderboard.evaluators.qapyramid.qasem import BATCH_SIZE, role_labels
 from tasks.metrics.correlation import correlation
 from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError
 from tasks.plumbing.io import write_json

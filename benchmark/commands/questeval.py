@@ -1,4 +1,4 @@
-"""`sumbench questeval`: QuestEval scores of summaries (leaderboard.evaluators.questeval).
+"""`sumbench questeval`: QuestEval scores of summaries (leaderboard.evaluators.questeval.scoring).
 
     sumbench questeval (--summaries FILE | --pyramid DIR [--systems S ...])
                        [--protocol v0.2.4|v0.1.1|paper]
@@ -26,11 +26,11 @@ from pathlib import Path
 from benchmark.commands import command_help, positive_int
 from benchmark.commands.leaderboard_client import print_json
 from benchmark.commands.options import add_option
-from leaderboard.evaluators.autoqapyramid import system_means
-from leaderboard.evaluators.questeval import Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import answer_source
-from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL
-from leaderboard.evaluators.questeval_evaluator import ModelNames, load_models
+from leaderboard.evaluators.qapyramid.autoqapyramid import system_means
+from leaderboard.evaluators.questeval.answers import answer_source
+from leaderboard.evaluators.questeval.bertscore import BERTSCORE_MODEL
+from leaderboard.evaluators.questeval.evaluator import ModelNames, load_models
+from leaderboard.evaluators.questeval.scoring import Settings, Summary, questeval
 from tasks.metrics.questeval import PROTOCOLS, check_score_types
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_jsonl, write_json

@@ -9,7 +9,7 @@ triplet units (STUs) of reference summaries, or Lite²·⁵Pyramid's mix of SCUs
                   --trees FILE) --out STUs_SCUs_percentageP.txt
 
 References: one summary per line (as Pyramid folders' references.txt). The rules are the
-official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models are inputs:
+official `extract_stus.py`'s (tasks.units.stus); the models are inputs:
 `--frames` holds semantic-role frames, one JSON object per sentence ({"sentence", "words",
 "verbs": [{"tags": [BIO tags]}]}, the shape of AllenNLP's SRL predictor's output), and
 `--coref` coreference outputs ({"text", "document": [words], "clusters": [[[start, end],
@@ -18,11 +18,11 @@ official `extract_stus.py`'s (leaderboard.evaluators.stu_extraction); the models
 official structured-prediction-srl-bert archive converted by `sumbench srl-convert`) on
 spaCy's words (`sumbench[stus]`) and the verbs a spaCy pipeline with a tagger tags VERB or
 AUX (`--spacy-pipeline`; en_core_web_sm when installed, as the official predictor) or else
-those a `--predicate-model` marks (leaderboard.evaluators.srl_frames). sumbench ships no SRL
-or coreference model.
+those a `--predicate-model` marks (leaderboard.evaluators.qapyramid.srl_frames). sumbench
+ships no SRL or coreference model.
 
 With `--scus`, the output is the official Lite²·⁵ mix (`mix_scus_stus`,
-leaderboard.evaluators.lite25): SCUs aligned to sentences, the sentences whose easiness is
+leaderboard.evaluators.pyramid.lite25): SCUs aligned to sentences, the sentences whose easiness is
 above the top P% threshold take their STUs, the others their SCUs. Easiness per sentence:
 `--easiness` (one line per reference, TAB-separated scores, one per sentence of its
 extraction) or the official XGBoost regressor (`--regressor`, e.g. Lite2-3Pyramid's
@@ -40,13 +40,13 @@ import sys
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option, given_or_default
-from leaderboard.evaluators import lite25
-from leaderboard.evaluators.srl_frames import ModelFrames, convert_allennlp_srl
-from leaderboard.evaluators.stu_extraction import RecordedCoref, RecordedFrames, reference_sentences
+from leaderboard.evaluators.pyramid import lite25
+from leaderboard.evaluators.qapyramid.srl_frames import ModelFrames, convert_allennlp_srl
 from tasks.plumbing.atomic import atomic_path
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_item_lines, read_text
 from tasks.qapyramid.pyramid_data import read_units_file
+from tasks.units.stus import RecordedCoref, RecordedFrames, reference_sentences
 from trainers.inference.generation import resolve_device
 
 #: the command's description (its usage lines and rules: the module's docstring after its

@@ -41,32 +41,33 @@ provenance.
 from __future__ import annotations
 
 import argparse
-import logging
 import random
-from pathlib import Path
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
 from benchmark.commands.stus import STUS_HELP, add_stus_arguments
 from benchmark.commands.units_sgus import add_sgus_parser
-from leaderboard.evaluators.stu_extraction import RecordedCoref, replace_coreferences
+from leaderboard.evaluators.units.smus import (
+    add_smu_text,
+    parse_references,
+    read_graphs,
+    sentence_tags,
+    spacy_splitter,
+    subgraph_records,
+)
 from tasks.metrics.easiness import ROUGE_VARIANTS, easiness, unigram_scorer
 from tasks.plumbing.errors import DataError, SumbenchError
-from tasks.plumbing.io import read_json, read_lines, write_json
+from tasks.plumbing.io import read_lines, write_json
 from tasks.plumbing.provenance import provenance
-from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE, spacy_pipeline
-from tasks.qapyramid.amr_tags import TaggingError, graph_tagger
-from tasks.qapyramid.amr_units import sentence_subgraphs, sg2_sentences, tag_subgraph
-from tasks.qapyramid.approx_units import sample_ngrams, sentences_of
-from tasks.qapyramid.unit_files import (
+from tasks.units.approx_units import sample_ngrams, sentences_of
+from tasks.units.stus import RecordedCoref, replace_coreferences
+from tasks.units.unit_files import (
     KINDS,
     aligned_ids,
     paper_units,
     read_unit_file,
     write_unit_rows,
 )
-from trainers.inference.amr_text import load_amr_generator
-from trainers.inference.generation import resolve_device
 
 
 def register(subparsers) -> None:
@@ -142,7 +143,7 @@ def register(subparsers) -> None:
 
 
 SMUS_HELP = """Subgraphs of each sentence's AMR graph by the paper's sg2 rules
-(tasks.qapyramid.amr_units, penman 1.2.1), from recorded graphs (--amr: the paper's JSON,
+(tasks.units.amr_units, penman 1.2.1), from recorded graphs (--amr: the paper's JSON,
 a list of {instance_id, summary, summary_trees: [PENMAN graph per sentence]}; --references,
 when given, must hold as many lines). --trees-out writes them in the released shape. With
 --amr-generator (amrlib's generate_t5wtense, not shipped, or any seq2seq folder), each
@@ -154,98 +155,27 @@ recorded tagged graphs (--tagged); --untagged feeds the bare subgraphs (not the 
 input). --out writes them one line per reference, TAB-separated, --json-out the paper's JSON."""
 
 
-def read_graphs(path: str) -> list[dict]:
-    records = read_json(path, what="AMR graphs")
-    if not isinstance(records, list) or not records:
-        raise DataError("expected a list of {instance_id, summary, summary_trees}", path=path)
-    for number, record in enumerate(records):
-        trees = record.get("summary_trees") if isinstance(record, dict) else None
-        if not isinstance(trees, list) or not all(isinstance(t, str) for t in trees):
-            raise DataError("expected a list of PENMAN graphs", path=path,
-                            field=f"[{number}].summary_trees")
-        if not trees:
-            raise DataError("a reference with no sentences", path=path,
-                            field=f"[{number}].summary_trees")
-    return records
-
-
-def parsed_graphs(args) -> list[dict]:
-    """The references parsed by amrlib (sentences as the paper's sg2 run cut them)."""
-    if not args.references:
-        raise SumbenchError("--amr-parser parses --references FILE")
-    try:
-        import amrlib
-    except ImportError:
-        raise SumbenchError("--amr-parser needs amrlib (pip install amrlib) and its "
-                            "parse_xfm_bart_large model folder; or give recorded graphs "
-                            "(--amr FILE)") from None
-    check_parser_folder(args.amr_parser)
-    parser = amrlib.load_stog_model(model_dir=args.amr_parser, num_beams=4, batch_size=12,
-                                    device=str(resolve_device(args.device or "auto")))
-    parser.max_graph_len = 700  # the authors' amrlib forced it
-    split = spacy_splitter(args.spacy_pipeline)
-    records = []
-    for number, reference in enumerate(read_lines(args.references, what="references"),
-                                       start=1):
-        sentences = sg2_sentences(reference, split)
-        if not sentences:
-            raise DataError("a reference with no sentences", path=args.references,
-                            line=number)
-        graphs = parser.parse_sents(sentences, add_metadata=True)
-        failed = next((i for i, graph in enumerate(graphs, start=1) if graph is None), None)
-        if failed is not None:
-            raise DataError(f"amrlib could not parse sentence {failed}", path=args.references,
-                            line=number)
-        records.append({"instance_id": str(number - 1), "summary": reference,
-                        "summary_trees": graphs})
-    return records
-
-
-def check_parser_folder(folder: str) -> None:
-    """An amrlib parse_xfm model folder: its amrlib_meta.json names amrlib's parse_xfm
-    inference (amrlib imports the module a folder names, so no other is let through)."""
-    meta_path = Path(folder) / "amrlib_meta.json"
-    if not meta_path.is_file():
-        raise DataError("not an amrlib parse model folder (no amrlib_meta.json); give "
-                        "parse_xfm_bart_large's folder", path=folder)
-    meta = read_json(str(meta_path), what="amrlib model metadata")
-    expected = {"model_type": "stog", "inference_module": ".parse_xfm.inference",
-                "inference_class": "Inference"}
-    wrong = [key for key, value in expected.items()
-             if not isinstance(meta, dict) or meta.get(key) != value]
-    if wrong:
-        named = ", ".join(f"{key} {value!r}" for key, value in expected.items())
-        raise DataError(f"expected amrlib's parse_xfm parser ({named})", path=str(meta_path),
-                        field=wrong[0])
-
-
 def run_smus(args) -> int:
-    records = read_graphs(args.amr) if args.amr else parsed_graphs(args)
+    if args.amr_parser and not args.references:
+        raise SumbenchError("--amr-parser parses --references FILE")
+    records = read_graphs(args.amr) if args.amr else parse_references(
+        args.references, args.amr_parser, args.spacy_pipeline, args.device)
     if args.references and args.amr:
         lines = read_lines(args.references, what="references")
         if len(lines) != len(records):
             raise DataError(f"{len(records)} references in {args.amr} but {len(lines)} lines",
                             path=args.references)
-    logging.getLogger("penman").setLevel(logging.ERROR)  # re-entrancy notes, not errors
-    out = []
-    for number, record in enumerate(records):
-        trees = []
-        for sentence, graph in enumerate(record["summary_trees"], start=1):
-            try:
-                trees.extend(sentence_subgraphs(graph))
-            except Exception as error:  # noqa: BLE001 - penman's parse errors vary
-                raise DataError(f"the graph of sentence {sentence} does not parse: "
-                                f"{str(error).splitlines()[0][:200]}", path=args.amr,
-                                field=f"[{number}].summary_trees") from None
-        out.append({"instance_id": record.get("instance_id", str(number)),
-                    "summary": record.get("summary"),
-                    "summary_trees": record["summary_trees"], "tree": trees})
+    out = subgraph_records(records, args.amr)
     if not (args.trees_out or args.out or args.json_out):
         raise SumbenchError("give --trees-out FILE (and, with --amr-generator, --out FILE)")
     if (args.out or args.json_out) and not args.amr_generator:
         raise SumbenchError("the SMUs' text needs --amr-generator MODEL (amrlib's "
                             "generate_t5wtense); without one, write the trees (--trees-out)")
-    tags = add_smu_text(out, records, args) if args.amr_generator else None
+    tags = None
+    if args.amr_generator:
+        tagger, tags = sentence_tags(records, args.tagged, args.untagged, args.spacy_pipeline,
+                                     args.amr or args.references)
+        add_smu_text(out, records, args.amr_generator, args.device, tagger)
     if args.trees_out:
         write_json(args.trees_out, [{k: v for k, v in r.items() if k != "smus"} for r in out])
     if args.out:
@@ -255,62 +185,6 @@ def run_smus(args) -> int:
     print(f"smus: {sum(len(r['tree']) for r in out)} subgraphs for {len(out)} references"
           f"{f'; POS tags: {tags}' if tags else ' (their text needs --amr-generator)'}")
     return 0
-
-
-def add_smu_text(out: list[dict], records: list[dict], args) -> str:
-    """Each reference's SMUs: its subgraphs, tagged by their sentence, through the generator.
-    Returns where the tags came from."""
-    tags, source = sentence_tags(records, args)
-    inputs, owners = [], []
-    for number, record in enumerate(records):
-        for sentence, graph in enumerate(record["summary_trees"]):
-            tagged = tags(number, sentence)
-            for subgraph in sentence_subgraphs(graph):
-                inputs.append(tag_subgraph(subgraph, tagged))
-                owners.append(number)
-    texts = load_amr_generator(args.amr_generator, args.device or "auto").generate(inputs)
-    for record in out:
-        record["smus"] = []
-    for number, text in zip(owners, texts):
-        out[number]["smus"].append(text)
-    return source
-
-
-def sentence_tags(records: list[dict], args):
-    """(a function from (reference, sentence) to the sentence's tagged one-line graph or
-    None, a description of the tags): recorded (--tagged), none (--untagged), or spaCy's
-    through amrlib's aligner, as the authors' parser made them."""
-    if args.untagged:
-        return (lambda number, sentence: None), "none (--untagged: not the paper's input)"
-    if args.tagged:
-        recorded = recorded_tags(records, args.tagged)
-        return (lambda number, sentence: recorded[number][sentence]), f"recorded ({args.tagged})"
-    name = args.spacy_pipeline or DEFAULT_PIPELINE
-    tag = graph_tagger(spacy_pipeline(name), name)
-    where = args.amr or args.references
-
-    def from_spacy(number: int, sentence: int) -> str:
-        try:
-            return tag(records[number]["summary_trees"][sentence])
-        except TaggingError as error:
-            raise DataError(f"sentence {sentence + 1}: {error}", path=where,
-                            field=f"[{number}].summary_trees[{sentence}]") from None
-    return from_spacy, f"spaCy pipeline {name} through amrlib's RBW aligner"
-
-
-def recorded_tags(records: list[dict], path: str) -> list[list]:
-    tagged = read_json(path, what="tagged graphs")
-    if not isinstance(tagged, list) or len(tagged) != len(records):
-        raise DataError(f"expected a list of {len(records)} references' tagged graphs",
-                        path=path)
-    for number, (sentences, record) in enumerate(zip(tagged, records)):
-        if not isinstance(sentences, list) or len(sentences) != len(record["summary_trees"]):
-            raise DataError(f"expected {len(record['summary_trees'])} tagged graphs (one per "
-                            f"sentence)", path=path, field=f"[{number}]")
-        if not all(graph is None or isinstance(graph, str) for graph in sentences):
-            raise DataError("expected strings (or null: untagged)", path=path,
-                            field=f"[{number}]")
-    return tagged
 
 
 def run_easiness(args) -> int:
@@ -345,13 +219,6 @@ def reference_texts(args) -> tuple[list[str], list[str]]:
         output = coref(reference.replace("<t>", " ").replace("</t>", " ").strip())
         resolved.append(replace_coreferences(output["document"], output["clusters"])[0])
     return references, resolved
-
-
-def spacy_splitter(name: str | None):
-    """Sentences of a spaCy pipeline by name or folder (loaded on first use)."""
-    def split(text: str) -> list[str]:
-        return [sentence.text for sentence in spacy_pipeline(name)(text).sents]
-    return split
 
 
 def run_maker(args) -> int:

@@ -5,7 +5,7 @@
                         [--openai-api chat|completions] [--max-concurrency N] [--cache FILE]
                         [--max-new-tokens N] [--device D] [--clean] --out FILE [--json-out FILE]
 
-The paper's prompt exactly (tasks.qapyramid.sgu_prompt): its system instruction, the one-shot
+The paper's prompt exactly (tasks.units.sgu_prompt): its system instruction, the one-shot
 pair stored under `samples_used` of a released SGU file (`--one-shot`), the preprocessed
 reference; temperature 0 and no other setting on an OpenAI-compatible chat endpoint (the
 default backend, `--base-url` for vLLM or another server). The reply is read as the official
@@ -22,13 +22,13 @@ import datetime
 import sys
 
 from benchmark.commands.options import add_option
+from leaderboard.evaluators.units.sgus import chat_sgus, model_sgus
 from tasks.plumbing.io import read_lines, write_json
 from tasks.plumbing.provenance import provenance
-from tasks.qapyramid.sgu_prompt import read_one_shot
-from tasks.qapyramid.unit_files import write_unit_rows
+from tasks.units.sgu_prompt import read_one_shot
+from tasks.units.unit_files import write_unit_rows
 from trainers.fewshot.backends import load_hf_backend
 from trainers.fewshot.chat_client import ChatClient
-from trainers.fewshot.sgus import chat_sgus, model_sgus
 
 
 def add_sgus_parser(commands) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluators.questeval_evaluator import MODEL_OPTIONS
+from leaderboard.evaluators.questeval.evaluator import MODEL_OPTIONS
 from leaderboard.service.db import Database, Setting
 from leaderboard.service.model_source import resolve_source
 from leaderboard.tracks import make_track

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from leaderboard.evaluators.presence import LexicalBackend
-from leaderboard.evaluators.pyramid import evaluate_system
+from leaderboard.evaluators.pyramid.presence import LexicalBackend
+from leaderboard.evaluators.pyramid.scoring import evaluate_system
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, human_pyramid
 from tasks.metrics.correlation import METHODS, correlation, summary_level, system_level

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from leaderboard.evaluators.pyramid import lexical_calibration
+from leaderboard.evaluators.pyramid.scoring import lexical_calibration
 from leaderboard.tracks.base import (
     ErrorCollector,
     Track,
@@ -31,7 +31,7 @@ from leaderboard.tracks.base import (
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import file_sha256, iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
-from tasks.qapyramid.unit_files import read_example_units
+from tasks.units.unit_files import read_example_units
 
 QA_FILE = "qas.jsonl"
 BOARD = "all"

@@ -9,7 +9,7 @@ evaluator a set supports gives the headline (its mean x100). The human-judged sy
 set are scored the same way as reference rows, with their human Pyramid score beside.
 
 A reference-free column: `NAME=source:questeval[,KEY=VALUE...]` scores each summary with
-QuestEval against its document (leaderboard.evaluators.questeval_evaluator; the keys are its
+QuestEval against its document (leaderboard.evaluators.questeval.evaluator; the keys are its
 options), on sets whose gold keeps the documents. What it cost (seconds, model calls) is
 recorded in the result under `cost`.
 """
@@ -21,14 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderboard.evaluators.presence import LexicalBackend
-from leaderboard.evaluators.pyramid import (
+from leaderboard.evaluators.pyramid.presence import LexicalBackend
+from leaderboard.evaluators.pyramid.scoring import (
     check_backend_options,
     check_presence_options,
     evaluate_system,
     presence_factory,
 )
-from leaderboard.evaluators.questeval_evaluator import QuestEvalEvaluator, parse_options
+from leaderboard.evaluators.questeval.evaluator import QuestEvalEvaluator, parse_options
 from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import (
@@ -51,7 +51,7 @@ class SummariesEvaluator:
     """A Pyramid-style evaluator: units of the set x a presence backend with options."""
     name: str
     units: str                       # "scus" | "stus" | "sentences" | "qas"
-    presence: str = "lexical"        # a backend of leaderboard.evaluators.pyramid
+    presence: str = "lexical"        # a backend of leaderboard.evaluators.pyramid.scoring
     options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:

@@ -7,7 +7,7 @@ A package names its objects in its own `pyproject.toml`:
     title_generation = "my_package.titles:TitleGeneration"
 
 Groups: `sumbench.tasks` (a Task class; tasks.plumbing.registry.TASKS), `sumbench.presence_backends`
-(a PresenceBackend class; leaderboard.evaluators.presence) and `sumbench.evaluators` (a
+(a PresenceBackend class; leaderboard.evaluators.pyramid.presence) and `sumbench.evaluators` (a
 summary metric; tasks.metrics.evaluators). Each group is read once per process, when its
 registry is first used. A plug-in that cannot be imported, is not of the kind its group takes,
 or whose name is taken (by a built-in or another plug-in) is skipped with one warning line on

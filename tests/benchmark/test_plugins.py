@@ -151,7 +151,7 @@ BROKEN = {
     "sumbench_odds/__init__.py": textwrap.dedent('''\
         import re
 
-        from leaderboard.evaluators.presence import PresenceBackend, PresenceResult
+        from leaderboard.evaluators.pyramid.presence import PresenceBackend, PresenceResult
         from tasks.usb.abstractive import AbstractiveSummarization
 
 

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tasks.qapyramid.amr_units import sentence_subgraphs
+from tasks.units.amr_units import sentence_subgraphs
 
 from helpers import sumbench
 

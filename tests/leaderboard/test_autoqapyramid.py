@@ -6,13 +6,13 @@ from collections import defaultdict
 
 import pytest
 
-from leaderboard.evaluators.autoqapyramid import (
+from leaderboard.evaluators.pyramid.presence import LexicalBackend, PresenceBackend, PresenceResult
+from leaderboard.evaluators.qapyramid.autoqapyramid import (
     AutoQAPyramid,
     SemiAutoQAPyramid,
     gold_predicates,
     seq2seq_qa_generator,
 )
-from leaderboard.evaluators.presence import LexicalBackend, PresenceBackend, PresenceResult
 
 QAS = [("Who scored something?", "Arango"), ("What did someone score?", "a free kick"),
        ("Who was bitten?", "Zavala")]

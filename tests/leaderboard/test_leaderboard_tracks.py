@@ -340,7 +340,7 @@ def test_a_chart_asked_for_again_is_the_kept_one_and_new_contents_are_drawn():
 def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path):
     """An instance may configure model-based presence (here a tiny local NLI classifier):
     the track's score equals `sumbench pyramid`'s evaluation with the same backend."""
-    from leaderboard.evaluators.pyramid import evaluate_dataset
+    from leaderboard.evaluators.pyramid.scoring import evaluate_dataset
     from leaderboard.tracks.pyramid_gold import dataset_of
     from leaderboard.tracks.summaries import SummariesEvaluator
     from trainers.models.tiny import build_tiny_classifier, build_tiny_tokenizer

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.lite25 import (
+from leaderboard.evaluators.pyramid.lite25 import (
     TREE_LABELS,
     RecordedTrees,
     align_scus,
@@ -19,12 +19,12 @@ from leaderboard.evaluators.lite25 import (
     regressor_easiness,
     sentence_features,
 )
-from leaderboard.evaluators.stu_extraction import (
+from tasks.plumbing.errors import SumbenchError
+from tasks.units.stus import (
     RecordedFrames,
     ReferenceSentences,
     reference_sentences,
 )
-from tasks.plumbing.errors import SumbenchError
 
 from helpers import SRL_FRAMES
 
@@ -193,7 +193,7 @@ def test_folds_score_each_document_with_its_folds_regressor_and_pool_the_thresho
     order so a wrong mapping shows."""
     np = pytest.importorskip("numpy")
     xgboost = pytest.importorskip("xgboost", reason="sumbench[lite25] is not installed")
-    from leaderboard.evaluators.lite25 import fold_easiness
+    from leaderboard.evaluators.pyramid.lite25 import fold_easiness
 
     trees = _trees(tmp_path, references)
     rows = [sentence_features(*trees(text)) for r in references for text in r.texts]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.lite_pyramid import (
+from leaderboard.evaluators.pyramid.lite_pyramid import (
     easiness_recall,
     mixed_units,
     read_unit_weights,

@@ -8,7 +8,7 @@ import pytest
 from rouge_score import rouge_scorer
 
 from benchmark.cli import main
-from leaderboard.evaluators.pyramid import pyramid_scores
+from leaderboard.evaluators.pyramid.scoring import pyramid_scores
 from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
 from tasks.metrics.correlation import correlation
 from tasks.metrics.recall import rouge_recall, rouge_recall_by_system

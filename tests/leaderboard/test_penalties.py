@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.penalties import (
+from leaderboard.evaluators.qapyramid.penalties import (
     calibrate_alpha,
     length_penalty,
     normalize,

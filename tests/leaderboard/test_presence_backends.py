@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from leaderboard.evaluators.presence import (
+from leaderboard.evaluators.pyramid.presence import (
     CausalLMBackend,
     FewShotPrompter,
     LexicalBackend,
@@ -160,7 +160,7 @@ def test_nli_reads_entailment_index_from_label2id(tokenizer, classifier_dir):
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from leaderboard.evaluators import presence_models
+    from leaderboard.evaluators.pyramid import presence_models
 
     backend = build_backend("nli", model=str(classifier_dir), mode="prob3")
     assert type(backend) is NLIBackend is presence_models.NLIBackend and backend.entail == 1
@@ -416,9 +416,9 @@ def test_causal_lm_scorer_matches_unpadded_forward(tokenizer):
 
 
 def test_backend_fits_the_pyramid_evaluator(pyramid_data_dir):
-    """The backend is a presence callable for leaderboard.evaluators.pyramid; the lexical
+    """The backend is a presence callable for leaderboard.evaluators.pyramid.scoring; the lexical
     default `use="label"` counts thresholded units, `use="probability"` the token recall."""
-    from leaderboard.evaluators.pyramid import evaluate_system
+    from leaderboard.evaluators.pyramid.scoring import evaluate_system
     from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
     dataset = load_pyramid_dataset(pyramid_data_dir / "realsumm", systems=["abs_bart_out"])
@@ -435,7 +435,7 @@ def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir)
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from leaderboard.evaluators.pyramid import check_presence_options
+    from leaderboard.evaluators.pyramid.scoring import check_presence_options
 
     backend = build_backend("nli", model=str(classifier_dir), mode="prob3")
     assert backend.max_length == 400
@@ -455,7 +455,7 @@ def test_nli_truncates_pairs_at_400_tokens_by_default(tokenizer, classifier_dir)
 
 
 def test_pad_batch_pads_ids_segments_and_mask():
-    from leaderboard.evaluators.presence_models import pad_batch
+    from leaderboard.evaluators.pyramid.presence_models import pad_batch
 
     batch = pad_batch([{"input_ids": [5, 6, 7], "token_type_ids": [0, 1, 1]},
                        {"input_ids": [8], "token_type_ids": [0]}], pad_id=2)

@@ -10,7 +10,7 @@ import pytest
 
 from benchmark.cli import main
 from benchmark.commands.options import PRESENCE_BACKENDS
-from leaderboard.evaluators.pyramid import (
+from leaderboard.evaluators.pyramid.scoring import (
     backend_names,
     check_presence_options,
     evaluate_dataset,
@@ -327,11 +327,11 @@ def test_human_presence_imports_no_model_library(pyramid_data_dir):
             "from benchmark.cli import main\n"
             f"assert main(['pyramid', '--data', {str(pyramid_data_dir / 'pyrxsum')!r}, "
             "'--units', 'scus', '--presence', 'human', '--systems', 'ptgen']) == 0\n"
-            "import leaderboard.evaluators.presence as presence\n"
+            "import leaderboard.evaluators.pyramid.presence as presence\n"
             "heavy = [m for m in ('torch', 'transformers', 'leaderboard.evaluators."
             "presence_models') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
-            "from leaderboard.evaluators.presence import NLIBackend\n"
+            "from leaderboard.evaluators.pyramid.presence import NLIBackend\n"
             "assert NLIBackend.name == 'nli'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
@@ -382,7 +382,7 @@ def test_backend_option_check_is_shared_with_qapyramid(capsys):
     and take their --presence choices from the one registry; qapyramid refuses the human
     labels, which only Pyramid sets have, before reading anything."""
     from benchmark.cli import build_parser
-    from leaderboard.evaluators.pyramid import check_backend_options, text_backend_names
+    from leaderboard.evaluators.pyramid.scoring import check_backend_options, text_backend_names
 
     assert text_backend_names() == ["lexical", "nli", "seq2seq", "causal-lm", "chat"]
     assert check_backend_options("Lexical", {"threshold": 0.3, "model": None}) == "lexical"

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.qapyramid import (
+from leaderboard.evaluators.qapyramid.scoring import (
     agreement_units,
     human_qapyramid,
     majority_vote,
@@ -149,7 +149,7 @@ def test_cli_human(qapyramid_judgments, capsys, tmp_path):
 @pytest.mark.slow
 def test_systems_scored_on_different_examples_are_warned_about(qapyramid_judgments, capsys,
                                                                 tmp_path):
-    from leaderboard.evaluators.qapyramid import uneven_coverage
+    from leaderboard.evaluators.qapyramid.scoring import uneven_coverage
 
     assert uneven_coverage({"s": {"e1": 1, "e2": 0}, "t": {"e2": 1, "e1": 0}}) is None
     assert uneven_coverage({"s": {"e1": 1, "e2": 0}, "t": {"e2": 1}, "u": {"e3": 1}}) == (

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.qasem import (
+from leaderboard.evaluators.qapyramid.qasem import (
     RecordedPredicates,
     answer_spans,
     clean_question,
@@ -208,7 +208,7 @@ def test_the_official_run_time_settings_are_the_defaults(qasem_parrot):
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from leaderboard.evaluators.qasem import BATCH_SIZE, as_official_dtype, decoded
+    from leaderboard.evaluators.qapyramid.qasem import BATCH_SIZE, as_official_dtype, decoded
 
     assert BATCH_SIZE == 32
     model = AutoModelForSeq2SeqLM.from_pretrained(str(qasem_parrot)).to(torch.bfloat16)
@@ -224,7 +224,7 @@ def test_the_official_run_time_settings_are_the_defaults(qasem_parrot):
 def test_role_labels_come_from_qanom_and_the_fallback_is_stated(monkeypatch):
     import builtins
 
-    from leaderboard.evaluators import qasem
+    from leaderboard.evaluators.qapyramid import qasem
 
     pytest.importorskip("qanom", reason="sumbench[qasem] is not installed")
     assert qasem.role_labels().startswith("qanom ")

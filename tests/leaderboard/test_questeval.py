@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import RecordedAnswers, sentences
-from leaderboard.evaluators.questeval_bertscore import NO_BERT_SCORE, default_layer, load_bertscore
-from leaderboard.evaluators.questeval_models import T2TModel, first_piece
+from leaderboard.evaluators.questeval.answers import RecordedAnswers, sentences
+from leaderboard.evaluators.questeval.bertscore import NO_BERT_SCORE, default_layer, load_bertscore
+from leaderboard.evaluators.questeval.models import T2TModel, first_piece
+from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
 from tasks.metrics.questeval import (
     Asked,
     Compared,
@@ -413,7 +413,7 @@ def test_the_command_scores_every_system_of_a_pyramid_folder(lab, tmp_path, caps
 def test_a_long_source_is_cut_into_overlapping_windows_that_cover_it(lab):
     from transformers import AutoTokenizer
 
-    from leaderboard.evaluators.questeval import source_windows
+    from leaderboard.evaluators.questeval.scoring import source_windows
 
     tokenizer = AutoTokenizer.from_pretrained(lab["folders"]["answerer"])
     short = TEXTS["source one"]
@@ -431,7 +431,7 @@ def test_a_long_source_is_cut_into_overlapping_windows_that_cover_it(lab):
 
 @pytest.mark.slow
 def test_with_windows_each_question_keeps_its_most_answerable_window(lab, tmp_path):
-    from leaderboard.evaluators.questeval import SEP, source_windows
+    from leaderboard.evaluators.questeval.scoring import SEP, source_windows
 
     long = " ".join(f"Ada Lovelace met Babbage on day {n}." for n in range(150))
     answers = tmp_path / "answers.jsonl"

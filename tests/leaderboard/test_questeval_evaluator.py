@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from leaderboard.evaluators.questeval_evaluator import QuestEvalEvaluator, parse_options
+from leaderboard.evaluators.questeval.evaluator import QuestEvalEvaluator, parse_options
 from leaderboard.tracks.summaries import SummariesEvaluator
 from tasks.metrics.evaluators import configured, score_summaries
 from tasks.plumbing.errors import DataError, SumbenchError

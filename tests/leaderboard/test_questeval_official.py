@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.questeval_official import official_folder, official_questeval, spread
-from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import RecordedAnswers, sentences
-from leaderboard.evaluators.questeval_models import (
+from leaderboard.evaluators.questeval.answers import RecordedAnswers, sentences
+from leaderboard.evaluators.questeval.models import (
     QUESTION_ANSWERER,
     QUESTION_GENERATOR,
     TRUE,
@@ -24,6 +23,7 @@ from leaderboard.evaluators.questeval_models import (
     T2TModel,
     first_piece,
 )
+from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def official(lab):
 def _ours(lab, summaries, weighter: bool, scores) -> list[float]:
     from transformers import AutoTokenizer, T5ForConditionalGeneration
 
-    from leaderboard.evaluators.questeval_bertscore import load_bertscore
+    from leaderboard.evaluators.questeval.bertscore import load_bertscore
 
     def load(name, word):
         folder = lab["folders"][name]

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import RecordedAnswers
-from leaderboard.evaluators.questeval_models import Generated
+from leaderboard.evaluators.questeval.answers import RecordedAnswers
+from leaderboard.evaluators.questeval.models import Generated
+from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
 
 SUMMARY = "Ada met Bob."
 SOURCE = "Ada met Bob in Rome. Cal left."

@@ -1,4 +1,4 @@
-"""Frames from models run here (leaderboard.evaluators.srl_frames), in the convention of
+"""Frames from models run here (leaderboard.evaluators.qapyramid.srl_frames), in the convention of
 AllenNLP's SRL BERT (allennlp-models srl_bert.py: `get_viterbi_pairwise_potentials`,
 `get_start_transitions`, `make_output_human_readable`; the SRL reader's word pieces and verb
 indicator): BIO-constrained Viterbi, verb indicator as token types, a word's tag from its
@@ -11,7 +11,7 @@ import tarfile
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.srl_frames import ModelFrames, bio_constraints, viterbi
+from leaderboard.evaluators.qapyramid.srl_frames import ModelFrames, bio_constraints, viterbi
 from tasks.plumbing.errors import SumbenchError
 
 LABELS = ("O", "B-ARG0", "I-ARG0", "B-V", "I-V")
@@ -209,7 +209,7 @@ def test_spacys_words_are_the_released_realsumm_stus_words(pyramid_data_dir):
     year", "n’t")."""
     import re
 
-    from leaderboard.evaluators.srl_frames import spacy_words
+    from leaderboard.evaluators.qapyramid.srl_frames import spacy_words
     from tasks.plumbing.treebank import word_tokenize
 
     root = pyramid_data_dir / "realsumm"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmark.cli import main
-from leaderboard.evaluators.stu_extraction import (
+from tasks.units.stus import (
     RecordedFrames,
     reference_units,
     replace_coreferences,
@@ -113,7 +113,7 @@ def test_sumbench_units_stus_writes_the_units_file(tmp_path, capsys, command):
 
 
 def test_coreference_comes_first_and_its_units_last(tmp_path):
-    from leaderboard.evaluators.stu_extraction import RecordedCoref
+    from tasks.units.stus import RecordedCoref
 
     reference = "<t> Ann Lee won . </t> <t> She thanked the champion . </t>"
     coref = tmp_path / "coref.jsonl"

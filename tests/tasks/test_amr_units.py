@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.qapyramid.amr_units import fix_unlinked, raw_subgraphs, sentence_subgraphs
+from tasks.units.amr_units import fix_unlinked, raw_subgraphs, sentence_subgraphs
 
 from helpers import sumbench
 
@@ -79,7 +79,7 @@ def test_a_graph_that_does_not_parse_names_its_reference_and_sentence(tmp_path, 
 
 
 def test_tags_go_in_by_plain_substring_replacement():
-    from tasks.qapyramid.amr_units import oneline, tag_subgraph
+    from tasks.units.amr_units import oneline, tag_subgraph
 
     tagged = "(s / sleep-01~VBG :ARG0 (b / boy~NN) :ARG1 (p / person~NN))"
     subgraph = "(s / sleep-01\n   :ARG0 (b / boy)\n   :ARG1 (x / salesperson))"
@@ -117,13 +117,13 @@ def write_graphs(path: Path, graphs: list[str]) -> Path:
 
 
 def generated(generator: str, inputs: list[str]) -> list[str]:
-    from trainers.inference.amr_text import load_amr_generator
+    from leaderboard.evaluators.units.amr_text import load_amr_generator
 
     return load_amr_generator(generator, "cpu").generate(inputs)
 
 
 def test_with_a_generator_each_tagged_subgraph_becomes_an_smu(tmp_path, capsys, generator):
-    from tasks.qapyramid.amr_units import tag_subgraph
+    from tasks.units.amr_units import tag_subgraph
 
     amr = write_graphs(tmp_path / "amr.json", GRAPHS)
     (tmp_path / "tagged.json").write_text(json.dumps([[SAID_TAGGED], [None]]))
@@ -165,7 +165,7 @@ def test_tags_from_a_spacy_tagger_through_amrlibs_aligner(tmp_path):
     pytest.importorskip("amrlib", reason="amrlib (the RBW aligner) is not installed")
     import spacy
 
-    from tasks.qapyramid.amr_tags import TaggingError, graph_tagger
+    from tasks.units.amr_tags import TaggingError, graph_tagger
 
     tag = graph_tagger(spacy.load(spacy_folder(tmp_path / "nlp")), "rules")
     assert tag(WANT) == "(w / want-01~VBZ :ARG0 (b / boy~NN) :ARG1 (s / sleep-01~VB :ARG0 b))"
@@ -175,7 +175,7 @@ def test_tags_from_a_spacy_tagger_through_amrlibs_aligner(tmp_path):
 
 def test_smus_tag_with_the_spacy_pipeline_by_default(tmp_path, capsys, generator):
     pytest.importorskip("amrlib", reason="amrlib (the RBW aligner) is not installed")
-    from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
+    from tasks.units.amr_units import sentence_subgraphs, tag_subgraph
 
     amr = write_graphs(tmp_path / "amr.json", [WANT])
     nlp = spacy_folder(tmp_path / "nlp")
@@ -216,7 +216,7 @@ def test_bad_tag_sources_stop_with_one_line(tmp_path, capsys, generator, case, m
 
 
 def test_untagged_is_said(tmp_path, capsys, generator):
-    from tasks.qapyramid.amr_units import sentence_subgraphs, tag_subgraph
+    from tasks.units.amr_units import sentence_subgraphs, tag_subgraph
 
     amr = write_graphs(tmp_path / "amr.json", [WANT])
     code, printed, err = sumbench(capsys, "units", "smus", "--amr", str(amr), "--amr-generator",
@@ -229,7 +229,7 @@ def test_untagged_is_said(tmp_path, capsys, generator):
 
 
 def test_the_sentences_parsed_are_the_released_graphs_sentences(capsys, tmp_path):
-    from tasks.qapyramid.amr_units import sg2_sentences
+    from tasks.units.amr_units import sg2_sentences
 
     released = RELEASED / "realsumm-smus-sg2.json"
     if not released.is_file():

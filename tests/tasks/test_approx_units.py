@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tasks.qapyramid.approx_units import ngram_pool, sample_ngrams, tagged_sentences
+from tasks.units.approx_units import ngram_pool, sample_ngrams, tagged_sentences
 
 from helpers import sumbench
 from lb_helpers import write_pyramid_folder

@@ -75,7 +75,7 @@ def test_memoised_stemming_gives_rouge_scores_tokens(pyramid_data_dir):
 
 
 def test_lexical_presence_tokenizes_each_text_once_per_run():
-    from leaderboard.evaluators.presence import LexicalBackend
+    from leaderboard.evaluators.pyramid.presence import LexicalBackend
 
     backend = LexicalBackend(0.5)
     pairs = [("Police arrested two men.", unit) for unit in

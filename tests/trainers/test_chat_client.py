@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from leaderboard.evaluators.presence import ChatBackend, PresenceBackendError, parse_yes_no
+from leaderboard.evaluators.pyramid.presence import ChatBackend, PresenceBackendError, parse_yes_no
 from trainers.fewshot.chat_client import ChatClient, ChatError
 from trainers.models.disk_cache import DiskCache, cache_key
 
@@ -186,7 +186,7 @@ def test_chat_backend_fingerprint_covers_what_changes_the_replies(server, tmp_pa
 def test_qapyramid_gpt4o_prompt_and_parser_against_a_local_server():
     """QAPyramid's released GPT-4o presence prompt, sent with the API's default sampling,
     and its parser ([YES] / [NO] exactly, else yes / no anywhere, else unparsed)."""
-    from leaderboard.evaluators.presence import (
+    from leaderboard.evaluators.pyramid.presence import (
         QAPYRAMID_GPT4O_PROMPT,
         ChatBackend,
         parse_qapyramid_gpt4o,

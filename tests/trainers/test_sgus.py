@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.qapyramid.sgu_prompt import (
+from tasks.units.sgu_prompt import (
     SYSTEM,
     clean_units,
     official_units,

@@ -1,7 +1,7 @@
 """NLI classifier outputs: which class is entailment, and Lite²Pyramid's p3/p2/label3/label2.
 
 Pure functions of a model config's label maps and one pair's logits (no torch), used by the
-`nli` presence backend (`leaderboard.evaluators.presence_models`), which documents the
+`nli` presence backend (`leaderboard.evaluators.pyramid.presence_models`), which documents the
 outputs.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from leaderboard.evaluators.presence import PresenceBackendError
+from leaderboard.evaluators.pyramid.presence import PresenceBackendError
 
 
 def _label_indices(pairs: Iterable[tuple[Any, Any]], target: str) -> list[int]:

@@ -1,8 +1,8 @@
 """Model presence backends: NLI, seq2seq Yes/No and causal LM, on a shared batched base.
 
-Registered in `leaderboard.evaluators.presence.PRESENCE_BACKENDS` (as `nli`, `seq2seq`,
+Registered in `leaderboard.evaluators.pyramid.presence.PRESENCE_BACKENDS` (as `nli`, `seq2seq`,
 `causal-lm`) when this module is imported; `build_backend` imports it on demand, and every
-name here is importable from `leaderboard.evaluators.presence` too.
+name here is importable from `leaderboard.evaluators.pyramid.presence` too.
 
 - `nli`: a sequence-classification checkpoint; premise = summary, hypothesis = unit. The
   entailment class is looked up in `config.id2label`, which indexes the logits (case-insensitive
@@ -36,8 +36,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluators.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
-from leaderboard.evaluators.presence import (
+from leaderboard.evaluators.pyramid.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
+from leaderboard.evaluators.pyramid.presence import (
     NLI_MODES,
     PRESENCE_BACKENDS,
     FewShotPrompter,
@@ -194,7 +194,7 @@ class BatchedModelBackend(PresenceBackend):
         return {k: v.to(self.device) for k, v in pad_batch(features, self._pad_id()).items()}
 
 
-# ---- NLI (labels and outputs: leaderboard.evaluators.nli_outputs) ----------------------
+# ---- NLI (labels and outputs: leaderboard.evaluators.pyramid.nli_outputs) ----------------------
 @PRESENCE_BACKENDS.decorator()
 class NLIBackend(BatchedModelBackend):
     name = "nli"

@@ -187,7 +187,7 @@ class RecordedFrames:
 
     def __init__(self, path: str | Path):
         self.path, self.frames = str(path), {}
-        for line, record in _records(path, ("sentence", "words", "verbs")):
+        for line, record in jsonl_records(path, ("sentence", "words", "verbs")):
             if not isinstance(record["words"], list) or not isinstance(record["verbs"], list) \
                     or any(len(verb.get("tags", ())) != len(record["words"])
                            for verb in record["verbs"] if isinstance(verb, dict)):
@@ -207,7 +207,7 @@ class RecordedCoref:
     def __init__(self, path: str | Path):
         self.path = str(path)
         self.outputs = {record["text"]: record
-                        for _, record in _records(path, ("text", "document", "clusters"))}
+                        for _, record in jsonl_records(path, ("text", "document", "clusters"))}
 
     def __call__(self, text: str) -> Mapping[str, Any]:
         if text not in self.outputs:
@@ -215,7 +215,9 @@ class RecordedCoref:
         return self.outputs[text]
 
 
-def _records(path: str | Path, fields: Sequence[str]):
+def jsonl_records(path: str | Path, fields: Sequence[str]):
+    """(line, record) of a JSON-lines file of model outputs, each record holding `fields`
+    (a missing one is an error naming the file, line and field)."""
     for line, record in iter_jsonl(Path(path)):
         missing = [name for name in fields if name not in record]
         if missing:

@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderboard.evaluators.questeval import Models, Settings, Summary, questeval
-from leaderboard.evaluators.questeval_answers import answer_source
-from leaderboard.evaluators.questeval_bertscore import BERTSCORE_MODEL, load_bertscore
-from leaderboard.evaluators.questeval_models import (
+from leaderboard.evaluators.questeval.answers import answer_source
+from leaderboard.evaluators.questeval.bertscore import BERTSCORE_MODEL, load_bertscore
+from leaderboard.evaluators.questeval.models import (
     QUESTION_ANSWERER,
     QUESTION_GENERATOR,
     TRUE,
@@ -28,6 +27,7 @@ from leaderboard.evaluators.questeval_models import (
     WEIGHTER,
     load_t2t,
 )
+from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
 from tasks.metrics.questeval import check_score_types
 from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
 from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE

@@ -8,19 +8,19 @@ the unweighted mean presence over its units; a system's score is the mean over e
 Backends are reached by name through `presence_factory(name)`, which gives a factory
 `factory(dataset, system, units_kind, **options) -> presence` for each name of
 `backend_names()`: "human", and the one registry of backends
-(leaderboard.evaluators.presence.PRESENCE_BACKENDS, built-in or of installed packages):
+(leaderboard.evaluators.pyramid.presence.PRESENCE_BACKENDS, built-in or of installed packages):
 - "human": the human SCU labels of the dataset (SCUs only, no options);
-- "lexical": `leaderboard.evaluators.presence.LexicalBackend` (present iff the unit's content
-  token recall >= threshold). `threshold` defaults to `lexical_threshold(dataset.root)`: the
-  F1-maximising threshold on the human SCU labels of the folder's train split (every labelled
-  system; examples split by id as in the presence_detection task, 60/20/20), whatever the
+- "lexical": `leaderboard.evaluators.pyramid.presence.LexicalBackend` (present iff the
+  unit's content token recall >= threshold). `threshold` defaults to
+  `lexical_threshold(dataset.root)`: the F1-maximising threshold on the human SCU labels of
+  the folder's train split (every labelled system; examples split by id as in the presence_detection task, 60/20/20), whatever the
   units scored or the systems chosen; a folder without labels needs an explicit threshold.
   `lexical_calibration` says which examples it was fitted on: scoring them (the default
   scores every example) and meta-evaluating against their human labels is not held out;
   `dataset_split(dataset, "test")` keeps only held-out examples;
 - "nli", "seq2seq", "causal-lm" (zero-shot), "chat" (zero-shot): the automatic backends of
-  leaderboard.evaluators.presence, imported on first use (so "human" never imports torch); one
-  backend (one model) is built per options and reused across systems.
+  leaderboard.evaluators.pyramid.presence, imported on first use (so "human" never imports
+  torch); one backend (one model) is built per options and reused across systems.
 `BACKEND_OPTIONS` says which options each built-in backend needs and takes (and with which
 units); `check_presence_options` enforces it. A package adds a backend through a
 `sumbench.presence_backends` entry point (tasks.plumbing.plugins); it checks its own options.
@@ -34,8 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluators.lite_pyramid import weighted_pyramid_score
-from leaderboard.evaluators.presence import LexicalBackend, plugin_backend_names, pyramid_factory
+from leaderboard.evaluators.pyramid.lite_pyramid import weighted_pyramid_score
+from leaderboard.evaluators.pyramid.presence import (
+    LexicalBackend,
+    plugin_backend_names,
+    pyramid_factory,
+)
 from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.presence_detection import pyramid_instances
@@ -334,7 +338,7 @@ def lexical_presence(dataset: PyramidDataset, system: str, units_kind: str,
 
 
 class AutomaticPresence:
-    """The factory of automatic backend `name` of leaderboard.evaluators.presence, imported
+    """The factory of automatic backend `name` of leaderboard.evaluators.pyramid.presence, imported
     on its first call; it reuses the backend (the loaded model) built for the latest options."""
 
     def __init__(self, name: str):

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from leaderboard.evaluators.stu_extraction import ReferenceSentences, _records, sentence_units
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_number_rows, read_text
 from tasks.plumbing.treebank import word_tokenize
+from tasks.units.stus import ReferenceSentences, jsonl_records, sentence_units
 
 # the constituency labels counted by the official features, in their order (extract_stus.py
 # `non_terminal_tokens`): a regressor trained on those features reads them in this order
@@ -166,7 +166,7 @@ class RecordedTrees:
 
     def __init__(self, path: str | Path):
         self.path, self.trees = str(path), {}
-        for line, record in _records(path, ("sentence", "tokens", "trees")):
+        for line, record in jsonl_records(path, ("sentence", "tokens", "trees")):
             if not isinstance(record["tokens"], list) or not isinstance(record["trees"], str):
                 raise DataError("expected a list of tokens and a tree string", path=self.path,
                                 line=line, field="trees")

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaderboard.evaluators.stu_extraction import _records
 from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.units.stus import jsonl_records
 from trainers.inference.generation import clean_up_spaces
 
 PROMPT_PREFIX = ("Generate", "QA", "pairs:")
@@ -193,7 +193,7 @@ class RecordedPredicates:
 
     def __init__(self, path: str | Path):
         self.path, self.parses = str(path), {}
-        for line, record in _records(path, ("sentence", "tokens", "predicates")):
+        for line, record in jsonl_records(path, ("sentence", "tokens", "predicates")):
             self.parses[record["sentence"]] = self._parse(record, line)
 
     def _parse(self, record: dict, line: int) -> SentenceParse:

@@ -1,5 +1,5 @@
 """SGUs of references through sumbench's few-shot backends, with the SCU-approximation
-study's prompt (tasks.qapyramid.sgu_prompt):
+study's prompt (tasks.units.sgu_prompt):
 
 - an OpenAI-compatible chat endpoint (OpenAI, vLLM's server, ...): the paper's messages as
   they are, `temperature: 0` and nothing else, as the official run sent them;
@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tasks.plumbing.errors import SumbenchError
-from tasks.qapyramid.sgu_prompt import (
+from tasks.units.sgu_prompt import (
     OneShot,
     clean_units,
     messages,

@@ -12,7 +12,7 @@ Backends (`build_backend(name, **options)`):
 - `lexical` (here): share of the unit's distinct content tokens (Treebank tokens, lower-cased,
   a small built-in stopword list and punctuation removed) found among the summary's tokens;
   present if >= `threshold` (`calibrate_threshold` picks it to maximise F1 on labelled pairs).
-- `nli`, `seq2seq`, `causal-lm`: model backends in `leaderboard.evaluators.presence_models`
+- `nli`, `seq2seq`, `causal-lm`: model backends in `leaderboard.evaluators.pyramid.presence_models`
   (imported on first use, so this module needs neither torch nor transformers); their names
   are importable from here as well.
 - `chat` (here): the presence task's few-shot prompt (`FewShotPrompter`: k shots drawn from a
@@ -46,7 +46,7 @@ from trainers.fewshot.chat_client import ChatClient, ChatError
 #: plug-in's); `sumbench pyramid` adds "human" (the dataset's own labels) on top
 PRESENCE_BACKENDS: Registry = Registry("presence backend")
 NLI_MODES = ("prob2", "prob3", "label2", "label3")
-MODELS_MODULE = "leaderboard.evaluators.presence_models"
+MODELS_MODULE = "leaderboard.evaluators.pyramid.presence_models"
 #: names defined in MODELS_MODULE and served from here on first access
 MODEL_NAMES = ("BatchedModelBackend", "NLIBackend", "Seq2SeqYesNoBackend", "CausalLMBackend",
                "entailment_index", "nli_outputs", "load_pretrained", "pad_batch",

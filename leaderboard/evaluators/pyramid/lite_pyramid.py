@@ -4,7 +4,7 @@
   sum(weight) over its reference units. `read_unit_weights` reads a file aligned with the
   units (one line per example, TAB-separated non-negative numbers, one per unit).
 - A mix by example (`--units mix-by-example`; sumbench's own, not Lite²·⁵Pyramid's
-  algorithm, which mixes by sentence: leaderboard.evaluators.lite25 and `sumbench stus
+  algorithm, which mixes by sentence: leaderboard.evaluators.pyramid.lite25 and `sumbench stus
   --scus`): a share of the examples keeps its human SCUs and the rest uses STUs; presence is
   decided by the same backend for both. Which examples keep SCUs: those whose STUs
   approximate their SCUs worst (lowest easiness recall: mean over SCUs of the best ROUGE-1 F1

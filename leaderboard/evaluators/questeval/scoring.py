@@ -1,7 +1,7 @@
 """QuestEval (Scialom et al., 2021) on summaries, with a source, references or both.
 
 For every text (the summary, the source, each reference) answers are selected
-(leaderboard.evaluators.questeval_answers) and a question is generated for each (QG input
+(leaderboard.evaluators.questeval.answers) and a question is generated for each (QG input
 `sv1 </s> {answer} </s> {context}`, M:589-590, the context the whole text, or under v0.1.1
 and `paper` the answer's sentence, M:416-419 (v0.1.1)). Each compared text's questions are
 answered on the summary and the summary's on it (`{question} </s> {text}`, M:601), each
@@ -10,7 +10,7 @@ off the first decoding step. With the weighter, the source's questions get a wei
 `{answer} </s> {question} </s> {source}`, w = 1 - p("true"), M:542-543; v0.1.1:
 `{sentence index} </s> {answer} </s> {question} </s> {source}`, w = p_max when it answers
 "true", else 1 - p_max, M:278-286 (v0.1.1)). With the bertscore question score, each QA
-answer's BERTScore against its gold answer (leaderboard.evaluators.questeval_bertscore).
+answer's BERTScore against its gold answer (leaderboard.evaluators.questeval.bertscore).
 tasks.metrics.questeval does the arithmetic.
 
 Every model output is kept in an optional SQLite cache keyed by the model's revision and its
