@@ -10,14 +10,14 @@ Backends are reached by name through `presence_factory(name)`, which gives a fac
 `backend_names()`: "human", and the one registry of backends
 (leaderboard.evaluators.pyramid.presence.PRESENCE_BACKENDS, built-in or of installed packages):
 - "human": the human SCU labels of the dataset (SCUs only, no options);
-- "lexical": `leaderboard.evaluators.pyramid.presence.LexicalBackend` (present iff the
-  unit's content token recall >= threshold). `threshold` defaults to
-  `lexical_threshold(dataset.root)`: the F1-maximising threshold on the human SCU labels of
-  the folder's train split (every labelled system; examples split by id as in the presence_detection task, 60/20/20), whatever the
-  units scored or the systems chosen; a folder without labels needs an explicit threshold.
-  `lexical_calibration` says which examples it was fitted on: scoring them (the default
-  scores every example) and meta-evaluating against their human labels is not held out;
-  `dataset_split(dataset, "test")` keeps only held-out examples;
+- "lexical": `leaderboard.evaluators.pyramid.presence.LexicalBackend` (present iff the unit's
+  content token recall >= threshold). `threshold` defaults to `lexical_threshold(dataset.root)`: the
+  F1-maximising threshold on the human SCU labels of the folder's train split (every labelled
+  system; examples split by id as in the presence_detection task, 60/20/20), whatever the units
+  scored or the systems chosen; a folder without labels needs an explicit threshold.
+  `lexical_calibration` says which examples it was fitted on: scoring them (the default scores every
+  example) and meta-evaluating against their human labels is not held out; `dataset_split(dataset,
+  "test")` keeps only held-out examples;
 - "nli", "seq2seq", "causal-lm" (zero-shot), "chat" (zero-shot): the automatic backends of
   leaderboard.evaluators.pyramid.presence, imported on first use (so "human" never imports
   torch); one backend (one model) is built per options and reused across systems.
