@@ -94,10 +94,12 @@ def _init_args(parser) -> None:
                              "(TAB-separated, or the paper's JSON); repeatable")
     add_option(parser, "set_setting")
     parser.add_argument("--evaluator", action="append", default=[], metavar="SPEC",
-                        help="summaries-track evaluator NAME=UNITS:PRESENCE[,KEY=VALUE] "
-                             "(replaces the offline defaults; e.g. "
-                             "pyramid-scus-nli=scus:nli,model=DIR, or the reference-free "
-                             "questeval=source:questeval[,protocol=paper,...])")
+                        help="summaries-track column NAME=UNITS:PRESENCE[,KEY=VALUE] or "
+                             "NAME=evaluator:EVALUATOR[,KEY=VALUE] (replaces the offline "
+                             "defaults; e.g. pyramid-scus-nli=scus:nli,model=DIR, "
+                             "r2=evaluator:rouge2_recall, or the reference-free "
+                             "questeval=evaluator:questeval[,protocol=paper,...]; "
+                             "`source:questeval` is the older spelling)")
     parser.add_argument("--demo", action="store_true",
                         help="also generate a synthetic corpus beside the database, load its "
                              "test split as gold (unless --gold is given) and add a demo "

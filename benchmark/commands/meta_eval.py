@@ -7,10 +7,11 @@
                        [--methods kendall pearson spearman] [--undefined-rule zero|lite-pyramid]
                        [--out FILE]
 
-`--metric` is a built-in ROUGE recall (rouge-score with stemming, summary vs reference),
-`questeval` (each summary against its document, `documents.txt`; `--metric-option KEY=VALUE`
-sets its options, e.g. protocol=paper, answers=FILE, question_generator=DIR), an installed
-package's evaluator, or a JSON score file; `--human pyramid` (default) is the SCU Pyramid
+`--metric` is a registered evaluator (leaderboard.evaluators.registry): a built-in ROUGE
+recall (rouge-score with stemming, summary vs reference) or ROUGE-1.5.5 score (rouge155-1-f,
+...), `questeval` (each summary against its document, `documents.txt`; `--metric-option
+KEY=VALUE` sets its options, e.g. protocol=paper, answers=FILE, question_generator=DIR), an
+installed package's evaluator; or a JSON score file; `--human pyramid` (default) is the SCU Pyramid
 score from the human labels.
 Score files: {system: [score per example in ids.txt order]} or {system: {example_id: score}}.
 `--groups`: {group: [systems]}; "all" (every system) is always added.
@@ -31,15 +32,10 @@ from pathlib import Path
 from benchmark.commands import command_help, key_value
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.pyramid.scoring import pyramid_scores
-from leaderboard.evaluators.questeval.evaluator import register_questeval
+from leaderboard.evaluators.registry import evaluator_of, load_evaluators
 from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
 from tasks.metrics.correlation import UNDEFINED_RULES
-from tasks.metrics.evaluators import (
-    configured,
-    evaluator_settings,
-    load_evaluators,
-    score_summaries,
-)
+from tasks.metrics.evaluators import evaluator_settings, score_summaries
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import write_json
@@ -77,13 +73,6 @@ def register(subparsers) -> None:
                                                  "groups": "--groups file"})
 
 
-def evaluators():
-    """The evaluator registry with sumbench's own (QuestEval) beside the built-ins."""
-    registry = load_evaluators()
-    register_questeval(registry)
-    return registry
-
-
 def _json_ready(value):
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -99,17 +88,19 @@ def metric_scores(name: str, dataset, options: dict | None = None
     """Per-example metric scores and the evaluator's settings (None for a score file): a
     registered evaluator (a built-in ROUGE recall, QuestEval, or one of an installed
     package) with its options, or a JSON score file."""
+    registry = load_evaluators()
     if name in RECALL_METRICS and not options:  # the references' tokens once for all systems
-        return rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name], {}
-    if name in evaluators():
-        evaluator = configured(name, options)
+        return (rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name],
+                evaluator_settings(registry.get(name)))
+    if name in registry:
+        evaluator = evaluator_of(name, options)
         scores = {system: score_summaries(evaluator, texts, dataset.references,
                                           dataset.documents, name)
                   for system, texts in dataset.summaries.items()}
         return scores, evaluator_settings(evaluator)
     if not Path(name).is_file():
         raise SumbenchError(f"--metric {name!r} is neither an evaluator "
-                            f"({', '.join(evaluators().names())}) nor an existing JSON file")
+                            f"({', '.join(registry.names())}) nor an existing JSON file")
     if options:
         raise SumbenchError("--metric-option sets an evaluator's options; a score file has none")
     return load_scores(name, dataset.ids, dataset.systems), None

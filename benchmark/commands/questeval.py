@@ -27,16 +27,18 @@ from benchmark.commands import command_help, positive_int
 from benchmark.commands.leaderboard_client import print_json
 from benchmark.commands.options import add_option
 from leaderboard.evaluators.qapyramid.autoqapyramid import system_means
-from leaderboard.evaluators.questeval.answers import answer_source
-from leaderboard.evaluators.questeval.bertscore import BERTSCORE_MODEL
-from leaderboard.evaluators.questeval.evaluator import ModelNames, load_models
-from leaderboard.evaluators.questeval.scoring import Settings, Summary, questeval
+from leaderboard.evaluators.questeval.evaluator import DEFAULTS, QuestEvalEvaluator
+from leaderboard.evaluators.questeval.models import (
+    QUESTION_ANSWERER,
+    QUESTION_GENERATOR,
+    WEIGHTER,
+)
+from leaderboard.evaluators.questeval.scoring import Summary
 from tasks.metrics.questeval import PROTOCOLS, check_score_types
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_jsonl, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
-from trainers.models.disk_cache import open_cache
 
 
 def register(subparsers) -> None:
@@ -47,7 +49,7 @@ def register(subparsers) -> None:
     add_option(inputs, "summaries")
     add_option(inputs, "pyramid")
     add_option(parser, "systems")
-    parser.add_argument("--protocol", choices=PROTOCOLS, default="v0.2.4",
+    parser.add_argument("--protocol", choices=PROTOCOLS,
                         help="v0.2.4 (the current package, default), v0.1.1 (the paper's "
                              "code), paper (its equations 1-2 and harmonic mean)")
     parser.add_argument("--question-scores", type=_score_list, metavar="TYPES",
@@ -60,12 +62,12 @@ def register(subparsers) -> None:
                          help="recorded answers, JSON Lines {text, answers, sentence_answers?}")
     add_option(answers, "spacy_pipeline")
     parser.add_argument("--question-generator", metavar="MODEL",
-                        default="ThomasNLG/t5-qg_squad1-en", help="QG model (hub id or folder)")
+                        help=f"QG model (hub id or folder; default {QUESTION_GENERATOR})")
     parser.add_argument("--question-answerer", metavar="MODEL",
-                        default="ThomasNLG/t5-qa_squad2neg-en", help="QA model")
+                        help=f"QA model (default {QUESTION_ANSWERER})")
     parser.add_argument("--weighter-model", metavar="MODEL",
-                        default="ThomasNLG/t5-weighter_cnndm-en", help="the weighter")
-    parser.add_argument("--bertscore-model", metavar="MODEL", default=BERTSCORE_MODEL,
+                        help=f"the weighter (default {WEIGHTER})")
+    parser.add_argument("--bertscore-model", metavar="MODEL",
                         help="the bertscore score's model (hub id or folder; default: the "
                              "official bert-base-multilingual-cased)")
     parser.add_argument("--bertscore-layer", type=positive_int, metavar="N",
@@ -74,8 +76,9 @@ def register(subparsers) -> None:
     parser.add_argument("--source-windows", action="store_true",
                         help="an extension: answer the summary's questions in every window of "
                              "the source (480 tokens), keeping the most answerable answer")
-    parser.add_argument("--window-stride", type=positive_int, default=128, metavar="N",
-                        help="with --source-windows: tokens between window starts (128)")
+    parser.add_argument("--window-stride", type=positive_int, metavar="N",
+                        help=f"with --source-windows: tokens between window starts "
+                             f"({DEFAULTS.window_stride})")
     parser.add_argument("--details", action="store_true",
                         help="--out holds every question, its answers and scores")
     parser.add_argument("--scores-out", metavar="FILE",
@@ -153,25 +156,28 @@ def _progress(role: str, total: int):
                 disable=None)
 
 
+def questeval_options(args) -> dict:
+    """The evaluator's options (leaderboard.evaluators.questeval.evaluator.OPTIONS) the
+    command line gives; what it leaves out takes the evaluator's default."""
+    given = {"protocol": args.protocol, "question_scores": args.question_scores,
+             "weighter": args.weighter, "answers": args.answers,
+             "spacy_pipeline": args.spacy_pipeline,
+             "question_generator": args.question_generator,
+             "question_answerer": args.question_answerer,
+             "weighter_model": args.weighter_model, "bertscore_model": args.bertscore_model,
+             "bertscore_layer": args.bertscore_layer, "source_windows": args.source_windows,
+             "window_stride": args.window_stride, "batch_size": args.batch_size,
+             "device": args.device, "cache": args.cache}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def run_questeval(args) -> int:
-    settings = Settings(args.protocol, args.question_scores, args.weighter,
-                        args.source_windows, args.window_stride)
     if args.scores_out and not args.pyramid:
         raise SumbenchError("--scores-out writes per-system scores of a --pyramid folder")
+    evaluator = QuestEvalEvaluator(questeval_options(args))
     summaries = read_summaries(args.summaries) if args.summaries else \
         pyramid_summaries(args.pyramid, args.systems)
-    answers = answer_source(args.answers, args.spacy_pipeline)
-    models = load_models(ModelNames(
-        args.question_generator, args.question_answerer, args.weighter_model,
-        args.bertscore_model, args.bertscore_layer, args.batch_size, args.device or "auto"),
-        settings)
-    cache = open_cache(args.cache) if args.cache else None
-    try:
-        result = questeval(summaries, models, answers, settings, cache, _progress,
-                           details=args.details)
-    finally:
-        if cache is not None:
-            cache.close()
+    result = evaluator.evaluate(summaries, _progress, details=args.details)
     systems = system_means(_by_system(result["summaries"]))
     summary = {"corpus_score": result["corpus_score"], "n_summaries": len(summaries),
                **({"systems": systems} if systems else {}), "computed": result["computed"],
@@ -180,14 +186,7 @@ def run_questeval(args) -> int:
     if args.scores_out:
         write_json(Path(args.scores_out), score_file(result["summaries"]))
     if args.out:
-        config = {"protocol": settings.name, "question_scores": list(settings.scores),
-                  "weighter": settings.weighted, "answers": answers.description,
-                  "models": {"generator": args.question_generator,
-                             "answerer": args.question_answerer,
-                             **({"weighter": args.weighter_model} if settings.weighted else {}),
-                             **({"bertscore": args.bertscore_model}
-                                if "bertscore" in settings.scores else {})},
-                  "revisions": dict(models.revisions)}
         write_json(Path(args.out), {**summary, "summaries": result["summaries"],
-                                    "config": config, "provenance": provenance()})
+                                    "config": evaluator.run_config(),
+                                    "provenance": provenance()})
     return 0

@@ -19,8 +19,6 @@ as such; `/items/{id}/predictions.jsonl` downloads the entry's predictions whole
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 
 from sqlalchemy import select
 
@@ -32,48 +30,13 @@ from leaderboard.service.submissions import NotFound
 from tasks import get_task
 from tasks.item_values import item_kind, item_values
 from tasks.item_view import render_view, view_data
+from tasks.plumbing.kept import Kept
 
 #: the most characters of a prediction a page shows (a page stays a bounded size, however
 #: large the upload was); the rest is in the entry's predictions download
 MAX_SHOWN_CHARS = 4000
 KEPT_RUNS, KEPT_PAGES = 32, 8
 ASSET_PATH = "/view-assets/"
-
-
-class Kept:
-    """Values kept by key, newest last, at most `size`; `get_or_build` builds a missing one
-    under a lock of its key alone (the table's own lock is held only to look up and store)."""
-
-    def __init__(self, size: int):
-        self.size, self.values = size, OrderedDict()
-        self.guard, self.building = threading.Lock(), {}
-
-    def get(self, key):
-        with self.guard:
-            if key in self.values:
-                self.values.move_to_end(key)
-                return self.values[key]
-        return None
-
-    def get_or_build(self, key, build):
-        found = self.get(key)
-        if found is not None:
-            return found
-        with self.guard:
-            lock = self.building.setdefault(key, threading.Lock())
-        with lock:  # one build per key; other keys are built and answered meanwhile
-            try:
-                found = self.get(key)
-                if found is None:
-                    found = build()
-                    with self.guard:
-                        self.values[key] = found
-                        while len(self.values) > self.size:
-                            self.values.popitem(last=False)
-            finally:
-                with self.guard:
-                    self.building.pop(key, None)
-        return found
 
 
 _runs, _pages = Kept(KEPT_RUNS), Kept(KEPT_PAGES)

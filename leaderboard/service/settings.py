@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluators.questeval.evaluator import MODEL_OPTIONS
+from leaderboard.evaluators.registry import load_evaluators
 from leaderboard.service.db import Database, Setting
 from leaderboard.service.model_source import resolve_source
 from leaderboard.tracks import make_track
@@ -195,12 +195,13 @@ class InstanceSettings(JsonFields):
 
 
 def column_models(evaluator: SummariesEvaluator, model_root: str) -> SummariesEvaluator:
-    """A QuestEval column with each model it names as a folder under `model_root` (its
-    absolute path) or a hub id; a DataError names a model that is neither."""
-    if evaluator.presence != "questeval":
+    """An evaluator column with each model it names (the evaluator's `model_options`) as a
+    folder under `model_root` (its absolute path) or a hub id; a DataError names a model
+    that is neither."""
+    if not evaluator.of_evaluator:
         return evaluator
     options = dict(evaluator.options)
-    for name in MODEL_OPTIONS:
+    for name in load_evaluators().get(evaluator.presence).model_options:
         if name in options:
             source = resolve_source(str(options[name]), model_root)
             options[name] = str(Path(model_root, source.name).resolve()) \

@@ -22,6 +22,7 @@ from leaderboard.service.gold import gold_for
 from leaderboard.service.safe_markdown import markdown_html
 from leaderboard.service.settings import load_settings
 from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.kept import Kept
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -94,14 +95,12 @@ def environment():
     return env
 
 
-_ENV = None
+_ENVIRONMENT = Kept(1)  # the templates' environment, made on first use
 
 
 def render(template: str, links: Links, **context: Any) -> str:
-    global _ENV
-    if _ENV is None:
-        _ENV = environment()
-    return _ENV.get_template(template).render(links=links, **context)
+    env = _ENVIRONMENT.get_or_build("templates", environment)
+    return env.get_template(template).render(links=links, **context)
 
 
 def format_number(value: Any, digits: int = 2) -> str:

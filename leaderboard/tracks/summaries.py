@@ -8,15 +8,16 @@ over STUs, and QAPyramid over QA units when the set has them (`qas.jsonl`). The 
 evaluator a set supports gives the headline (its mean x100). The human-judged systems of the
 set are scored the same way as reference rows, with their human Pyramid score beside.
 
-A reference-free column: `NAME=source:questeval[,KEY=VALUE...]` scores each summary with
-QuestEval against its document (leaderboard.evaluators.questeval.evaluator; the keys are its
-options), on sets whose gold keeps the documents. What it cost (seconds, model calls) is
-recorded in the result under `cost`.
+A column of any registered evaluator (leaderboard.evaluators.registry: ROUGE, QuestEval, an
+installed package's): `NAME=evaluator:EVALUATOR[,KEY=VALUE...]` scores each summary with it
+(the keys are its options; `NAME=source:questeval,...` is the older spelling), against the
+set's references and, for an evaluator that reads sources, its documents (on sets whose gold
+keeps them). What an evaluator says it cost (QuestEval: seconds, model calls) is recorded in
+the result under `cost`.
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from leaderboard.evaluators.pyramid.scoring import (
     evaluate_system,
     presence_factory,
 )
-from leaderboard.evaluators.questeval.evaluator import QuestEvalEvaluator, parse_options
+from leaderboard.evaluators.registry import evaluator_of, load_evaluators
 from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import (
@@ -37,20 +38,25 @@ from leaderboard.tracks.pyramid_gold import (
     dataset_of,
     human_pyramid,
 )
+from tasks.metrics.evaluators import Evaluator, score_summaries
 from tasks.plumbing.errors import SumbenchError, check_choice
+from tasks.plumbing.kept import kept_model
 from tasks.qapyramid.pyramid_data import sentence_units
 
-QUESTEVAL, SOURCE = "questeval", "source"
+#: a column of a registered evaluator: `NAME=evaluator:EVALUATOR`, or as first written
+#: `NAME=source:EVALUATOR` (kept as written, so stored settings keep their fingerprint)
+EVALUATOR_COLUMNS = ("evaluator", "source")
 #: the units a Pyramid-style column may score with (the set's own, those of unit files a
-#: set is loaded with, or its references' sentences); `source` goes with QuestEval alone
+#: set is loaded with, or its references' sentences)
 UNIT_KINDS = ("scus", "stus", "sentences", "qas", *EXTRA_UNIT_KINDS)
 
 
 @dataclass(frozen=True)
 class SummariesEvaluator:
-    """A Pyramid-style evaluator: units of the set x a presence backend with options."""
+    """A column: units of the set x a presence backend with options (Pyramid-style), or a
+    registered evaluator with options (`units` "evaluator", `presence` its name)."""
     name: str
-    units: str                       # "scus" | "stus" | "sentences" | "qas"
+    units: str                       # "scus" | "stus" | "sentences" | "qas" | "evaluator"
     presence: str = "lexical"        # a backend of leaderboard.evaluators.pyramid.scoring
     options: tuple[tuple[str, Any], ...] = ()
 
@@ -59,20 +65,28 @@ class SummariesEvaluator:
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in pairs)))
         if self.presence == "human":
             raise SumbenchError("the human labels cannot score a submitted summary")
-        if (self.presence == QUESTEVAL) != (self.units == SOURCE):
-            raise SumbenchError(f"evaluator {self.name!r}: QuestEval compares a summary with "
-                                f"its source, and only it: write NAME=source:questeval"
+        if self.presence == "questeval" and not self.of_evaluator:
+            raise SumbenchError(f"evaluator {self.name!r}: QuestEval is an evaluator, not a "
+                                f"presence backend: write NAME=evaluator:questeval"
                                 f"[,KEY=VALUE...]")
-        if self.presence == QUESTEVAL:
-            parse_options(dict(self.options))  # an unknown or bad option fails here
+
+    @property
+    def of_evaluator(self) -> bool:
+        """Whether this column is a registered evaluator's (not units x presence)."""
+        return self.units in EVALUATOR_COLUMNS
 
     def check(self) -> SummariesEvaluator:
-        """Refuse a column that could never score (its units, presence backend or options
-        unknown or wrong), naming it; `init` checks every column before it writes anything.
-        (Stored columns are not checked again when loaded: a plug-in may come and go.)"""
-        if self.presence == QUESTEVAL:
-            return self  # checked as it was made
+        """Refuse a column that could never score (its evaluator, units, presence backend or
+        options unknown or wrong), naming it; `init` checks every column before it writes
+        anything. (Stored columns are not checked again when loaded: a plug-in may come and
+        go.)"""
         options = dict(self.options)
+        if self.of_evaluator:
+            try:
+                evaluator_of(self.presence, options)
+            except SumbenchError as error:
+                raise SumbenchError(f"evaluator {self.name!r}: {error}") from None
+            return self
         try:  # as `per_example` checks them when it scores
             check_choice(self.units, UNIT_KINDS, "units")
             if self.presence == "lexical":
@@ -114,15 +128,17 @@ class SummariesEvaluator:
         return cls(name, units, presence, tuple(options.items()))
 
     def supports(self, payload: Mapping) -> bool:
-        if self.units == SOURCE:
-            return bool(payload.get("documents"))
+        if self.of_evaluator:
+            return bool(payload.get("documents")) or \
+                not load_evaluators().get(self.presence).reads_sources
         return self.units == "sentences" or self.units in payload["units"]
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
-        """Pyramid (or QuestEval) score of each summary (aligned with the set's ids)."""
-        if self.presence == QUESTEVAL:
-            return questeval_column(self.options)(summaries, payload["references"],
-                                                  payload["documents"])
+        """The column's score of each summary (aligned with the set's ids)."""
+        if self.of_evaluator:
+            return score_summaries(column_evaluator(self.presence, self.options), summaries,
+                                   payload["references"], payload.get("documents"),
+                                   self.presence)
         dataset = dataset_of(payload)
         units = dataset.units.get(self.units) if self.units != "sentences" else None
         if units is None:
@@ -139,11 +155,12 @@ class SummariesEvaluator:
         return list(evaluate_system("submission", summaries, units, presence).per_example)
 
 
-@functools.lru_cache(maxsize=4)
-def questeval_column(options: tuple[tuple[str, Any], ...]) -> QuestEvalEvaluator:
-    """One evaluator per column's options in a process: its models load once, and the
-    sources' questions are kept between submissions."""
-    return QuestEvalEvaluator(dict(options))
+def column_evaluator(name: str, options: tuple[tuple[str, Any], ...]) -> Evaluator:
+    """One evaluator per column (name and options) in a process, kept as loaded models are
+    (tasks.plumbing.kept): its models load once, and what it keeps between calls (QuestEval:
+    the sources' questions) serves every submission."""
+    return kept_model("board columns", (name, options),
+                      lambda: evaluator_of(name, dict(options)))
 
 
 def parse_evaluators(texts: Sequence[str]) -> list[SummariesEvaluator]:
@@ -181,18 +198,16 @@ class SummariesTrack(PyramidSetTrack):
     def evaluator_scores(self, payload: Mapping, summaries: Sequence[str],
                          cost: dict | None = None) -> dict[str, list]:
         """name -> each summary's score, of the evaluators the set supports; `cost` gets
-        what each QuestEval column spent."""
+        what each evaluator column says it spent."""
         scores = {}
         for evaluator in self.evaluators:
             if not evaluator.supports(payload):
                 continue
-            if evaluator.presence != QUESTEVAL:
-                scores[evaluator.name] = evaluator.per_example(payload, summaries)
-                continue
             scores[evaluator.name] = evaluator.per_example(payload, summaries)
-            if cost is not None:
-                column = questeval_column(evaluator.options)
-                cost[evaluator.name] = {**column.last, "revisions": dict(column.revisions)}
+            if cost is not None and evaluator.of_evaluator:
+                spent = column_evaluator(evaluator.presence, evaluator.options).cost()
+                if spent is not None:
+                    cost[evaluator.name] = spent
         return scores
 
     def score(self, checked, gold, board: str) -> dict[str, PartScore]:

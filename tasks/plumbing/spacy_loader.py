@@ -1,6 +1,7 @@
 """The one place sumbench loads spaCy: a pipeline by package name or folder
 (`spacy_pipeline`, `DEFAULT_PIPELINE` when unnamed, kept once per process), the rule-based
-English tokenizer (`blank_english`, no model needed), and one install hint.
+English tokenizer (`blank_english`, no model needed), and one install hint. Pipelines are
+kept as loaded models are (tasks.plumbing.kept).
 
 spaCy is optional: the `units`, `stus` and `questeval` extras carry it. Its official models
 are not on PyPI; a folder made by `nlp.to_disk` loads the same way as a package."""
@@ -9,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.kept import kept_model
 
 #: the pipeline the source papers' code loads (QuestEval's answers, the SRL predictor's
 #: verbs, the SCU-approximation units' sentences and tags)
 DEFAULT_PIPELINE = "en_core_web_sm"
-#: pipelines loaded in this process, by name (read-only once loaded: shared by every user)
-_LOADED: dict[Any, Any] = {}
 
 
 class PipelineNotInstalled(SumbenchError):
@@ -34,19 +34,18 @@ def spacy_pipeline(name: str | None = None, *, extra: str = "units", hint: str =
     """The spaCy pipeline `name` (a package or a folder; DEFAULT_PIPELINE when None), loaded
     once per process. PipelineNotInstalled names it, with `hint` (what else would do)."""
     name = name or DEFAULT_PIPELINE
-    if name not in _LOADED:
+
+    def load() -> Any:
         spacy = spacy_module(extra)
         try:
-            _LOADED[name] = spacy.load(name)
+            return spacy.load(name)
         except (OSError, ImportError, ValueError):
             raise PipelineNotInstalled(
                 f"spaCy pipeline {name!r} is not installed: install it or name another "
                 f"(--spacy-pipeline){hint}") from None
-    return _LOADED[name]
+    return kept_model("spacy", name, load)
 
 
 def blank_english(extra: str = "units") -> Any:
     """spaCy's rule-based English tokenizer (`spacy.blank("en")`), made once per process."""
-    if ("blank", "en") not in _LOADED:
-        _LOADED[("blank", "en")] = spacy_module(extra).blank("en")
-    return _LOADED[("blank", "en")]
+    return kept_model("spacy", ("blank", "en"), lambda: spacy_module(extra).blank("en"))

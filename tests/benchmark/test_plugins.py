@@ -337,3 +337,110 @@ def test_a_package_folder_loads_with_its_own_modules(tmp_path):
     assert listed.returncode == 0, listed.stderr
     task = next(row for row in json.loads(listed.stdout) if row["name"] == "title_generation")
     assert task["source"] == str(package)
+
+
+# ---- an outside package's Evaluator: meta-eval metric and board column ------------------------
+OVERLAP = {
+    "pyproject.toml": textwrap.dedent('''\
+        [build-system]
+        requires = ["setuptools>=68"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "sumbench-overlap"
+        version = "0.1.0"
+
+        [project.entry-points."sumbench.evaluators"]
+        source-overlap = "sumbench_overlap:SourceOverlap"
+
+        [tool.setuptools]
+        packages = ["sumbench_overlap"]
+        '''),
+    "sumbench_overlap/__init__.py": textwrap.dedent('''\
+        from tasks.metrics.evaluators import Evaluator
+
+
+        class SourceOverlap(Evaluator):
+            """The share of a summary's words in its source or in any of its references."""
+            reads_sources = True
+            option_names = ("lowercase",)
+
+            def __init__(self, lowercase=True):
+                self.lowercase = lowercase
+
+            @property
+            def settings(self):
+                return {"evaluator": "source-overlap", "lowercase": self.lowercase}
+
+            def with_options(self, options):
+                super().with_options(options)  # refuses an unknown name
+                return SourceOverlap(options["lowercase"] == "true")
+
+            def words(self, text):
+                return set((text.lower() if self.lowercase else text).split())
+
+            def score(self, summaries, references, sources):
+                return [len(self.words(summary) & set().union(
+                    self.words(source), *map(self.words, refs))) / len(self.words(summary))
+                        for summary, refs, source in zip(summaries, references, sources)]
+        '''),
+}
+
+BOARD_SCRIPT = textwrap.dedent('''\
+    import json, sys
+    from sqlalchemy import select
+    from leaderboard.intake.validate import Upload
+    from leaderboard.service.auth import authenticate, create_token
+    from leaderboard.service.db import Database, Score
+    from leaderboard.service.init import initialise
+    from leaderboard.service.settings import load_settings
+    from leaderboard.service.submissions import accept
+    from leaderboard.service.worker import Worker
+
+    folder, url = sys.argv[1], sys.argv[2]
+    initialise(url, pyramids=[folder], evaluators=[
+        "overlap=evaluator:source-overlap,lowercase=false", "scus=scus:lexical"],
+        settings={"n_resamples": "20"}, computed_rows=False, score=False)
+    database = Database(url)
+    ids = open(folder + "/ids.txt").read().split()
+    lines = "".join(json.dumps({"dataset": "set", "id": i, "summary": "Document " + i})
+                    + "\\n" for i in ids)
+    user = authenticate(database, create_token(database, "erin"))
+    entry = accept(database, load_settings(database), user, track_name="summaries",
+                   board="set", model="echo", card={},
+                   uploads=[Upload("summaries.jsonl", lines.encode())])
+    Worker(database).drain()
+    with database.session() as session:
+        stored = json.loads(session.scalars(select(Score).where(
+            Score.submission_id == entry["id"])).one().results)
+    print(json.dumps(stored["set"]))
+    ''')
+
+
+@pytest.mark.slow
+def test_an_outside_package_s_evaluator_is_a_metric_and_a_board_column(venv, tmp_path):
+    from lb_helpers import write_pyramid_folder
+
+    install(venv, write_package(tmp_path / "sumbench-overlap", OVERLAP))
+    folder = write_pyramid_folder(tmp_path / "set", n_examples=4)
+    out = tmp_path / "meta.json"
+    meta = sumbench_in(venv, "meta-eval", "--pyramid", folder, "--metric", "source-overlap",
+                       "--metric-option", "lowercase=false", "--out", out, cwd=tmp_path)
+    assert meta.returncode == 0, meta.stderr
+    written = json.loads(out.read_text())
+    assert written["config"]["metric_settings"] == {"evaluator": "source-overlap",
+                                                    "lowercase": False}
+    bad = sumbench_in(venv, "meta-eval", "--pyramid", folder, "--metric", "source-overlap",
+                      "--metric-option", "case=false", cwd=tmp_path)
+    assert bad.returncode == 2 and \
+        "unknown source-overlap option 'case' (known: lowercase)" in bad.stderr
+    script = tmp_path / "board.py"
+    script.write_text(BOARD_SCRIPT)
+    board = subprocess.run([str(venv / "bin" / "python"), str(script), str(folder),
+                            f"sqlite:///{tmp_path / 'lb.sqlite'}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600)
+    assert board.returncode == 0, board.stderr
+    result = json.loads(board.stdout.strip().splitlines()[-1])
+    # "Document exNN" against "Document exNN text.": both words, case kept
+    assert result["overlap"] == 1.0 and result["units"]["overlap"] == "evaluator"
+    assert result["headline_evaluator"] == "overlap" and result["headline"] == 100.0

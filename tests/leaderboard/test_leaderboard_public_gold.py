@@ -388,7 +388,7 @@ def test_a_kept_item_page_is_answered_while_big_ones_are_built(lab, usb_fixture_
 def test_a_kept_value_is_built_once_per_key_and_a_failed_build_is_not_kept():
     import threading
 
-    from leaderboard.service.item_pages import Kept
+    from tasks.plumbing.kept import Kept
 
     kept, builds, gate = Kept(2), [], threading.Event()
 

@@ -31,7 +31,7 @@ def test_a_bad_option_is_one_line_naming_it(options, message):
         parse_options(options)
 
 
-def test_options_parse_from_text_and_a_column_is_source_questeval_only():
+def test_options_parse_from_text_and_a_column_names_questeval_as_an_evaluator():
     values = parse_options({"question_scores": "answerability+f1", "weighter": "TRUE",
                             "references": "false", "batch_size": "4"})
     assert values["question_scores"] == ("answerability", "f1") and values["weighter"] is True
@@ -39,13 +39,14 @@ def test_options_parse_from_text_and_a_column_is_source_questeval_only():
     evaluator = QuestEvalEvaluator({"protocol": "paper"})
     assert evaluator.settings["protocol"] == "paper" and evaluator.settings["weighter"] is True
     assert evaluator.with_options({"weighter": "false"}).settings["weighter"] is False
-    column = SummariesEvaluator.parse("qe=source:questeval,protocol=paper")
-    assert column.options == (("protocol", "paper"),)
-    for text, message in (("qe=scus:questeval", "QuestEval compares a summary with its source"),
-                          ("qe=source:nli", "QuestEval compares a summary with its source"),
-                          ("qe=source:questeval,protocl=paper", "unknown QuestEval option")):
+    for text in ("qe=source:questeval,protocol=paper", "qe=evaluator:questeval,protocol=paper"):
+        column = SummariesEvaluator.parse(text).check()
+        assert column.options == (("protocol", "paper"),) and column.of_evaluator
+    for text, message in (("qe=scus:questeval", "QuestEval is an evaluator, not a presence"),
+                          ("qe=source:nli", "unknown evaluator 'nli'.*known: .*questeval"),
+                          ("qe=evaluator:questeval,protocl=paper", "unknown QuestEval option")):
         with pytest.raises(SumbenchError, match=message):
-            SummariesEvaluator.parse(text)
+            SummariesEvaluator.parse(text).check()
 
 
 class _Overlap:
@@ -184,8 +185,9 @@ def test_the_summaries_track_s_reference_free_column_on_a_board(lab, tmp_path):
             Score.submission_id == entry["id"], Score.current.is_(True))).one().results)
     assert set(statuses.values()) == {"scored"} and len(statuses) == 4  # 3 reference rows
     result = stored["tinyset"]
-    expected = QuestEvalEvaluator(lab["options"])(list(data.summaries["beta"]),
-                                                  list(data.references), list(data.documents))
+    expected = QuestEvalEvaluator(lab["options"]).score(
+        list(data.summaries["beta"]), [[text] for text in data.references],
+        list(data.documents))
     assert result["questeval-source"] == pytest.approx(sum(expected) / len(expected), abs=1e-9)
     assert 0 < result["questeval-source"] < 1 and result["headline_evaluator"] == \
         "pyramid-scus-lexical"

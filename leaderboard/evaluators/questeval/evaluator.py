@@ -1,17 +1,18 @@
-"""QuestEval as a named summary evaluator (tasks.metrics.evaluators): `sumbench meta-eval
---metric questeval [--metric-option KEY=VALUE ...]` and the summaries track's reference-free
-column (`NAME=source:questeval[,KEY=VALUE...]` in the instance's evaluators).
+"""QuestEval as a registered evaluator (tasks.metrics.evaluators.Evaluator): `sumbench
+meta-eval --metric questeval [--metric-option KEY=VALUE ...]`, the summaries track's column
+(`NAME=evaluator:questeval[,KEY=VALUE...]`, or as before `NAME=source:questeval,...`) and
+`sumbench questeval`, all configured by one options table (OPTIONS; its defaults those of
+`Settings` and the official models).
 
-It reads the sources (each summary against its document; with `references=true` the
-references too, the max taken as the code does) and carries its settings by name (OPTIONS).
-The models are loaded once per process for one set of model settings, so a worker scoring
-submission after submission, or meta-eval scoring system after system, loads them once; the
-model outputs are kept in memory between calls (or in `cache=FILE`), so the sources'
-questions are generated once for every system.
+It reads the sources (each summary against its document; with `references=true` every
+reference too, as the official code compares a summary with each). The models are kept per
+process (tasks.plumbing.kept, by model settings), so a worker scoring submission after
+submission, or meta-eval scoring system after system, loads them once, and two columns with
+different models keep both; the model outputs are kept in memory between calls (or in
+`cache=FILE`), so the sources' questions are generated once for every system.
 """
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +29,10 @@ from leaderboard.evaluators.questeval.models import (
     load_t2t,
 )
 from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
+from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
 from tasks.metrics.questeval import check_score_types
 from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.kept import kept_model
 from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE
 from trainers.models.disk_cache import open_cache
 
@@ -58,15 +61,16 @@ def _scores(text: str) -> tuple[str, ...]:
     return check_score_types([part.strip() for part in parts if part.strip()])
 
 
+DEFAULTS = Settings()
 #: option -> (parser of its text, default)
 OPTIONS: dict[str, tuple[Any, Any]] = {
-    "protocol": (str, "v0.2.4"), "question_scores": (_scores, None),
+    "protocol": (str, DEFAULTS.protocol), "question_scores": (_scores, None),
     "weighter": (_flag, None), "references": (_flag, False),
     "answers": (str, None), "spacy_pipeline": (str, DEFAULT_PIPELINE),
     "question_generator": (str, QUESTION_GENERATOR),
     "question_answerer": (str, QUESTION_ANSWERER), "weighter_model": (str, WEIGHTER),
     "bertscore_model": (str, BERTSCORE_MODEL), "bertscore_layer": (_count, None),
-    "source_windows": (_flag, False), "window_stride": (_count, 128),
+    "source_windows": (_flag, False), "window_stride": (_count, DEFAULTS.window_stride),
     "batch_size": (_count, None), "device": (str, "auto"), "cache": (str, None),
 }
 
@@ -133,17 +137,10 @@ def load_models(names: ModelNames, settings: Settings) -> Models:
     return Models(generator, answerer, weighter, bertscore, revisions)
 
 
-_LOADED: dict[tuple, Models] = {}   # one set of models per process: the latest asked for
-_LOADING = threading.Lock()
-
-
 def shared_models(names: ModelNames, settings: Settings) -> Models:
+    """The models of `names` for `settings`, kept per process (tasks.plumbing.kept)."""
     key = (names, settings.scores, settings.weighted)
-    with _LOADING:
-        if key not in _LOADED:
-            _LOADED.clear()
-            _LOADED[key] = load_models(names, settings)
-        return _LOADED[key]
+    return kept_model("questeval models", key, lambda: load_models(names, settings))
 
 
 class MemoryCache:
@@ -164,14 +161,18 @@ class MemoryCache:
         self.values.update(items)
 
 
-class QuestEvalEvaluator:
+class QuestEvalEvaluator(Evaluator):
     """QuestEval's score of each summary against its source (see the module)."""
 
-    needs_sources = True
+    name = "questeval"
+    reads_sources = True
+    model_options = MODEL_OPTIONS
+    option_names = tuple(OPTIONS)
 
     def __init__(self, options: Mapping[str, Any] | None = None, models: Models | None = None):
         self.values = parse_options(options or {})
         self.config = settings_of(self.values)
+        self.reads_references = bool(self.values["references"])
         self.models, self.memory, self.answers = models, MemoryCache(), None
         self.revisions: dict[str, str] = {}
         self.last: dict | None = None  # the latest call's seconds and model calls
@@ -189,36 +190,56 @@ class QuestEvalEvaluator:
                 **({"revisions": dict(self.revisions)} if self.revisions else {}),
                 **({"answers_source": dict(self.answers.description)} if self.answers else {})}
 
-    def __call__(self, summaries: Sequence[str], references: Sequence[str],
-                 sources: Sequence[str]) -> list[float]:
-        if len(sources) != len(summaries):
-            raise SumbenchError(f"QuestEval got {len(sources)} sources for {len(summaries)} "
-                                f"summaries")
-        with_references = self.values["references"]
+    def run_config(self) -> dict:
+        """What a run of `sumbench questeval --out` records: the protocol, its scores and
+        weighter, the answers' source, the models used and their revisions."""
+        scores, names = self.config.scores, self.values
+        return {"protocol": self.config.name, "question_scores": list(scores),
+                "weighter": self.config.weighted,
+                "answers": dict(self.answers.description) if self.answers else None,
+                "models": {"generator": names["question_generator"],
+                           "answerer": names["question_answerer"],
+                           **({"weighter": names["weighter_model"]}
+                              if self.config.weighted else {}),
+                           **({"bertscore": names["bertscore_model"]}
+                              if "bertscore" in scores else {})},
+                "revisions": dict(self.revisions)}
+
+    def cost(self) -> dict | None:
+        return None if self.last is None else {**self.last, "revisions": dict(self.revisions)}
+
+    def score(self, summaries: Sequence[str], references: Sequence[Sequence[str]],
+              sources: Sequence[str] | None) -> list[float]:
+        if sources is None or len(sources) != len(summaries):
+            raise SumbenchError(f"QuestEval got {len(sources or ())} sources for "
+                                f"{len(summaries)} summaries")
         rows = [Summary(str(index), summary, source,
-                        (references[index],) if with_references else ())
+                        tuple(references[index]) if self.reads_references else ())
                 for index, (summary, source) in enumerate(zip(summaries, sources))]
+        return [row["score"] for row in self.evaluate(rows)["summaries"]]
+
+    def evaluate(self, rows: Sequence[Summary], progress=None, details: bool = False) -> dict:
+        """QuestEval's whole result of `rows` (scoring.questeval: every summary's score,
+        precision, recall and questions, the corpus mean, the model calls made)."""
         started = time.perf_counter()
         models = self.models or shared_models(ModelNames.of(self.values), self.config)
         if self.answers is None:
             self.answers = answer_source(self.values["answers"], self.values["spacy_pipeline"])
-        result = self._run(rows, models, self.answers)
+        cache = open_cache(self.values["cache"]) if self.values["cache"] else self.memory
+        try:
+            result = questeval(rows, models, self.answers, self.config, cache, progress,
+                               details=details)
+        finally:
+            if cache is not self.memory:
+                cache.close()
         self.revisions = dict(models.revisions)
         self.last = {"seconds": round(time.perf_counter() - started, 3),
                      "model_calls": dict(result["computed"])}
-        return [row["score"] for row in result["summaries"]]
-
-    def _run(self, rows, models, answers) -> dict:
-        if not self.values["cache"]:
-            return questeval(rows, models, answers, self.config, self.memory)
-        cache = open_cache(self.values["cache"])
-        try:
-            return questeval(rows, models, answers, self.config, cache)
-        finally:
-            cache.close()
+        return result
 
 
-def register_questeval(registry) -> None:
-    """Add "questeval" (its defaults: v0.2.4 against the source) to an evaluator registry."""
-    if "questeval" not in registry:
-        registry.register("questeval", QuestEvalEvaluator())
+def register() -> None:
+    """Add "questeval" (its defaults: v0.2.4 against the source) to the evaluator registry,
+    once per process."""
+    if "questeval" not in EVALUATORS:
+        register_evaluator("questeval", QuestEvalEvaluator())
