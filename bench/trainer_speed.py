@@ -150,10 +150,10 @@ def run_trainer(model_dir: str, out: Path, args) -> dict:
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
-    from trainers.finetuning.finetune import prepare_model
+    from trainers.finetuning.finetune import prepare_for_training
 
     spec, tokenizer, rows, steps = planned_examples(model_dir, args)
-    model = prepare_model(AutoModelForSeq2SeqLM.from_pretrained(
+    model = prepare_for_training(AutoModelForSeq2SeqLM.from_pretrained(
         model_dir, dtype=torch.float32), spec)
     timing = timed_trainer_run(
         model, tokenizer, rows, output_dir=str(out), per_device_train_batch_size=args.batch_size,

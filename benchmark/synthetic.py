@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.plumbing.atomic import atomic_directory
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choices
 from tasks.plumbing.io import read_json
 
 GENERATOR_VERSION = "3"
@@ -124,11 +124,11 @@ class SyntheticSpec:
         if self.docs < len(SPLIT_NAMES) + 1:
             raise SumbenchError(f"the synthetic corpus needs at least {len(SPLIT_NAMES) + 1} "
                                 f"documents (train, validation and test), got {self.docs}")
-        everything = self.domains + self.test_only_domains
-        unknown = [name for name in everything if name not in DOMAINS]
-        if unknown or not self.domains:
-            raise SumbenchError(f"unknown synthetic domain(s) {unknown}; "
-                                f"known: {', '.join(DOMAINS)}")
+        everything = check_choices(self.domains + self.test_only_domains, DOMAINS,
+                                   "synthetic domain")
+        if not self.domains:
+            raise SumbenchError(f"the synthetic corpus needs a domain with all three splits "
+                                f"(known: {', '.join(DOMAINS)})")
         if len(set(everything)) != len(everything):
             raise SumbenchError(f"a synthetic domain is listed twice: {list(everything)}")
         if self.test_only_domains and self.test_only_docs < 1:

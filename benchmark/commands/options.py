@@ -29,6 +29,7 @@ from benchmark.results import EARLY_STOPPING, FEWSHOT_BACKENDS, OPENAI_APIS
 from leaderboard.evaluators.pyramid.presence import NLI_MODES
 from leaderboard.evaluators.pyramid.scoring import backend_names
 from tasks.plumbing.errors import SumbenchError
+from tasks.qapyramid.units import QA_UNIT_KINDS
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE, style_names
 from trainers.finetuning.distributed import check_training_device_name
 
@@ -240,7 +241,7 @@ SHARED: dict[str, Option] = {
     "use": _option("--use", choices=("label", "probability"), default="label",
                    help="count the units labelled present (default) or sum their "
                         "probabilities"),
-    "unit_kind": _option("--unit-kind", choices=("qa", "statement"), default="qa",
+    "unit_kind": _option("--unit-kind", choices=QA_UNIT_KINDS, default="qa",  # qa, statement
                          help="QA units as question-answer pairs (default) or statements"),
     "prompt_style": _option("--prompt-style", choices=("task", "qapyramid-gpt4o"),
                             default="task",

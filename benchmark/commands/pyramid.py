@@ -39,11 +39,11 @@ from leaderboard.evaluators.pyramid.scoring import (
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_text, write_json
 from tasks.plumbing.provenance import provenance
-from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+from tasks.qapyramid.pyramid_data import UNIT_KINDS, load_pyramid_dataset
 from tasks.units.unit_files import read_example_units
 
 MIX_BY_EXAMPLE = "mix-by-example"
-UNIT_CHOICES = ("scus", "stus", "sentences", MIX_BY_EXAMPLE, "file")
+UNIT_CHOICES = (*UNIT_KINDS, MIX_BY_EXAMPLE, "file")  # scus, stus, sentences, ...
 SCORE_SPLITS = ("all", "train", "validation", "test")
 
 

@@ -67,7 +67,7 @@ from leaderboard.evaluators.qapyramid.autoqapyramid import (
 from leaderboard.evaluators.qapyramid.penalties import DEFAULT_ALPHA, normalize
 from leaderboard.evaluators.qapyramid.qasem import BATCH_SIZE, role_labels
 from tasks.metrics.correlation import correlation
-from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError, check_choices
 from tasks.plumbing.io import write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.dataset import load_examples
@@ -164,10 +164,10 @@ def load_dataset(args) -> tuple[list, list[str]]:
     if not known:
         raise DataError("no system_outputs in the dataset: nothing to score", path=args.dataset)
     chosen = list(dict.fromkeys(args.systems)) if args.systems else known
-    unknown = [s for s in chosen if s not in known]
-    if unknown:
-        raise UnknownNameError(f"unknown system(s) {', '.join(map(repr, unknown))} in "
-                               f"{args.dataset} (known: {', '.join(known)})")
+    try:
+        check_choices(chosen, known, "system")
+    except UnknownNameError as error:  # named with the dataset it is not in
+        raise UnknownNameError(f"{args.dataset}: {error}") from None
     for example in examples:
         missing = [s for s in chosen if not isinstance(example.system_outputs.get(s), str)]
         if missing:

@@ -31,12 +31,15 @@ from leaderboard.tracks.base import (
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import file_sha256, iter_jsonl
 from tasks.qapyramid.pyramid_data import PyramidDataset, load_pyramid_dataset
+from tasks.units.kinds import GOLD, UnitKind, check_unit_kind, spellings
 from tasks.units.unit_files import read_example_units
 
 QA_FILE = "qas.jsonl"
 BOARD = "all"
-#: the unit kinds a gold may add from files beside its folder
-EXTRA_UNIT_KINDS = ("smus", "sgus", "ssus", "ngrams")
+#: the unit kinds a gold may add from files beside its folder, as the gold keys them (file-given
+#: sentences as "ssus": stored golds, their digests and `ssus` columns read that key)
+EXTRA_UNIT_KINDS = spellings(UnitKind.SMUS, UnitKind.SGUS, UnitKind.SENTENCES, UnitKind.NGRAMS,
+                             spelling=GOLD)
 
 
 def folder_digest(root: Path) -> str:
@@ -72,13 +75,14 @@ def read_qa_units(path: Path, ids: tuple[str, ...]) -> tuple[tuple[str, ...], ..
 
 
 def read_extra_units(unit_files: Mapping[str, str], count: int) -> tuple[dict, dict]:
-    """({kind: units per example}, {kind: sha256 of its file}) of the extra unit files; every
+    """({kind: units per example}, {kind: sha256 of its file}) of the extra unit files (a
+    kind in any spelling of tasks.units.kinds, kept as EXTRA_UNIT_KINDS spells it); every
     file holds `count` examples, each with at least one unit."""
     units, digests = {}, {}
-    for kind, path in sorted(unit_files.items()):
-        if kind not in EXTRA_UNIT_KINDS:
-            raise SumbenchError(f"unit kind {kind!r} cannot be added to a Pyramid gold "
-                                f"(known: {', '.join(EXTRA_UNIT_KINDS)})")
+    for given, path in sorted(unit_files.items()):
+        kind = check_unit_kind(given, EXTRA_UNIT_KINDS, "extra unit kind")
+        if kind in units:
+            raise SumbenchError(f"two unit files of kind {kind!r} (one is given as {given!r})")
         units[kind] = [list(example) for example in read_example_units(path, count)]
         digests[kind] = file_sha256(path)
     return units, digests

@@ -42,13 +42,15 @@ from tasks.metrics.evaluators import Evaluator, score_summaries
 from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.plumbing.kept import kept_model
 from tasks.qapyramid.pyramid_data import sentence_units
+from tasks.units.kinds import UnitKind, spellings
 
 #: a column of a registered evaluator: `NAME=evaluator:EVALUATOR`, or as first written
 #: `NAME=source:EVALUATOR` (kept as written, so stored settings keep their fingerprint)
 EVALUATOR_COLUMNS = ("evaluator", "source")
 #: the units a Pyramid-style column may score with (the set's own, those of unit files a
 #: set is loaded with, or its references' sentences)
-UNIT_KINDS = ("scus", "stus", "sentences", "qas", *EXTRA_UNIT_KINDS)
+UNIT_KINDS = (*spellings(UnitKind.SCUS, UnitKind.STUS, UnitKind.SENTENCES, UnitKind.QAS),
+              *EXTRA_UNIT_KINDS)
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,11 @@ class SummariesEvaluator:
         options = dict(self.options)
         if self.of_evaluator:
             try:
-                evaluator_of(self.presence, options)
+                problem = evaluator_of(self.presence, options).problem()
             except SumbenchError as error:
                 raise SumbenchError(f"evaluator {self.name!r}: {error}") from None
+            if problem:
+                raise SumbenchError(f"evaluator {self.name!r}: {problem}")
             return self
         try:  # as `per_example` checks them when it scores
             check_choice(self.units, UNIT_KINDS, "units")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tasks.plumbing.errors import check_choice
+
 EVALUATE_MODULES = ("usb_rouge", "usb_classification", "usb_spans")
 
 
 def evaluate_module_path(name: str) -> str:
     """Absolute path of a local `evaluate` module, for `evaluate.load(path)` (works offline)."""
-    if name not in EVALUATE_MODULES:
-        raise KeyError(f"unknown evaluate module {name!r} (known: {', '.join(EVALUATE_MODULES)})")
+    check_choice(name, EVALUATE_MODULES, "evaluate module")
     return str(Path(__file__).resolve().parent / "evaluate_modules" / name)
 
 

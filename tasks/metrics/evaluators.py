@@ -67,6 +67,11 @@ class Evaluator(ABC):
         """What the latest `score` call spent (seconds, model calls), if it counts."""
         return None
 
+    def problem(self) -> str | None:
+        """Why this evaluator, as configured, cannot score (a required option missing), or
+        None; checked before it scores, and by a board's `init`."""
+        return None
+
     @abstractmethod
     def score(self, summaries: Sequence[str], references: Sequence[Sequence[str]],
               sources: Sequence[str] | None) -> list[float]:
@@ -224,6 +229,8 @@ def score_summaries(evaluator: Evaluator | Callable, summaries: Sequence[str],
     sources when it reads them."""
     evaluator = as_evaluator(name, evaluator)
     name = evaluator.name or name
+    if evaluator.problem():
+        raise SumbenchError(evaluator.problem())
     lists = reference_lists(references, len(summaries), name)
     if evaluator.reads_sources:
         if sources is None:

@@ -27,6 +27,8 @@ from typing import NamedTuple
 import numpy as np
 from rapidfuzz.distance import LCSseq
 
+from tasks.plumbing.errors import check_choice
+
 ROUGE_KEYS = ("rouge1", "rouge2", "rougel", "exactmatch")
 #: below this many examples a process pool costs more than it saves
 PARALLEL_MIN_EXAMPLES = 2000
@@ -229,9 +231,7 @@ def aggregate_rouge(examples: Sequence[dict], aggregate: str = "mean", seed: int
     these numbers exactly)."""
     if not examples:
         raise ValueError("ROUGE needs at least one example")
-    if aggregate not in ROUGE_AGGREGATES:
-        raise ValueError(f"unknown ROUGE aggregate {aggregate!r} (known: "
-                         f"{', '.join(ROUGE_AGGREGATES)})")
+    check_choice(aggregate, ROUGE_AGGREGATES, "ROUGE aggregate")
     scores = {key: float(np.mean([example[key] for example in examples])) for key in ROUGE_KEYS}
     if aggregate == "bootstrap-mid":
         rng = np.random.RandomState(seed)

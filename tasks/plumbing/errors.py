@@ -45,22 +45,23 @@ class UnknownNameError(SumbenchError, KeyError):
         return str(self.args[0])
 
 
-def check_choice(value, known, what: str):
+def check_choice(value, known, what: str, *, cutoff: float = 0.6):
     """`value` when it is one of `known`; otherwise the one error sumbench gives for an
-    unknown choice: UnknownNameError "unknown WHAT 'x'; did you mean 'y'? (known: ...)"."""
+    unknown choice: UnknownNameError "unknown WHAT 'x'; did you mean 'y'? (known: ...)"
+    (`cutoff`: how close a suggested name must be, as in `did_you_mean`)."""
     known = list(known)
     if value in known:
         return value
-    raise UnknownNameError(f"unknown {what} {value!r}{did_you_mean(str(value), known)} "
-                           f"(known: {', '.join(map(str, known))})")
+    hint = did_you_mean(str(value), known, cutoff=cutoff)
+    raise UnknownNameError(f"unknown {what} {value!r}{hint} (known: {', '.join(map(str, known))})")
 
 
-def check_choices(values, known, what: str) -> list:
+def check_choices(values, known, what: str, *, cutoff: float = 0.6) -> list:
     """`values` when each is one of `known`; otherwise `check_choice`'s error for the first
     that is not."""
-    values = list(values)
+    values, known = list(values), list(known)
     for value in values:
-        check_choice(value, known, what)
+        check_choice(value, known, what, cutoff=cutoff)
     return values
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.metrics.qa import split_qa
-from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError, json_type
+from tasks.plumbing.errors import DataError, SumbenchError, check_choice, json_type
 from tasks.plumbing.io import iter_jsonl, read_json
 from tasks.qapyramid.judgments import load_qa_judgments
 from tasks.qapyramid.units import group_by_predicate
@@ -65,10 +65,7 @@ def split_of(example_id: str, seed: int = DEFAULT_SPLIT_SEED) -> str:
 
 
 def check_split(split: str) -> str:
-    names = [name for name, _ in SPLIT_FRACTIONS]
-    if split not in names and split != "all":
-        raise UnknownNameError(f"unknown split {split!r} (known: {', '.join(names)}, all)")
-    return split
+    return check_choice(split, [*(name for name, _ in SPLIT_FRACTIONS), "all"], "split")
 
 
 def in_split(example_id: str, split: str, seed: int = DEFAULT_SPLIT_SEED) -> bool:

@@ -27,12 +27,13 @@ from typing import Any
 
 from tasks.base import FewShotParts, ModelInput
 from tasks.metrics.classification import flagged_scores, micro_f1
-from tasks.plumbing.errors import DataError, UnknownNameError
+from tasks.plumbing.errors import DataError
 from tasks.plumbing.registry import TASKS
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, in_split, load_examples
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 from tasks.qapyramid.task import QAPyramidTask
 from tasks.qapyramid.units import QA_UNIT_KINDS, unit_text
+from tasks.units.kinds import SINGULAR, UnitKind, check_unit_kind
 from tasks.validation import require_binary_label, require_probabilities, require_str
 
 PRESENCE_INSTRUCTION = "Is the content unit present in the summary? : "
@@ -53,10 +54,9 @@ def presence_instance(example_id: str, system: str, unit_index: int, unit_kind: 
 
 def qapyramid_instances(examples, split: str = "all", unit_kind: str = "qa",
                         seed: int = DEFAULT_SPLIT_SEED) -> list[dict]:
-    """Presence instances of QAPyramid examples with labels and summaries."""
-    if unit_kind not in QA_UNIT_KINDS:
-        raise UnknownNameError(f"unknown unit kind {unit_kind!r} for QAPyramid (known: "
-                               f"{', '.join(QA_UNIT_KINDS)})")
+    """Presence instances of QAPyramid examples with labels and summaries (`unit_kind`: qa
+    or statement, in any spelling of tasks.units.kinds; the instances carry the singular)."""
+    unit_kind = check_unit_kind(unit_kind, QA_UNIT_KINDS, "QAPyramid unit kind")
     instances = []
     for example in examples:
         if not in_split(example.example_id, split, seed):
@@ -91,8 +91,8 @@ def pyramid_instances(dataset, split: str = "all", seed: int = DEFAULT_SPLIT_SEE
                 continue
             summary = dataset.summaries[system][position]
             for index, (unit, label) in enumerate(zip(scus, dataset.labels[system][position])):
-                instances.append(presence_instance(example_id, system, index, "scu", summary,
-                                                   unit, label))
+                instances.append(presence_instance(example_id, system, index,
+                                                   SINGULAR[UnitKind.SCUS], summary, unit, label))
     return instances
 
 

@@ -24,12 +24,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.plumbing.errors import DataError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import DataError, check_choices
 from tasks.plumbing.io import read_item_lines, read_text, refuse_non_file
+from tasks.units.kinds import UnitKind, check_unit_kind, spellings
 
 #: unit kinds: human SCUs, automatic STUs, reference sentences (SSUs)
-UNIT_KINDS = ("scus", "stus", "sentences")
-UNIT_FILES = {"scus": "SCUs.txt", "stus": "STUs.txt"}
+UNIT_KINDS = spellings(UnitKind.SCUS, UnitKind.STUS, UnitKind.SENTENCES)
+UNIT_FILES = {UnitKind.SCUS.value: "SCUs.txt", UnitKind.STUS.value: "STUs.txt"}
 SUMMARY_DIR, SUMMARY_SUFFIX = "summaries", ".summary"
 LABEL_DIR, LABEL_SUFFIX = "labels", ".label"
 _SENTENCE_TAG = re.compile(r"</?t>")
@@ -178,20 +179,15 @@ def select_systems(available: Sequence[str], requested: Sequence[str] | None) ->
     """`requested` (in the given order, duplicates dropped) or all; unknown names suggest."""
     if not requested:
         return list(available)
-    for name in requested:
-        if name not in available:
-            hint = did_you_mean(name, available, cutoff=0.5)
-            raise UnknownNameError(f"unknown system {name!r}{hint} (known: "
-                                   f"{', '.join(available)})")
-    return list(dict.fromkeys(requested))
+    return list(dict.fromkeys(check_choices(requested, available, "system", cutoff=0.5)))
 
 
 def _load_units(root: Path, kinds: Iterable[str], count: int,
                 references: Sequence[str]) -> dict[str, Units]:
     units: dict[str, Units] = {}
-    for kind in kinds:
-        if kind not in UNIT_KINDS:
-            raise UnknownNameError(f"unknown unit kind {kind!r} (known: {', '.join(UNIT_KINDS)})")
+    for kind in (check_unit_kind(kind, UNIT_KINDS) for kind in kinds):
+        if kind in units:  # named twice, in two spellings
+            continue
         if kind == "sentences":
             units[kind] = sentence_units(references)
             continue
@@ -234,7 +230,8 @@ def load_pyramid_dataset(root: str | os.PathLike, systems: Sequence[str] | None 
     """Load and validate a Pyramid folder.
 
     `systems`: a subset (default: every `summaries/*.summary`). `unit_kinds`: which units to
-    load ("scus", "stus", "sentences"). `labels`: load `labels/<system>.label` where present
+    load ("scus", "stus", "sentences"; tasks.units.kinds' other spellings, such as "ssus", read
+    as these). `labels`: load `labels/<system>.label` where present
     (SCUs are then always loaded to check them); `require_labels`: a missing label file is an
     error.
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import abc
 
 from tasks.base import Task
-from tasks.plumbing.errors import UnknownNameError
+from tasks.plumbing.errors import check_choice
 from tasks.qapyramid.dataset import check_split
 
 
@@ -33,9 +33,7 @@ class QAPyramidTask(Task):
                        data_dir: str | None = None) -> list[dict]:
         """The split as plain dicts (what `load` wraps in a Dataset)."""
         check_split(split)
-        if variant not in self.variants:
-            raise UnknownNameError(f"unknown variant {variant!r} of {self.name} (known: "
-                                   f"{', '.join(self.variants)})")
+        check_choice(variant, self.variants, f"{self.name} variant")
         return self.variant_instances(split, variant, data_dir)
 
     def group_key(self, instance: dict) -> str:

@@ -29,10 +29,12 @@ import re
 from collections.abc import Iterable, Sequence
 
 from tasks.metrics.qa import PLACEHOLDERS, join_qa
+from tasks.units.kinds import SINGULAR, UnitKind, spellings, unit_kind_or_none
 
-#: unit kinds a presence instance can carry
-UNIT_KINDS = ("qa", "statement", "scu", "stu")
-QA_UNIT_KINDS = ("qa", "statement")
+#: unit kinds a presence instance can carry, as its `unit_kind` field spells them (singular)
+UNIT_KINDS = spellings(UnitKind.QAS, UnitKind.STATEMENTS, UnitKind.SCUS, UnitKind.STUS,
+                       spelling=SINGULAR)
+QA_UNIT_KINDS = spellings(UnitKind.QAS, UnitKind.STATEMENTS, spelling=SINGULAR)
 
 WH_WORDS = ("who", "what", "when", "where", "why", "how", "which", "whom", "whose")
 AUXILIARIES = frozenset("""
@@ -181,10 +183,11 @@ def qa_to_statement(question: str, answer: str) -> str:
 
 
 def unit_text(kind: str, question: str, answer: str) -> str:
-    """The unit string shown to a presence model for a QA pair of unit kind `kind`."""
-    if kind == "qa":
+    """The unit string shown to a presence model for a QA pair of unit kind `kind` (any
+    spelling of tasks.units.kinds: "qa" or "qas", "statement" or "statements")."""
+    if unit_kind_or_none(kind) is UnitKind.QAS:
         return join_qa(question, answer)
-    if kind == "statement":
+    if unit_kind_or_none(kind) is UnitKind.STATEMENTS:
         return qa_to_statement(question, answer)
     raise ValueError(f"unit kind {kind!r} is not built from a QA pair (use one of "
                      f"{', '.join(QA_UNIT_KINDS)})")

@@ -4,7 +4,8 @@
   file` reads and every `sumbench units` command writes);
 - the paper's JSON: a list of `{"instance_id", "summary", "<kind>": [...]}` (kind scus, stus,
   smus or sgus; SMU files also carry `summary_trees` and `tree`), or the SGU wrapper
-  `{"model", "samples_used", "data": [{"instance_id", "sgus", ...}]}`.
+  `{"model", "samples_used", "data": [{"instance_id", "sgus", ...}]}`. A record keyed by
+  another spelling of a kind (tasks.units.kinds: `ssus`, `scu`, ...) loads as that kind.
 
 The paper made its SCU and STU JSON from the TAB files dropping every unit without a space
 (SCE `scripts/load_data/create_json_from_source.py:13-17`): `paper_units` applies that rule
@@ -18,10 +19,12 @@ from pathlib import Path
 
 from tasks.plumbing.errors import DataError
 from tasks.plumbing.io import text_lines, write_text
+from tasks.units.kinds import UnitKind, check_unit_kind, spellings, unit_kind_or_none
 
-KINDS = ("scus", "stus", "smus", "sgus", "ngrams", "sentences")
+KINDS = spellings(UnitKind.SCUS, UnitKind.STUS, UnitKind.SMUS, UnitKind.SGUS, UnitKind.NGRAMS,
+                  UnitKind.SENTENCES)
 #: the kinds whose paper JSON dropped units without a space
-SPACELESS_DROPPED = ("scus", "stus")
+SPACELESS_DROPPED = spellings(UnitKind.SCUS, UnitKind.STUS)
 
 
 @dataclass(frozen=True)
@@ -32,27 +35,34 @@ class UnitFile:
     kind: str | None = None                # the JSON's kind (None for TAB)
 
 
+def unit_key(record: dict) -> str | None:
+    """The key of a JSON record that holds its units: the first of KINDS it has, else the
+    first key spelling one of them another way (`ssus` for sentences, `scu` for scus)."""
+    return next((name for name in KINDS if name in record), None) or next(
+        (key for key in record if unit_kind_or_none(key) in KINDS), None)
+
+
 def _json_units(path: Path, data) -> UnitFile:
-    records, kind = data, None
+    records, key = data, None
     if isinstance(data, dict):
-        records, kind = data.get("data"), "sgus"
+        records, key = data.get("data"), "sgus"
     if not isinstance(records, list) or not records:
         raise DataError("expected the paper's JSON: a list of {instance_id, <kind>: [...]} or "
                         "an SGU file {data: [...]}", path=str(path))
-    if kind is None and isinstance(records[0], dict):
-        kind = next((name for name in KINDS if name in records[0]), None)
+    if key is None and isinstance(records[0], dict):
+        key = unit_key(records[0])
     units, ids = [], []
     for number, record in enumerate(records):
         where = {"path": str(path), "field": f"[{number}]"}
-        if not isinstance(record, dict) or kind is None or kind not in record:
-            raise DataError(f"expected an object with a unit list ({kind or ', '.join(KINDS)})",
+        if not isinstance(record, dict) or key is None or key not in record:
+            raise DataError(f"expected an object with a unit list ({key or ', '.join(KINDS)})",
                             **where)
-        values = record[kind]
+        values = record[key]
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise DataError(f"expected a list of strings under {kind!r}", **where)
+            raise DataError(f"expected a list of strings under {key!r}", **where)
         units.append(tuple(values))
         ids.append(str(record.get("instance_id", number)))
-    return UnitFile(str(path), tuple(units), tuple(ids), kind)
+    return UnitFile(str(path), tuple(units), tuple(ids), check_unit_kind(key, KINDS))
 
 
 def read_unit_file(path: str | Path) -> UnitFile:
@@ -98,8 +108,9 @@ def write_unit_rows(path: str | Path, rows) -> None:
 
 
 def paper_units(file: UnitFile, kind: str) -> list[list[str]]:
-    """The units as the paper scored them: for SCUs and STUs, those with a space."""
-    if kind in SPACELESS_DROPPED:
+    """The units as the paper scored them: for SCUs and STUs, those with a space (`kind` in
+    any spelling)."""
+    if unit_kind_or_none(kind) in SPACELESS_DROPPED:
         return [[unit for unit in units if " " in unit] for units in file.units]
     return [list(units) for units in file.units]
 

@@ -433,7 +433,8 @@ def test_an_outside_package_s_evaluator_is_a_metric_and_a_board_column(venv, tmp
     bad = sumbench_in(venv, "meta-eval", "--pyramid", folder, "--metric", "source-overlap",
                       "--metric-option", "case=false", cwd=tmp_path)
     assert bad.returncode == 2 and \
-        "unknown source-overlap option 'case' (known: lowercase)" in bad.stderr
+        "unknown source-overlap option 'case'; did you mean 'lowercase'? (known: lowercase)" \
+        in bad.stderr
     script = tmp_path / "board.py"
     script.write_text(BOARD_SCRIPT)
     board = subprocess.run([str(venv / "bin" / "python"), str(script), str(folder),

@@ -248,7 +248,8 @@ def test_semi_auto_nli_entailment_label(dataset, refuted_supported_nli, capsys, 
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--presence", "lexical", "--systems", "A", "Z"], "unknown system(s) 'Z'"),
+    (["--presence", "lexical", "--systems", "A", "Z"],
+     "qapyramid.jsonl: unknown system 'Z' (known: A, B, C)"),
     (["--presence", "lexical", "--entailment-label", "yes"],
      "--presence lexical does not take --entailment-label"),
     (["--presence", "seq2seq", "--model", "m", "--entailment-label", "yes"],

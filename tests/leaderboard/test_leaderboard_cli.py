@@ -176,6 +176,19 @@ def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:
                                                                "number"),
     (["init", "--evaluator", "x=scus:lexical", "--evaluator", "x=stus:lexical"],
      "two evaluators share a name"),
+    (["init", "--evaluator", "x=evaluator:rouge9_recall"], "evaluator 'x': unknown evaluator "
+                                                           "'rouge9_recall'; did you mean"),
+    (["init", "--evaluator", "x=evaluator:rouge1_recall,k=1"], "evaluator 'x': evaluator "
+                                                               "'rouge1_recall' takes no "
+                                                               "options"),
+    (["init", "--evaluator", "x=evaluator:questeval,protocl=v2"], "evaluator 'x': unknown "
+                                                                  "QuestEval option 'protocl'"),
+    (["init", "--evaluator", "x=evaluator:pyramid"], "evaluator 'x': pyramid needs "
+                                                     "units=FILE"),
+    (["init", "--evaluator", "x=source:pyramid,units=/no/such/file"], "evaluator 'x': "
+                                                                      "pyramid: no units file"),
+    (["init", "--evaluator", "x=scus:questeval"], "QuestEval is an evaluator, not a presence "
+                                                  "backend"),
     (["token", "--user", "sumbench"], "reserved"),
     (["token", "--user", "nobody", "--revoke"], "no user 'nobody'"),
 ])

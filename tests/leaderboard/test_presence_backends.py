@@ -105,12 +105,18 @@ def test_presence_callable_shape_and_factory():
                                                              "Profits fell."]])
     assert values == [[1.0, 0.0]]
     assert presence_values(backend, ["a b"], [[]]) == [[]]
+    from tasks.plumbing.kept import MODELS_PER_KIND, forget_models
+
+    forget_models("presence lexical")
     factory = pyramid_factory("lexical")
     first = factory(None, "sys1", "scus", threshold=0.5, model=None)
     assert factory(None, "sys2", "scus", threshold=0.5) is first
     other = factory(None, "sys1", "scus", threshold=0.6)
     assert other is not first and other.threshold == 0.6
-    assert factory(None, "sys1", "scus", threshold=0.5) is not first  # only the latest is kept
+    assert factory(None, "sys1", "scus", threshold=0.5) is first  # two columns keep both
+    for step in range(MODELS_PER_KIND):
+        factory(None, "sys1", "scus", threshold=0.1 + step / 100)
+    assert factory(None, "sys1", "scus", threshold=0.5) is not first  # the oldest goes
 
 
 # ---- NLI --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 from leaderboard.tracks import make_track
 from leaderboard.tracks.summaries import SummariesEvaluator
-from tasks.plumbing.errors import DataError, SumbenchError
+from tasks.plumbing.errors import DataError, SumbenchError, UnknownNameError
 
 from helpers import sumbench
 from lb_helpers import write_pyramid_folder
@@ -49,8 +49,12 @@ def test_extra_units_join_the_gold_and_score_like_any_kind(folder_and_units, tmp
     empty.write_text("a b\n\nc d\ne f\n")
     with pytest.raises(DataError, match="an example without units"):
         track.load_gold([(str(folder), {"ngrams": str(empty)})])
-    with pytest.raises(SumbenchError, match="unit kind 'scus' cannot be added"):
+    with pytest.raises(UnknownNameError) as caught:
         track.load_gold([(str(folder), {"scus": str(sgus)})])
+    assert str(caught.value) == "unknown extra unit kind 'scus' (known: smus, sgus, ssus, ngrams)"
+    assert isinstance(caught.value, SumbenchError)
+    with pytest.raises(SumbenchError, match="^two unit files of kind 'ssus' .* as 'ssus'"):
+        track.load_gold([(str(folder), {"sentences": str(sgus), "ssus": str(sgus)})])
 
 
 def test_init_takes_unit_files_and_the_page_names_each_column_s_kind(folder_and_units,

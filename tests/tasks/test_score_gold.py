@@ -168,7 +168,7 @@ def test_a_task_without_the_variant_names_the_folder(capsys, tmp_path, data_dir)
     code, _, err = score(capsys, path, "--data", data_dir)
     assert code == 2
     assert (f"{data_dir}: --data: cannot read the gold test split of qa_generation: unknown "
-            f"variant 'all' of qa_generation") in err
+            f"qa_generation variant 'all' (known: qapyramid, raw)") in err
 
 
 def test_gold_that_lists_an_item_twice_is_refused(capsys, tmp_path, predictions, data_dir):

@@ -5,6 +5,7 @@ import pytest
 
 from tasks import get_task, task_names
 from tasks.base import FewShotParts
+from tasks.plumbing.errors import UnknownNameError
 from tasks.plumbing.io import read_jsonl
 from trainers.fewshot.prompts import (
     INSTRUCTIONS,
@@ -37,7 +38,7 @@ def test_every_style_has_an_instruction_for_every_task():
         assert STYLE_SPECS[style]["template"].endswith("{cue}")
     assert get_style("gpt-3.5").kind == "chat" and get_style("gpt-3.5").line_output == "id_list"
     assert {get_style(s).line_output for s in ("flan-t5", "llama", "vicuna")} == {"yes_no"}
-    with pytest.raises(ValueError, match="unknown prompt style 'gpt-4'"):
+    with pytest.raises(UnknownNameError, match="unknown prompt style 'gpt-4'"):
         get_style("gpt-4")
     with pytest.raises(ValueError, match="no instruction"):
         instruction("llama", "qa_generation")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tasks.base import FewShotParts
+from tasks.plumbing.errors import check_choice
 
 LINE_OUTPUT_FORMS = ("yes_no", "id_list")
 #: what an `id_list` output says when no sentence is positive
@@ -165,9 +166,7 @@ def style_names() -> list[str]:
 def get_style(style: str | PromptStyle) -> PromptStyle:
     if isinstance(style, PromptStyle):
         return style
-    if style not in STYLE_SPECS:
-        raise ValueError(f"unknown prompt style {style!r}; known: {', '.join(style_names())}")
-    spec = STYLE_SPECS[style]
+    spec = STYLE_SPECS[check_choice(style, style_names(), "prompt style")]
     if spec["line_output"] not in LINE_OUTPUT_FORMS:
         raise ValueError(f"style {style!r}: line_output must be one of {LINE_OUTPUT_FORMS}")
     if not spec["template"].endswith("{cue}"):

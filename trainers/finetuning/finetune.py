@@ -68,7 +68,8 @@ from trainers.models.model_loading import (
 
 # re-exports of names that moved to trainers.finetuning.training_run, .distributed and .checkpoints
 __all__ = ["finetune", "validation_loss_fn", "validation_loss_evaluator", "resolve_precision",
-           "load_seq2seq", "model_commit", "prepare_model", "build_optimizer", "EvaluateFn",
+           "load_finetuning_start", "model_commit", "prepare_for_training", "build_optimizer",
+           "EvaluateFn",
            "TrainingRun", "Distributed", "init_distributed", "TrainState", "CHECKPOINTS",
            "trainable_state", "load_trainable_state", "save_checkpoint", "latest_checkpoint",
            "load_checkpoint", "throughput"]
@@ -113,7 +114,7 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
         raise SumbenchError(f"{out_dir} already holds a training run; pass resume=True "
                             f"(--resume) to continue it or choose another output folder")
     dist.barrier()                  # every process checked before process 0 writes anything
-    model, tokenizer, model_info = load_seq2seq(spec)
+    model, tokenizer, model_info = load_finetuning_start(spec)
     examples = train_data.spec_examples(spec, tasks, "train", data_dir, tokenizer)
     if not len(examples):
         raise SumbenchError(f"no training examples for tasks {list(examples.task_names)} "
@@ -124,7 +125,7 @@ def _set_up(spec, tasks, data_dir, out_dir, evaluate_fn, resume, dist,
         logger.warning("truncated %d inputs to %d tokens and %d targets to %d tokens",
                        examples.truncated_inputs, spec.max_input_tokens,
                        examples.truncated_targets, spec.max_output_tokens)
-    model = prepare_model(model, spec, checkpointing=False).to(dist.device)
+    model = prepare_for_training(model, spec, checkpointing=False).to(dist.device)
     epoch_size = len(train_data.epoch_example_indices(
         examples.task_indices(), spec.mixing, spec.mixing_temperature, spec.seed, 0))
     steps_per_epoch = math.ceil(epoch_size / spec.batch_size)
@@ -204,9 +205,11 @@ def resolve_precision(precision: str, device) -> str:
     return precision
 
 
-def load_seq2seq(spec: FinetuneSpec):
-    """(model in float32, tokenizer, provenance of the checkpoint). A local folder is loaded
-    by its absolute path, which is what a LoRA adapter then records as its base."""
+def load_finetuning_start(spec: FinetuneSpec):
+    """(model in float32, tokenizer, provenance) of the checkpoint fine-tuning starts from: the
+    user's own, so pickled weights (.bin) are read too (a model sumbench must not trust, such
+    as a submitted one, goes through `model_loading.load_seq2seq_safetensors`). A local folder
+    is loaded by its absolute path, which is what a LoRA adapter then records as its base."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -229,7 +232,7 @@ def load_seq2seq(spec: FinetuneSpec):
     return model, tokenizer, info
 
 
-def prepare_model(model, spec: FinetuneSpec, checkpointing: bool | None = None):
+def prepare_for_training(model, spec: FinetuneSpec, checkpointing: bool | None = None):
     """LoRA as the spec asks and gradient checkpointing as `checkpointing` says (None: the
     spec's, when it is a boolean; the run decides `auto` with its micro-batch plan); the
     model in train mode."""

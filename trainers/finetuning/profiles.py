@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError, check_choice, did_you_mean
 from tasks.plumbing.json_fields import JsonFields
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -246,11 +246,5 @@ def profile_names() -> list[str]:
 
 def get_profile(name: str, **overrides: Any) -> FinetuneSpec:
     """The named profile's spec, with keyword `overrides` applied."""
-    if name not in PROFILES:
-        import difflib
-        close = difflib.get_close_matches(name, PROFILES, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise UnknownNameError(f"unknown fine-tuning profile '{name}' (known: "
-                               f"{', '.join(profile_names())}){hint}")
-    spec = PROFILES[name]
+    spec = PROFILES[check_choice(name, profile_names(), "fine-tuning profile")]
     return spec.override(overrides) if overrides else spec

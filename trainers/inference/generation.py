@@ -60,6 +60,7 @@ def length_sorted_batches(encoded: Sequence[EncodedSource],
 
 
 def model_device(model):
+    """The device of the model's (first) weights, where its inputs must go."""
     return next(model.parameters()).device
 
 
@@ -84,7 +85,7 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def prepare_model(model, spec: PredictSpec):
+def prepare_for_inference(model, spec: PredictSpec):
     """Put the model in evaluation mode on the spec's device and dtype (in place)."""
     import torch
 
@@ -191,9 +192,55 @@ def in_input_order(rows: Sequence[GeneratedRow], count: int) -> list[GeneratedRo
 
 def generate_texts(model, tokenizer, sources: Sequence[str], spec: PredictSpec) -> list[str]:
     """Generated text for each source, in input order (batched, length-sorted)."""
-    prepare_model(model, spec)
+    prepare_for_inference(model, spec)
     encoded = encode_sources(tokenizer, sources, spec.max_input_tokens)
     rows = [row for batch_rows in iter_batches(
         encoded, spec.batch_size, lambda batch: generate_batch_texts(model, tokenizer, batch, spec))
         for row in batch_rows]
     return [row.text for row in in_input_order(rows, len(sources))]
+
+
+def seq2seq_output_batches(model, tokenizer, inputs: Sequence[str], *, batch_size: int,
+                           max_input_tokens: int | None = None, length_sorted: bool = False,
+                           num_beams: int = 1, progress=None,
+                           **generate_kwargs) -> Iterator[tuple[list[int], Any]]:
+    """`model.generate` (no sampling; greedy unless `num_beams` > 1) over batches of `inputs`:
+    yields (the batch's positions in `inputs`, generate's output). Inputs are cut at
+    `max_input_tokens` (None: never cut) and batched in input order or, `length_sorted`,
+    shortest first (ties in input order); the tokenizer pads each batch to its longest.
+    `progress.update(size)` follows each batch; `generate_kwargs` go to `model.generate`."""
+    import torch
+
+    if not inputs:
+        return
+    cut = {} if max_input_tokens is None else {"truncation": True,
+                                                 "max_length": max_input_tokens}
+    ids = tokenizer(list(inputs), **cut)["input_ids"]
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i)) if length_sorted \
+        else list(range(len(ids)))
+    device = model_device(model)
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        batch = tokenizer.pad({"input_ids": [ids[i] for i in chosen]}, return_tensors="pt")
+        with torch.inference_mode():
+            output = model.generate(input_ids=batch["input_ids"].to(device),
+                                    attention_mask=batch["attention_mask"].to(device),
+                                    num_beams=num_beams, do_sample=False, **generate_kwargs)
+        yield chosen, output
+        if progress is not None:
+            progress.update(len(chosen))
+
+
+def seq2seq_texts(model, tokenizer, inputs: Sequence[str], *, batch_size: int,
+                  decode: Callable[[Any], list[str]] | None = None, **options) -> list[str]:
+    """The generated text of each input, in input order (`seq2seq_output_batches` runs the
+    model, `options` are its). `decode(sequences)` makes the texts; by default the tokenizer's
+    `batch_decode` without special tokens (its own space clean-up)."""
+    decode = decode or (lambda sequences: tokenizer.batch_decode(sequences,
+                                                                 skip_special_tokens=True))
+    texts: list[str] = [""] * len(inputs)
+    for chosen, output in seq2seq_output_batches(model, tokenizer, inputs,
+                                                 batch_size=batch_size, **options):
+        for index, text in zip(chosen, decode(getattr(output, "sequences", output))):
+            texts[index] = text
+    return texts

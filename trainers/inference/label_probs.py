@@ -32,7 +32,7 @@ from trainers.inference.generation import (
     iter_batches,
     model_device,
     pad_batch,
-    prepare_model,
+    prepare_for_inference,
     run_generate,
 )
 from trainers.inference.label_tokens import (
@@ -168,7 +168,7 @@ def label_probabilities(model, tokenizer, sources: Sequence[str], spec: PredictS
 
     `n_lines[i]` is the number of labelled lines of source i (None: one label per input).
     """
-    prepare_model(model, spec)
+    prepare_for_inference(model, spec)
     n_lines = list(n_lines) if n_lines is not None else [None] * len(sources)
     labels = label_token_ids(tokenizer)
     encoded = encode_sources(tokenizer, sources, spec.max_input_tokens)

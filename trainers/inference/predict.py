@@ -23,7 +23,7 @@ from trainers.inference.generation import (
     generate_batch_texts,
     generate_texts,
     iter_batches,
-    prepare_model,
+    prepare_for_inference,
 )
 from trainers.inference.label_probs import (
     label_batch,
@@ -93,7 +93,7 @@ def run_fingerprint(task: Task, windows: Sequence[Window], model, tokenizer,
 def prepared_fingerprint(model, tokenizer, spec: PredictSpec) -> dict:
     """The model prepared for `spec` (evaluation mode, device, dtype) and fingerprinted: what
     `run_task` takes as `model_print` for every task predicted with this model."""
-    prepare_model(model, spec)
+    prepare_for_inference(model, spec)
     return model_fingerprint(model, tokenizer)
 
 
@@ -178,7 +178,7 @@ def run_task(task: Task, instances: Sequence[dict], model, tokenizer, spec: Pred
     `model_info` (where the model was loaded from) goes to meta.json's provenance only;
     `model_print` is `model_fingerprint` of the model prepared for `spec`, when the caller
     predicts several tasks with it (`prepared_fingerprint`: hashed once, not per task)."""
-    prepare_model(model, spec)
+    prepare_for_inference(model, spec)
     windows = format_windows(task, instances, tokenizer, spec)
     store = None
     if out_dir is not None:

@@ -35,7 +35,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from tasks.plumbing.errors import SumbenchError
+from tasks.plumbing.errors import SumbenchError, check_choice
+from tasks.plumbing.kept import kept_model
 from tasks.plumbing.plugins import Once, entry_points, load_plugins
 from tasks.plumbing.registry import Registry
 from tasks.plumbing.text import content_tokens
@@ -165,18 +166,13 @@ def build_backend(name: str, **options: Any) -> PresenceBackend:
 
 def pyramid_factory(name: str):
     """A factory of the Pyramid evaluator's shape `(dataset, system, units_kind, **options) ->
-    presence callable`; options that are None are dropped. The backend built for the latest
-    options is reused across systems (a model is loaded once); other options replace it, so
-    at most one backend (one model) per factory stays in memory."""
-    built: dict[str, PresenceBackend] = {}
-
+    presence callable`; options that are None are dropped. A backend (its model) is built
+    once per options and kept per process (tasks.plumbing.kept): reused across systems, and
+    two board columns with different models keep both."""
     def factory(dataset: Any, system: str, units_kind: str, **options: Any) -> PresenceBackend:
         options = {key: value for key, value in options.items() if value is not None}
-        key = repr(sorted(options.items()))
-        if key not in built:
-            built.clear()
-            built[key] = build_backend(name, **options)
-        return built[key]
+        return kept_model(f"presence {name}", repr(sorted(options.items())),
+                          lambda: build_backend(name, **options))
 
     return factory
 
@@ -340,9 +336,7 @@ class ChatBackend(PresenceBackend):
                  base_url: str | None = None, api_key: str | None = None, cache: Any = None,
                  pool: Sequence[dict] = (), shots: int = 0, seed: int = 0,
                  params: dict | None = None, prompt_style: str = "task"):
-        if prompt_style not in PROMPT_STYLES:
-            raise PresenceBackendError(f"unknown prompt style {prompt_style!r} (known: "
-                                       f"{', '.join(PROMPT_STYLES)})")
+        check_choice(prompt_style, PROMPT_STYLES, "prompt style")
         if client is None:
             if not model:
                 raise PresenceBackendError("the chat backend needs a client or a model name")

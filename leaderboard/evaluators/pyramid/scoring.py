@@ -40,7 +40,8 @@ from leaderboard.evaluators.pyramid.presence import (
     plugin_backend_names,
     pyramid_factory,
 )
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError, check_choice
+from tasks.plumbing.kept import Kept
 from tasks.qapyramid.dataset import DEFAULT_SPLIT_SEED, check_split, in_split
 from tasks.qapyramid.presence_detection import pyramid_instances
 from tasks.qapyramid.pyramid_data import UNIT_KINDS, PyramidDataset, load_pyramid_dataset
@@ -225,8 +226,8 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
     return name
 
 
-#: the factory of each automatic backend, built once (it keeps the model it loaded)
-_AUTOMATIC: dict[str, AutomaticPresence] = {}
+#: the factory of each automatic backend, made once (its backends are kept models)
+_AUTOMATIC = Kept(64)
 
 
 def presence_factory(name: str) -> PresenceFactory:
@@ -237,7 +238,7 @@ def presence_factory(name: str) -> PresenceFactory:
         return human_presence
     if name == "lexical":
         return lexical_presence
-    return _AUTOMATIC.setdefault(name, AutomaticPresence(name))
+    return _AUTOMATIC.get_or_build(name, lambda: AutomaticPresence(name))
 
 
 def backend_names() -> list[str]:
@@ -259,8 +260,7 @@ def canonical_backend(name: str) -> str:
     for candidate in known:
         if candidate.lower() == str(name).lower():
             return candidate
-    raise UnknownNameError(f"unknown presence backend {name!r}{did_you_mean(str(name), known)} "
-                           f"(known: {', '.join(known)})")
+    return check_choice(name, known, "presence backend")  # none is: the error
 
 
 # ---- backends -----------------------------------------------------------------------------
@@ -338,8 +338,9 @@ def lexical_presence(dataset: PyramidDataset, system: str, units_kind: str,
 
 
 class AutomaticPresence:
-    """The factory of automatic backend `name` of leaderboard.evaluators.pyramid.presence, imported
-    on its first call; it reuses the backend (the loaded model) built for the latest options."""
+    """The factory of automatic backend `name` of leaderboard.evaluators.pyramid.presence,
+    imported on its first call; the backends it builds (their models) are kept per options
+    (presence.pyramid_factory)."""
 
     def __init__(self, name: str):
         self.name, self._factory = name, None

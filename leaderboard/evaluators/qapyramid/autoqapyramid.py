@@ -24,6 +24,7 @@ from typing import Any
 from tasks.metrics.qa import parse_qa_list
 from tasks.qapyramid.qa_generation import QAGeneration
 from tasks.qapyramid.units import predicate_word, unit_text
+from trainers.inference.generation import seq2seq_texts
 
 QAPair = tuple[str, str]
 QAGenerator = Callable[[Sequence[str]], list]
@@ -148,23 +149,18 @@ def seq2seq_qa_generator(model: Any, tokenizer: Any, predicates: Callable[[str],
     task = QAGeneration()
 
     def generate(references: Sequence[str]) -> list[list[QAPair]]:
-        import torch
         from tqdm import tqdm
 
         jobs = [(r, task.source_text(reference, p)) for r, reference in enumerate(references)
                 for p in predicates(reference)]
+        with tqdm(total=len(jobs), desc="QA generation", unit="prompt", disable=None,
+                  leave=False) as bar:
+            texts = seq2seq_texts(model, tokenizer, [source for _, source in jobs],
+                                  batch_size=batch_size, max_input_tokens=max_input_tokens,
+                                  max_new_tokens=max_new_tokens, progress=bar)
         output: list[list[QAPair]] = [[] for _ in references]
-        for start in tqdm(range(0, len(jobs), batch_size), desc="QA generation", unit="batch",
-                          disable=None, leave=False):
-            batch = jobs[start:start + batch_size]
-            encoded = tokenizer([source for _, source in batch], return_tensors="pt",
-                                padding=True, truncation=True, max_length=max_input_tokens)
-            encoded = {key: value.to(model.device) for key, value in encoded.items()}
-            with torch.inference_mode():
-                ids = model.generate(**encoded, max_new_tokens=max_new_tokens, do_sample=False,
-                                     num_beams=1)
-            for (r, _), text in zip(batch, tokenizer.batch_decode(ids, skip_special_tokens=True)):
-                output[r].extend(parse_qa_list(text))
+        for (r, _), text in zip(jobs, texts):
+            output[r].extend(parse_qa_list(text))
         return output
 
     return generate

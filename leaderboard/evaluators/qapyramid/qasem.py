@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.units.stus import jsonl_records
-from trainers.inference.generation import clean_up_spaces
+from trainers.inference.generation import clean_up_spaces, seq2seq_texts
 
 PROMPT_PREFIX = ("Generate", "QA", "pairs:")
 PREDICATE_START, PREDICATE_END = "<extra_id_0>", "<extra_id_1>"
@@ -260,23 +260,21 @@ def decoded(tokenizer, output) -> list[str]:
 def _parse_frames(model, tokenizer, parsed, batch_size, num_beams, max_length, role
                   ) -> dict[str, list[str]]:
     """{sentence: its printed frames with arguments}, the model run in batches."""
-    import torch
     from tqdm import tqdm
 
     jobs = [(sentence, parse, predicate) for sentence, parse in parsed
             for predicate in parse.predicates]
+    with tqdm(total=len(jobs), desc="QASem argument parser", unit="prompt", disable=None,
+              leave=False) as bar:
+        texts = seq2seq_texts(model, tokenizer, [prompt(p.tokens, pred.index)
+                                                 for _, p, pred in jobs],
+                              batch_size=batch_size, num_beams=num_beams,
+                              max_length=max_length, progress=bar,
+                              decode=lambda sequences: decoded(tokenizer, sequences))
     frames: dict[str, list[str]] = {sentence: [] for sentence, _ in parsed}
-    for start in tqdm(range(0, len(jobs), batch_size), desc="QASem argument parser",
-                      unit="batch", disable=None, leave=False):
-        batch = jobs[start:start + batch_size]
-        encoded = tokenizer([prompt(p.tokens, pred.index) for _, p, pred in batch],
-                            return_tensors="pt", padding=True).to(model.device)
-        with torch.inference_mode():
-            output = model.generate(**encoded, num_beams=num_beams, max_length=max_length,
-                                    do_sample=False)
-        for (sentence, parse, predicate), text in zip(batch, decoded(tokenizer, output)):
-            arguments = frame_arguments(text, parse.tokens, predicate.index,
-                                        tokenizer.pad_token, tokenizer.eos_token, role)
-            if arguments:
-                frames[sentence].append(f"{predicate}:  {' | '.join(arguments)}")
+    for (sentence, parse, predicate), text in zip(jobs, texts):
+        arguments = frame_arguments(text, parse.tokens, predicate.index,
+                                    tokenizer.pad_token, tokenizer.eos_token, role)
+        if arguments:
+            frames[sentence].append(f"{predicate}:  {' | '.join(arguments)}")
     return frames

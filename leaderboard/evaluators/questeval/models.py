@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
-from trainers.inference.generation import resolve_device
+from trainers.inference.generation import resolve_device, seq2seq_output_batches
 from trainers.models.disk_cache import model_revision
-from trainers.models.model_loading import load_seq2seq
+from trainers.models.model_loading import load_seq2seq_safetensors
 
 #: the official hub models (M:135-156)
 QUESTION_GENERATOR = "ThomasNLG/t5-qg_squad1-en"
@@ -53,28 +53,17 @@ class T2TModel:
     """A seq2seq model answering batches of input strings greedily (see the module)."""
 
     def __init__(self, model: Any, tokenizer: Any, *, role: str, word: str | None,
-                 batch_size: int = 48, device: Any = None):
+                 batch_size: int = 48):
         self.model, self.tokenizer, self.batch_size = model.eval(), tokenizer, batch_size
-        self.device = device if device is not None else next(model.parameters()).device
         self.token = first_piece(tokenizer, word, role) if word else None
 
     def predict(self, inputs: Sequence[str], progress=None) -> list[Generated]:
         """One `Generated` per input, in input order (batches sorted by length)."""
-        import torch
-
-        encoded = self.tokenizer(list(inputs), max_length=MAX_INPUT_TOKENS, truncation=True)
-        order = sorted(range(len(inputs)), key=lambda i: (len(encoded["input_ids"][i]), i))
         results: list[Generated | None] = [None] * len(inputs)
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start:start + self.batch_size]
-            batch = self.tokenizer.pad({"input_ids": [encoded["input_ids"][i] for i in chosen]},
-                                       return_tensors="pt")
-            with torch.no_grad():
-                out = self.model.generate(
-                    input_ids=batch["input_ids"].to(self.device),
-                    attention_mask=batch["attention_mask"].to(self.device),
-                    num_beams=1, do_sample=False, max_length=MAX_LENGTH,
-                    output_scores=True, return_dict_in_generate=True)
+        for chosen, out in seq2seq_output_batches(
+                self.model, self.tokenizer, inputs, batch_size=self.batch_size,
+                max_input_tokens=MAX_INPUT_TOKENS, length_sorted=True, progress=progress,
+                max_length=MAX_LENGTH, output_scores=True, return_dict_in_generate=True):
             texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True,
                                                 clean_up_tokenization_spaces=True)
             first = out.scores[0].float().softmax(-1)
@@ -83,16 +72,13 @@ class T2TModel:
             top = first.max(-1).values.tolist()
             for index, text, probability, best in zip(chosen, texts, wanted, top):
                 results[index] = Generated(text, float(probability), float(best))
-            if progress is not None:
-                progress.update(len(chosen))
         return results  # type: ignore[return-value]
 
 
 def load_t2t(name: str, *, role: str, word: str | None, batch_size: int,
              device: str = "auto") -> tuple[T2TModel, str]:
     """A model by hub id or folder (safetensors only), and its revision for cache keys."""
-    model, tokenizer = load_seq2seq(name, f"the QuestEval {role}")
-    chosen = resolve_device(device)
-    model.to(chosen)
-    return T2TModel(model, tokenizer, role=role, word=word, batch_size=batch_size,
-                    device=chosen), model_revision(name, model)
+    model, tokenizer = load_seq2seq_safetensors(name, f"the QuestEval {role}")
+    model.to(resolve_device(device))
+    return T2TModel(model, tokenizer, role=role, word=word, batch_size=batch_size), \
+        model_revision(name, model)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trainers.inference.generation import resolve_device
-from trainers.models.model_loading import load_seq2seq
+from trainers.inference.generation import resolve_device, seq2seq_texts
+from trainers.models.model_loading import load_seq2seq_safetensors
 
 DEFAULT_LENGTHS = {"max_in_len": 512, "max_out_len": 90}
 TASK = "translation_amr_to_text"
@@ -24,26 +24,12 @@ class AmrGenerator:
         self.max_out = int(params.get("max_out_len", DEFAULT_LENGTHS["max_out_len"]))
 
     def generate(self, graphs: Sequence[str], progress=None) -> list[str]:
-        import torch
-
-        texts: list[str] = []
-        device = next(self.model.parameters()).device
-        for start in range(0, len(graphs), self.batch_size):
-            batch = list(graphs[start:start + self.batch_size])
-            encoded = self.tokenizer(batch, padding=True, truncation=True,
-                                     max_length=self.max_in, return_tensors="pt")
-            with torch.no_grad():
-                out = self.model.generate(input_ids=encoded["input_ids"].to(device),
-                                          attention_mask=encoded["attention_mask"].to(device),
-                                          max_length=self.max_out, num_beams=1,
-                                          do_sample=False)
-            texts.extend(self.tokenizer.decode(ids, skip_special_tokens=True) for ids in out)
-            if progress is not None:
-                progress.update(len(batch))
-        return texts
+        return seq2seq_texts(self.model, self.tokenizer, graphs, batch_size=self.batch_size,
+                             max_input_tokens=self.max_in, max_length=self.max_out,
+                             progress=progress)
 
 
 def load_amr_generator(name: str, device: str = "auto") -> AmrGenerator:
     """A generator by folder or hub id (safetensors only)."""
-    model, tokenizer = load_seq2seq(name, "AMR generator")
+    model, tokenizer = load_seq2seq_safetensors(name, "AMR generator")
     return AmrGenerator(model.to(resolve_device(device)), tokenizer)
