@@ -196,3 +196,22 @@ def test_the_summaries_track_s_reference_free_column_on_a_board(lab, tmp_path):
         "answers", "generator", "answerer", "weighter", "bertscore"}
     assert cost["revisions"]["generator"].startswith("files:")
     database.dispose()
+
+
+def test_two_columns_with_different_models_load_each_set_once(monkeypatch):
+    from leaderboard.evaluators.questeval import evaluator as module
+    from tasks.plumbing.kept import forget_models
+
+    forget_models("questeval models")
+    loads = []
+    monkeypatch.setattr(module, "load_models",
+                        lambda names, settings: loads.append(names.question_generator) or
+                        names.question_generator)
+    settings = module.settings_of(parse_options({}))
+    first, second = (module.ModelNames.of(parse_options({"question_generator": name}))
+                     for name in ("qg-one", "qg-two"))
+    for _ in range(3):  # two board columns scoring submission after submission
+        assert module.shared_models(first, settings) == "qg-one"
+        assert module.shared_models(second, settings) == "qg-two"
+    assert loads == ["qg-one", "qg-two"]
+    forget_models("questeval models")
