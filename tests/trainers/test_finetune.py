@@ -11,9 +11,15 @@ import pytest
 
 from tasks.plumbing.errors import SumbenchError, UnknownNameError
 from tasks.plumbing.io import read_json, read_jsonl
-from trainers.finetuning.profiles import FinetuneSpec, SpecError, get_profile
+from trainers.finetuning.profiles import (
+    FinetuneSpec,
+    SpecError,
+    get_profile,
+    prediction_budgets,
+    profile_names,
+)
 
-from helpers import assert_same_weights, model_weights
+from helpers import assert_same_weights, model_weights, sumbench
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -37,6 +43,21 @@ def test_profiles_carry_the_paper_hyperparameters():
         large.accumulation_steps(3)
     with pytest.raises(UnknownNameError, match="flan-t5-large"):
         get_profile("flan-t5-larg")
+
+
+def test_t5_large_differs_from_flan_t5_large_only_in_its_checkpoint(capsys, tmp_path):
+    t5, flan = get_profile("t5-large"), get_profile("flan-t5-large")
+    differing = {name for name, value in t5.to_dict().items() if flan.to_dict()[name] != value}
+    assert differing == {"profile", "model"} and t5.model == "google-t5/t5-large"
+    assert prediction_budgets(t5) == prediction_budgets(flan) == (8192, 767)
+    with pytest.raises(SpecError, match="precision 'fp16' is not supported: T5 activations"):
+        get_profile("t5-large", precision="fp16")
+    code, printed, _ = sumbench(capsys, "train", "--profile", "t5-large", "--tasks", "FAC",
+                                "--out", tmp_path / "x", "--print-spec")
+    spec = json.loads(printed)
+    assert code == 0 and (spec["learning_rate"], spec["batch_size"], spec["max_input_tokens"],
+                          spec["max_output_tokens"]) == (5e-5, 32, 8192, 768)
+    assert "t5-large" in profile_names() and not (tmp_path / "x").exists()
 
 
 def test_spec_round_trips_and_overrides():
