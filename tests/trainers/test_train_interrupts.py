@@ -354,3 +354,35 @@ def test_sigterm_to_sumbench_train_saves_the_last_step_and_resume_finishes_it(
     config = read_json(out / "train_config.json")
     assert config["command"][1:] == [*args, "--out", str(out)]     # the first (child) run's
     assert [entry["step"] for entry in config["resumes"]] == [3]
+
+
+def test_an_interrupt_after_the_loss_diverged_saves_nothing(tiny_base, data_dir, tmp_path,
+                                                            capsys, monkeypatch):
+    """Steps 1-2 log and save as usual; step 3's loss is NaN (not read: no logging step) and
+    Ctrl-C arrives in step 4: the checkpoint of step 2 stays the newest, nothing NaN is
+    written, and --resume is pointed at it."""
+    from trainers.finetuning import finetune as module
+
+    spec = get_profile("tiny", model=str(tiny_base), max_input_tokens=128,
+                       max_output_tokens=48, max_steps=6, save_every_steps=2,
+                       log_every_steps=2)
+    loss_of, steps = module._micro_batch_loss, []
+
+    def diverging(run, indices, zero_weight):
+        step = run.state.global_step + 1
+        if step == 4:
+            raise KeyboardInterrupt
+        loss = loss_of(run, indices, zero_weight)
+        return loss * float("nan") if step == 3 else loss
+
+    monkeypatch.setattr(module, "_micro_batch_loss", diverging)
+    with pytest.raises(KeyboardInterrupt):
+        module.finetune(spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path)
+    checkpoints = sorted(path.name for path in (tmp_path / "checkpoints").iterdir())
+    assert checkpoints == ["step-00000002"], checkpoints
+    assert stderr_lines(capsys) == [
+        f"training interrupted after step 3: the loss since the last read is nan, so the "
+        f"weights are not saved (the earlier checkpoints are intact; lower the learning "
+        f"rate); run the same command with --resume to continue from "
+        f"{tmp_path / 'checkpoints' / 'step-00000002'}"]
+    assert [entry["step"] for entry in read_jsonl(tmp_path / "train_log.jsonl")] == [2]

@@ -285,6 +285,7 @@ def _steps(run: TrainingRun, guard: InterruptCheckpoint, bar,
     state, spec = run.state, run.spec
     start_step = state.global_step
     step_log = StepLog(run)
+    guard.unread_loss = step_log.local_loss   # an interrupt never saves diverged weights
     if state.evaluation_due:               # interrupted while this step was being evaluated
         _evaluate(run, guard)
     epoch = state.global_step // run.steps_per_epoch

@@ -12,10 +12,11 @@ resume, and lets the interrupt go on, so the command still exits 130 (143 for SI
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from trainers.finetuning.checkpoints import latest_checkpoint, save_checkpoint
@@ -64,6 +65,9 @@ class InterruptCheckpoint:
         self.run = run
         self.whole = True
         self.saved = self._position()    # what the folder holds: the checkpoint resumed from
+        #: this process's summed loss since it was last read (the loop's StepLog), checked
+        #: before an interrupt saves: a run that diverged since then saves nothing
+        self.unread_loss: Callable[[], float] | None = None
 
     def _position(self) -> tuple[int, bool]:
         return self.run.state.global_step, self.run.state.evaluation_due
@@ -92,6 +96,10 @@ class InterruptCheckpoint:
             self._tell("interrupted twice while a step was being applied: not saved")
         elif self._position() == self.saved:
             self._tell(f"interrupted at step {step}: nothing new to save")
+        elif self.unread_loss is not None and not math.isfinite(self.unread_loss()):
+            self._tell(f"interrupted after step {step}: the loss since the last read is "
+                       f"{self.unread_loss()}, so the weights are not saved (the earlier "
+                       f"checkpoints are intact; lower the learning rate)")
         else:
             try:       # only this process writes: the others may be stopped anywhere
                 path = self.save(barrier=False)

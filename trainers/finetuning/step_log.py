@@ -52,6 +52,11 @@ class StepLog:
                 f"{run.spec.learning_rate:g}); lower the learning rate or check the data")
         return value
 
+    def local_loss(self) -> float:
+        """This process's summed loss since the last read (no other process is asked: an
+        interrupt may have stopped them anywhere)."""
+        return float(self.loss)
+
     def write_if_due(self, epoch: float) -> None:
         run = self.run
         step = run.state.global_step
