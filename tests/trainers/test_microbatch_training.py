@@ -214,3 +214,34 @@ def test_the_memory_probe_runs_real_passes_and_leaves_no_trace(tiny_base, spec, 
     plan = decide_plan(auto, model, examples, torch.device("cpu"), False, probe=probe)
     assert (plan.tokens_per_microbatch, plan.gradient_checkpointing) == (8 * longest, False)
     assert plan.source.startswith("probed: 8 longest examples")
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_only_process_0_probes_and_every_process_takes_its_plan(rank, tiny_base, monkeypatch):
+    """Two processes (stand-ins for torchrun's): process 0 probes, process 1 never does and
+    takes process 0's plan from the broadcast."""
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    from trainers.finetuning import finetune as loop
+    from trainers.finetuning.distributed import Distributed
+    from trainers.finetuning.training_run import TrainState
+
+    probed = MicroBatchPlan(200, 8, False, "probed on process 0 (this test's stand-in)")
+    probes, sent = [], []
+    monkeypatch.setattr(loop, "decide_plan", lambda *a, **k: probes.append(rank) or probed)
+
+    class TwoProcesses(Distributed):
+        def broadcast(self, value):
+            sent.append(value)
+            return probed.to_dict()         # what process 0 sent
+
+    dist = TwoProcesses(rank=rank, world_size=2, device=torch.device("cpu"))
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(tiny_base))
+    state = TrainState()
+    plan = loop._micro_batch_plan(get_profile("tiny", tokens_per_microbatch="auto"), model,
+                                  None, dist, False, state, None, None)
+    assert probes == ([0] if rank == 0 else [])
+    assert sent == [probed.to_dict() if rank == 0 else None]
+    assert plan == probed
+    assert state.micro_batch_plan == plan.to_dict()

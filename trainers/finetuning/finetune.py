@@ -164,9 +164,10 @@ def _micro_batch_plan(spec, model, examples, dist, bf16, state, out_dir,
                                                      spec.per_device_batch_size)),
                               recorded.get("gradient_checkpointing") is True,
                               "recorded before micro-batch plans (by count)")
-    else:
-        plan = decide_plan(spec, model, examples, dist.device, bf16)
-        plan = MicroBatchPlan.from_dict(dist.broadcast(plan.to_dict()), "process 0's plan")
+    else:  # probed once, on process 0 (the others wait for its answer)
+        mine = decide_plan(spec, model, examples, dist.device, bf16).to_dict() \
+            if dist.is_main else None
+        plan = MicroBatchPlan.from_dict(dist.broadcast(mine), "process 0's plan")
     if plan.tokens_per_microbatch is None:
         spec.accumulation_steps(dist.world_size)  # the count must divide the step
     set_checkpointing(model, plan.gradient_checkpointing)
