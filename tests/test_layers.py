@@ -75,7 +75,7 @@ FLOORS = {
               ("tasks.usb", "tasks.qapyramid"),
               ("tasks.scoring", "tasks.gold", "tasks.item_values", "tasks.item_view")),
     "trainers": (("trainers.models",), ("trainers.inference",), ("trainers.fewshot",),
-                 ("trainers.finetuning",), ("trainers.bridges",),
+                 ("trainers.finetuning",), ("trainers.encoders",), ("trainers.bridges",),
                  ("trainers",)),  # the package's own module: an old name kept one release
     "leaderboard": (("leaderboard",), ("leaderboard.evaluators",),
                     ("leaderboard.ranking", "leaderboard.card", "leaderboard.charts",
