@@ -366,7 +366,7 @@ def test_an_interrupt_after_the_loss_diverged_saves_nothing(tiny_base, data_dir,
     spec = get_profile("tiny", model=str(tiny_base), max_input_tokens=128,
                        max_output_tokens=48, max_steps=6, save_every_steps=2,
                        log_every_steps=2)
-    loss_of, steps = module._micro_batch_loss, []
+    loss_of = module._micro_batch_loss
 
     def diverging(run, indices, zero_weight):
         step = run.state.global_step + 1

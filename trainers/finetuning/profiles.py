@@ -1,8 +1,9 @@
 """Fine-tuning specs: one frozen, JSON-serialisable dataclass and named profiles.
 
 The `flan-t5-large`, `flan-t5-xl` and `t5-large` profiles carry the USB paper's
-hyperparameters (Table 10: learning rate, effective batch size, input/output budgets). Values the paper does not give are our
-choices and are marked as such below; every value can be overridden with
+hyperparameters (Table 10: learning rate, effective batch size, input/output budgets). Values
+the paper does not give are our choices and are marked as such below; every value can be
+overridden with
 `dataclasses.replace(get_profile(name), field=value)` or `spec.override({...})`.
 """
 from __future__ import annotations
