@@ -236,3 +236,16 @@ def fac_tokenizer(fac_test_records):
 def raw_copy(tmp_path, usb_fixture_dir) -> Path:
     """A private, writable copy of the USB fixture's raw/ folder."""
     return Path(shutil.copytree(usb_fixture_dir / "raw", tmp_path / "raw"))
+
+
+@pytest.fixture(scope="session")
+def roberta_tokenizer(data_dir):
+    """A tiny RoBERTa-layout tokenizer (`<s> A </s></s> B </s>`, offsets) trained on the input
+    lines of every `all/*/train.jsonl` of the USB fixture (built once; read-only)."""
+    from tasks.plumbing.io import read_jsonl
+    from trainers.models.tiny import build_tiny_roberta_tokenizer
+
+    texts = [" ".join(record["input_lines"])
+             for path in sorted((data_dir / "all").glob("*/train.jsonl"))
+             for record in read_jsonl(path)]
+    return build_tiny_roberta_tokenizer(texts)

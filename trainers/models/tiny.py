@@ -245,3 +245,35 @@ def _save(model, tokenizer, save_dir: str | Path) -> None:
     save_dir = Path(save_dir).resolve()
     model.save_pretrained(str(save_dir))
     tokenizer.save_pretrained(str(save_dir))
+
+
+#: RoBERTa's special tokens in its vocabulary order: <s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4
+ROBERTA_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+
+
+def build_tiny_roberta_tokenizer(texts: Iterable[str], vocab_size: int = 800,
+                                 model_max_length: int = 512):
+    """A byte-level BPE trained on `texts` laid out as RoBERTa's tokenizer: its special tokens
+    (`ROBERTA_SPECIAL_TOKENS`), no prefix space (as `roberta-large`), and its post-processor
+    (`RobertaProcessing`: `<s> A </s>`, pairs `<s> A </s></s> B </s>`, every type id 0,
+    offsets trimmed of the spaces byte-level tokens carry); a `PreTrainedTokenizerFast`, so
+    `return_offsets_mapping` works."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(unk_token=None))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size,
+                                  special_tokens=list(ROBERTA_SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    backend.train_from_iterator(list(texts), trainer=trainer)
+    backend.post_processor = processors.RobertaProcessing(
+        ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>")),
+        trim_offsets=True, add_prefix_space=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<s>", cls_token="<s>", eos_token="</s>",
+        sep_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
+        model_max_length=model_max_length, padding_side="right",
+        clean_up_tokenization_spaces=False)
