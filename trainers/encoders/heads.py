@@ -1,0 +1,347 @@
+"""The RoBERTa models of USB Table 2 (docs usb-baselines.md §3): a RoBERTa encoder
+(`transformers.RobertaModel`) under one of three heads, each giving logits for a sigmoid.
+
+- `PairClassifier` (FAC, EVEXT): the last hidden state at `<s>` (position 0) → one plain
+  Linear(hidden → 1): one logit per pair. Not transformers' `RobertaClassificationHead`
+  (dense → tanh → out_proj) and never its MSE loss for one label.
+- `TokenTagger` (UNSUP): the same Linear on every token: one logit per token.
+- `HierarchicalTagger` (EXT, "BERT-LSTM" read as the H-LSTM of Krishna et al. 2021 with RoBERTa
+  as the sentence encoder): each sentence encoded alone, its vector the mean of its non-padding
+  tokens' final hidden states (`pooling="cls"`: the `<s>` state), a one-layer bidirectional LSTM
+  (256 per direction) over the document's sentences, Linear(512 → 1): one logit per sentence.
+
+`bce_loss` is binary cross-entropy with logits over the positions that count. `load_encoder`
+takes the encoder from a RoBERTa folder or hub id (a `RobertaModel` or `RobertaForMaskedLM`,
+as published) from safetensors only; `save_model` / `load_model` keep a fine-tuned model with
+its head in a sumbench folder.
+
+torch and transformers load only when a model is made: the classes are built on first use
+(`PairClassifier` and the others are module attributes made by `__getattr__`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from tasks.plumbing.errors import SumbenchError
+from trainers.models.model_loading import check_model_source, load_errors, load_failure
+
+#: the label value of a position that does not count (transformers' ignore index)
+IGNORE_LABEL = -100
+#: sentence vectors of the hierarchical tagger
+POOLINGS = ("mean", "cls")
+#: the sentence LSTM's size per direction (H-LSTM's 256)
+LSTM_SIZE = 256
+#: the file that makes a folder a sumbench encoder model, and its format tag
+HEAD_FILE = "sumbench_head.json"
+HEAD_FORMAT = "sumbench-encoder-head"
+HEAD_WEIGHTS = "head.safetensors"
+ENCODER_FOLDER = "encoder"
+
+
+def bce_loss(logits, labels, mask=None):
+    """Binary cross-entropy with logits, averaged over the positions that count: every position
+    of `labels` but those labelled `IGNORE_LABEL` (-100) and those where `mask` is 0/False.
+    Pairs: the mean over pairs; tokens: over unmasked tokens of the whole batch; EXT (mask =
+    sentence mask): over real sentences. No position counting gives 0 (with a gradient)."""
+    import torch.nn.functional as F
+
+    counted = labels != IGNORE_LABEL
+    if mask is not None:
+        counted = counted & mask.bool()
+    targets = labels.clamp(min=0).to(logits.dtype)
+    losses = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+    weights = counted.to(logits.dtype)
+    return (losses * weights).sum() / weights.sum().clamp(min=1.0)
+
+
+def build_random_encoder(config, seed: int):
+    """A `RobertaModel` (no pooler) randomly initialised from `config` by `seed`, leaving the
+    global random state as it was (tests, demos)."""
+    import torch
+    from transformers import RobertaModel
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return RobertaModel(config, add_pooling_layer=False)
+
+
+def load_encoder(folder_or_id: str, revision: str | None = None):
+    """The `RobertaModel` (no pooler) of a RoBERTa folder or hub id: saved as a `RobertaModel`
+    or as published (`RobertaForMaskedLM`, whose `roberta` submodule it is). Weights from
+    safetensors only; any other model type, or an encoder weight missing from the files, is a
+    one-line SumbenchError."""
+    from transformers import AutoConfig, RobertaModel
+
+    name = str(folder_or_id)
+    check_model_source(name, "encoder")
+    try:
+        config = AutoConfig.from_pretrained(name, revision=revision)
+    except load_errors() as error:
+        raise load_failure(name, error, "encoder") from None
+    if config.model_type != "roberta":
+        kinds = ", ".join(config.architectures or []) or "no architecture named"
+        raise SumbenchError(f"encoder {name} is a {config.model_type} model ({kinds}), not a "
+                            f"RoBERTa one (model_type 'roberta')")
+    try:
+        encoder, info = RobertaModel.from_pretrained(
+            name, revision=revision, config=config, use_safetensors=True,
+            add_pooling_layer=False, output_loading_info=True)
+    except load_errors() as error:
+        raise load_failure(name, error, "encoder") from None
+    wrong = sorted(info["missing_keys"]) + sorted(str(key) for key in info["mismatched_keys"])
+    if wrong:
+        raise SumbenchError(f"encoder {name}: {len(wrong)} encoder weights are missing from its "
+                            f"files or have other shapes (first: {wrong[0]})")
+    return encoder
+
+
+def _init_linear(linear, std: float, generator) -> None:
+    """transformers' init of a Linear (normal(0, std) weights, zero bias), from `generator`."""
+    import torch
+
+    with torch.no_grad():
+        linear.weight.copy_(torch.randn(linear.weight.shape, generator=generator) * std)
+        linear.bias.zero_()
+
+
+def _init_lstm(lstm, generator) -> None:
+    """torch's init of an LSTM (uniform ±1/√hidden for every parameter), from `generator`."""
+    import torch
+
+    bound = lstm.hidden_size ** -0.5
+    with torch.no_grad():
+        for parameter in lstm.parameters():
+            values = torch.rand(parameter.shape, generator=generator) * 2 * bound - bound
+            parameter.copy_(values)
+
+
+def _uninitialised(module_class, *args, **kwargs):
+    """A module made without drawing from the global random state (its values set after)."""
+    return module_class(*args, device="meta", **kwargs).to_empty(device="cpu")
+
+
+def _logit_head(encoder, size: int, seed: int):
+    """Linear(size → 1) initialised as the encoder's own layers are, from `seed`."""
+    import torch
+    from torch import nn
+
+    linear = _uninitialised(nn.Linear, size, 1)
+    _init_linear(linear, encoder.config.initializer_range, torch.Generator().manual_seed(seed))
+    return linear
+
+
+@functools.cache
+def _pair_classifier():
+    from torch import nn
+
+    class PairClassifier(nn.Module):
+        """encoder → last hidden state at `<s>` → Linear(hidden → 1): a logit per pair."""
+        kind = "PairClassifier"
+
+        def __init__(self, encoder, seed: int = 0):
+            super().__init__()
+            self.encoder = encoder
+            self.head = _logit_head(encoder, encoder.config.hidden_size, seed)
+
+        def options(self) -> dict[str, Any]:
+            return {}
+
+        def forward(self, input_ids, attention_mask):
+            hidden = self.encoder(input_ids=input_ids,
+                                  attention_mask=attention_mask).last_hidden_state
+            return self.head(hidden[:, 0]).squeeze(-1)
+
+    return _named(PairClassifier)
+
+
+@functools.cache
+def _token_tagger():
+    from torch import nn
+
+    class TokenTagger(nn.Module):
+        """encoder → Linear(hidden → 1) on every token's last hidden state: a logit per token
+        (padding positions get one too; `bce_loss` leaves them out)."""
+        kind = "TokenTagger"
+
+        def __init__(self, encoder, seed: int = 0):
+            super().__init__()
+            self.encoder = encoder
+            self.head = _logit_head(encoder, encoder.config.hidden_size, seed)
+
+        def options(self) -> dict[str, Any]:
+            return {}
+
+        def forward(self, input_ids, attention_mask):
+            hidden = self.encoder(input_ids=input_ids,
+                                  attention_mask=attention_mask).last_hidden_state
+            return self.head(hidden).squeeze(-1)
+
+    return _named(TokenTagger)
+
+
+def pool_sentences(hidden, attention_mask, pooling: str = "mean"):
+    """Sentence vectors (sentences, hidden) from final hidden states (sentences, tokens,
+    hidden): the mean over each sentence's non-padding tokens, or the `<s>` state ("cls")."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling != "mean":
+        raise SumbenchError(f"unknown sentence pooling {pooling!r}; choose one of {POOLINGS}")
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+def sentence_lengths(sentence_mask):
+    """Real sentences per document; the mask must mark a prefix of each document's rows and
+    every document must have a sentence."""
+    import torch
+
+    lengths = sentence_mask.long().sum(1)
+    positions = torch.arange(sentence_mask.shape[1], device=sentence_mask.device)
+    if not torch.equal(sentence_mask.bool(), positions[None, :] < lengths[:, None]) or \
+            bool((lengths == 0).any()):
+        raise SumbenchError("sentence_mask must mark each document's first sentences (at "
+                            "least one), padding sentences after them")
+    return lengths
+
+
+@functools.cache
+def _hierarchical_tagger():
+    import torch
+    from torch import nn
+
+    class HierarchicalTagger(nn.Module):
+        """Each sentence encoded alone → pooled → bidirectional LSTM over a document's
+        sentences → Linear(2·lstm_size → 1): a logit per sentence. Inputs are (documents,
+        sentences, tokens) with a (documents, sentences) sentence mask; padding sentences are
+        not encoded, and their logits mean nothing."""
+        kind = "HierarchicalTagger"
+
+        def __init__(self, encoder, seed: int = 0, pooling: str = "mean",
+                     lstm_size: int = LSTM_SIZE):
+            super().__init__()
+            if pooling not in POOLINGS:
+                raise SumbenchError(f"unknown sentence pooling {pooling!r}; choose one of "
+                                    f"{POOLINGS}")
+            self.encoder, self.pooling, self.lstm_size = encoder, pooling, lstm_size
+            generator = torch.Generator().manual_seed(seed)
+            self.lstm = _uninitialised(nn.LSTM, encoder.config.hidden_size, lstm_size,
+                                       num_layers=1, batch_first=True, bidirectional=True)
+            _init_lstm(self.lstm, generator)
+            self.head = _uninitialised(nn.Linear, 2 * lstm_size, 1)
+            _init_linear(self.head, encoder.config.initializer_range, generator)
+
+        def options(self) -> dict[str, Any]:
+            return {"pooling": self.pooling, "lstm_size": self.lstm_size}
+
+        def sentence_vectors(self, input_ids, attention_mask):
+            """(sentences, hidden) vectors of sentences given as (sentences, tokens)."""
+            hidden = self.encoder(input_ids=input_ids,
+                                  attention_mask=attention_mask).last_hidden_state
+            return pool_sentences(hidden, attention_mask, self.pooling)
+
+        def forward(self, input_ids, attention_mask, sentence_mask):
+            lengths = sentence_lengths(sentence_mask)
+            real = sentence_mask.bool()
+            vectors = self.sentence_vectors(input_ids[real], attention_mask[real])
+            documents = vectors.new_zeros(*real.shape, vectors.shape[-1])
+            documents[real] = vectors
+            packed = nn.utils.rnn.pack_padded_sequence(documents, lengths.cpu(),
+                                                       batch_first=True, enforce_sorted=False)
+            states, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True,
+                                                         total_length=real.shape[1])
+            return self.head(states).squeeze(-1)
+
+    return _named(HierarchicalTagger)
+
+
+def _named(cls):
+    """A class made in a factory, named as this module's attribute (so pickle finds it)."""
+    cls.__qualname__ = cls.__name__
+    cls.__module__ = __name__
+    return cls
+
+
+_FACTORIES = {"PairClassifier": _pair_classifier, "TokenTagger": _token_tagger,
+              "HierarchicalTagger": _hierarchical_tagger}
+#: the model of each task (release folder)
+TASK_MODELS = {"factuality_classification": "PairClassifier",
+               "evidence_extraction": "PairClassifier",
+               "unsupported_span_prediction": "TokenTagger",
+               "extractive_summarization": "HierarchicalTagger"}
+
+
+def model_class(kind: str):
+    """The class named `kind` ("PairClassifier", "TokenTagger" or "HierarchicalTagger")."""
+    if kind not in _FACTORIES:
+        raise SumbenchError(f"unknown encoder model {kind!r}; choose one of "
+                            f"{', '.join(_FACTORIES)}")
+    return _FACTORIES[kind]()
+
+
+def __getattr__(name: str):
+    if name in _FACTORIES:
+        return _FACTORIES[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def save_model(model, folder: str | Path, tokenizer=None) -> Path:
+    """Save a model with its head: `encoder/` (the RobertaModel's `save_pretrained`, and the
+    tokenizer when given), `head.safetensors` (every weight outside the encoder) and
+    `sumbench_head.json` (the class and its options). Returns the folder."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.encoder.save_pretrained(str(folder / ENCODER_FOLDER))
+    if tokenizer is not None:
+        tokenizer.save_pretrained(str(folder / ENCODER_FOLDER))
+    head = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()
+            if not key.startswith("encoder.")}
+    save_file(head, str(folder / HEAD_WEIGHTS))
+    description = {"format": HEAD_FORMAT, "version": 1, "kind": model.kind,
+                   "options": model.options()}
+    (folder / HEAD_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+    return folder
+
+
+def read_description(folder: Path) -> dict[str, Any]:
+    """The `sumbench_head.json` of a saved model folder, checked."""
+    path = folder / HEAD_FILE
+    if not path.is_file():
+        raise SumbenchError(f"{folder} is no sumbench encoder model folder (no {HEAD_FILE}); "
+                            f"a plain RoBERTa folder loads with load_encoder")
+    try:
+        description = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SumbenchError(f"cannot read {path}: {error}") from None
+    if not isinstance(description, dict) or description.get("format") != HEAD_FORMAT or \
+            description.get("version") != 1:
+        raise SumbenchError(f"{path} is not a {HEAD_FORMAT} file of version 1")
+    return description
+
+
+def load_model(folder: str | Path):
+    """A model saved by `save_model`, in eval mode: its encoder, its class and options, and its
+    head weights (safetensors only; a missing or extra head weight is a SumbenchError)."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    description = read_description(folder)
+    cls = model_class(str(description.get("kind", "")))
+    model = cls(load_encoder(str(folder / ENCODER_FOLDER)), **description.get("options", {}))
+    try:
+        head = load_file(str(folder / HEAD_WEIGHTS))
+    except load_errors() as error:
+        raise load_failure(str(folder), error, "encoder model head") from None
+    try:
+        missing, unexpected = model.load_state_dict(head, strict=False)
+    except RuntimeError as error:  # a weight of another shape
+        raise load_failure(str(folder), error, "encoder model head") from None
+    missing = [key for key in missing if not key.startswith("encoder.")]
+    if missing or unexpected:
+        raise SumbenchError(f"{folder / HEAD_WEIGHTS} does not fit a {cls.kind}: missing "
+                            f"{missing[:3]}, unexpected {list(unexpected)[:3]}")
+    return model.eval()
