@@ -184,7 +184,7 @@ SHARED: dict[str, Option] = {
     "n_shots": _option("--n-shots", type=non_negative_int, metavar="N",
                        help="shots per item, 0 for zero-shot (default: the paper's)"),
     "style": _option("--style", type=prompt_style, metavar="STYLE",
-                     help="prompt style: flan-t5, gpt-3.5, llama, vicuna or gpt-3.5-official "
+                     help=f"prompt style: {', '.join([*style_names(), OFFICIAL_GPT35_STYLE])} "
                           "(default: the backend's; llama for hf-causal and lm-eval)"),
     "fewshot_backend": _option("--fewshot-backend", choices=FEWSHOT_BACKENDS,
                                help="the model behind --model: hf-causal, hf-seq2seq (a hub "

@@ -13,6 +13,7 @@ from trainers.finetuning.profiles import profile_names
 EXPECTED = {
     "flan-t5-large": (8192, 767, 1024),   # trained at 8192 / 768
     "flan-t5-xl": (8192, 767, 1024),      # trained at 1536 / 512: predicts as the release
+    "t5-large": (8192, 767, 1024),        # Table 10's T5-Large row: Flan-T5-Large's values
     "tiny": (256, 64, 256),               # not a release profile: its own budgets
 }
 

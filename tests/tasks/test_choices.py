@@ -66,8 +66,8 @@ CONVERTED = [
                    prompt_style="tsk"),
      "unknown prompt style 'tsk'; did you mean 'task'? (known: task, qapyramid-gpt4o)"),
     (lambda: _call("trainers.fewshot.prompts", "get_style", "gpt-4"),
-     "unknown prompt style 'gpt-4'; did you mean 'gpt-3.5'? (known: flan-t5, gpt-3.5, llama, "
-     "vicuna)"),
+     "unknown prompt style 'gpt-4'; did you mean 'gpt-3.5'? (known: flan-t5, gpt-3.5, "
+     "gpt-3.5-first, llama, vicuna, vicuna-chat)"),
     (lambda: _call("tasks.metrics", "evaluate_module_path", "usb_rogue"),
      "unknown evaluate module 'usb_rogue'; did you mean 'usb_rouge'? (known: usb_rouge, "
      "usb_classification, usb_spans)"),

@@ -176,9 +176,9 @@ def test_few_shot_prompts_default_to_the_models_context(tiny, gpt2, usb_fixture_
     test = [dict(item, input_lines=item["input_lines"] * 12)
             for item in fac_split(usb_fixture_dir, "test")[:3]]
     backend = CausalLMBackend(gpt2, tokenizer)
-    whole = render([], task.fewshot_parts(test[0]), get_style("llama"), task.name)
+    whole = render([], task.fewshot_parts(test[0]), get_style("flan-t5"), task.name)
     assert backend.count_tokens([whole.text])[0] > 256  # the whole input would not fit
-    records, report = fewshot_predict(task, test, train, backend, "llama", seed=0, n_shots=1,
+    records, report = fewshot_predict(task, test, train, backend, "flan-t5", seed=0, n_shots=1,
                                       out_dir=tmp_path / "a")
     rows = read_jsonl(tmp_path / "a" / "outputs" / f"{task.name}.jsonl")
     assert [row["max_new_tokens"] for row in rows] == [8, 8, 8]
@@ -187,7 +187,7 @@ def test_few_shot_prompts_default_to_the_models_context(tiny, gpt2, usb_fixture_
         assert row["kept_lines"] is not None and not row["overflow"]
     assert report["context_window"] == 256 and report["truncated_items"] == 3
     assert [record["id"] for record in records] == [item["id"] for item in test]
-    capped, _ = fewshot_predict(task, test, train, backend, "llama", seed=0, n_shots=1,
+    capped, _ = fewshot_predict(task, test, train, backend, "flan-t5", seed=0, n_shots=1,
                                 out_dir=tmp_path / "b", max_prompt_tokens=5000)
     assert capped == records  # a larger explicit limit is capped by the context
     assert read_jsonl(tmp_path / "b" / "outputs" / f"{task.name}.jsonl") == rows
@@ -200,7 +200,7 @@ def test_an_item_that_cannot_fit_names_the_task_and_the_item(tiny, gpt2, usb_fix
     one_line = dict(test[1], input_lines=[" ".join(test[1]["input_lines"] * 15)])
     backend = CausalLMBackend(gpt2, tiny["tokenizer"])
     with pytest.raises(SumbenchError) as caught:
-        fewshot_predict(task, [test[0], one_line], train, backend, "llama", seed=0, n_shots=1,
+        fewshot_predict(task, [test[0], one_line], train, backend, "flan-t5", seed=0, n_shots=1,
                         out_dir=tmp_path)
     message = str(caught.value)
     assert message.startswith(f"few-shot factuality_classification: the backend failed on "

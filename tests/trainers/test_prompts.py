@@ -19,7 +19,7 @@ from trainers.fewshot.prompts import (
     style_names,
 )
 
-STYLES = ("flan-t5", "gpt-3.5", "llama", "vicuna")
+STYLES = ("flan-t5", "gpt-3.5", "gpt-3.5-first", "llama", "vicuna", "vicuna-chat")
 CUES = {"ABS": "SUMMARY:", "COMP": "SUMMARY:", "TOPIC": "SUMMARY:", "FIX": "FIXED SUMMARY:",
         "UNSUP": "OUTPUT:", "FAC": "LABEL:", "EXT": "LABELS:", "EVEXT": "LABELS:"}
 
@@ -31,13 +31,20 @@ def split_instances(usb_fixture_dir, alias, split="test"):
 
 
 def test_every_style_has_an_instruction_for_every_task():
-    assert style_names() == sorted(STYLES) == sorted(INSTRUCTIONS)
+    assert style_names() == sorted(STYLES)
+    assert sorted(INSTRUCTIONS) == ["flan-t5", "gpt-3.5", "gpt-3.5-first", "llama", "vicuna"]
+    assert {style: get_style(style).instructions for style in STYLES} == {
+        "flan-t5": "flan-t5", "gpt-3.5": "gpt-3.5", "gpt-3.5-first": "gpt-3.5-first",
+        "llama": "llama", "vicuna": "vicuna", "vicuna-chat": "vicuna"}
+    for name in INSTRUCTIONS:
+        assert sorted(INSTRUCTIONS[name]) == task_names("usb")
+        assert all(text.strip() == text and text for text in INSTRUCTIONS[name].values())
     for style in STYLES:
-        assert sorted(INSTRUCTIONS[style]) == task_names("usb")
-        assert all(text.strip() == text and text for text in INSTRUCTIONS[style].values())
         assert STYLE_SPECS[style]["template"].endswith("{cue}")
     assert get_style("gpt-3.5").kind == "chat" and get_style("gpt-3.5").line_output == "id_list"
-    assert {get_style(s).line_output for s in ("flan-t5", "llama", "vicuna")} == {"yes_no"}
+    assert get_style("gpt-3.5-first").kind == "chat"
+    assert {get_style(s).line_output
+            for s in ("flan-t5", "llama", "vicuna", "vicuna-chat")} == {"yes_no"}
     with pytest.raises(UnknownNameError, match="unknown prompt style 'gpt-4'"):
         get_style("gpt-4")
     with pytest.raises(ValueError, match="no instruction"):
@@ -76,7 +83,7 @@ def test_every_task_and_style_renders_ending_with_the_cue(usb_fixture_dir):
             assert prompt.text.endswith(cue) and prompt.cue == cue
             assert instruction(style, task.name) in prompt.text
             assert prompt.text.count(item.content) >= 1
-            assert f"\n{cue}" in prompt.stops
+            assert f"\n{cue}" in prompt.stops or prompt.stops == ("\n",)
 
 
 def test_line_task_parts_windows_and_output_forms(usb_fixture_dir):
@@ -118,15 +125,20 @@ def test_exact_layout_of_each_style():
     assert flan.messages is None and flan.payload() == flan.text
     assert flan.stops == ("\nTOPIC:", "\nCONTENT:", "\nSUMMARY:")
     llama = render(SHOTS, ITEM, "llama", ABS)
-    assert llama.text == (f"[INST] {INSTRUCTIONS['llama'][ABS]}\n{body} [/INST] SUMMARY:")
-    assert llama.stops[-1] == "[INST]"
-    vicuna = render(SHOTS, ITEM, "vicuna", ABS)
-    assert vicuna.text == (f"{VICUNA_SYSTEM} USER: {INSTRUCTIONS['vicuna'][ABS]}\n{body} "
-                           f"ASSISTANT: SUMMARY:")
+    assert llama.text == ("Write a concise summary of the following paragraph\n"
+                          "CONTENT: a b c\nSUMMARY:abc\nCONTENT: {d} e\nSUMMARY:de\n"
+                          "TOPIC: t\nCONTENT: x y\nSUMMARY:")
+    assert llama.messages is None and llama.stops == ("\n",)
+    vicuna = render(SHOTS, ITEM, "vicuna-chat", ABS)
+    assert vicuna.text == (f"{VICUNA_SYSTEM} USER: Draft a summary for the given document.\n"
+                           "CONTENT: a b c\nSUMMARY:abc\nCONTENT: {d} e\nSUMMARY:de\n"
+                           "TOPIC: t\nCONTENT: x y ASSISTANT: SUMMARY:")
+    assert vicuna.stops[-1] == "USER:"
     chat = render(SHOTS, ITEM, "gpt-3.5", ABS)
     assert chat.text == f"Draft a summary for the given document.\n{body}\nSUMMARY:"
     assert chat.messages == ({"role": "user", "content": chat.text},)
     assert chat.payload() == [{"role": "user", "content": chat.text}]
     zero = render([], ITEM, "flan-t5", ABS)
     assert zero.text == "Summarize the following content.\nTOPIC: t\nCONTENT: x y\nSUMMARY:"
-    assert render_shot(SHOTS[0], "llama") == "CONTENT: a b c\nSUMMARY: abc"
+    assert render_shot(SHOTS[0], "flan-t5") == "CONTENT: a b c\nSUMMARY: abc"
+    assert render_shot(SHOTS[0], "llama", ABS) == "CONTENT: a b c\nSUMMARY:abc"

@@ -3,19 +3,24 @@
 Everything a style changes is data (`STYLE_SPECS`, `INSTRUCTIONS`), never a code branch:
 
 - Layout (all styles): the instruction on its own line, then one block per shot,
-  `{content}\\n{cue} {output}\\n`, then the item's `{content}\\n{cue}` -- the official GPT-3.5
-  layout of the USB release, where every shot's output and the final prompt follow a cue word
-  ("SUMMARY:", "LABELS:", ...). Llama (`[INST] ... [/INST] {cue}`) and Vicuna
-  (`... USER: ... ASSISTANT: {cue}`) wrap it in their chat templates, written as plain
-  strings, with the item's cue after the template's answer marker.
+  `{content}\\n{cue}{gap}{output}\\n`, then the item's `{content}\\n{cue}` -- the layout of the
+  USB release, where every shot's output and the final prompt follow a cue word ("SUMMARY:",
+  "LABELS:", ...). The gap between a shot's cue and its output is the style's `cue_gap`, or
+  its `task_gaps` entry for the task: the paper's Llama and Vicuna styles write the release's
+  plain text (usb-baselines.md §5.2), no gap except FAC's " Yes" / " No"; the other styles
+  one space. `vicuna-chat` wraps that layout in Vicuna v1.1's chat template, written as a
+  plain string, with the item's cue after the template's answer marker (not the paper's).
 - Output form of the line-labelling tasks (EXT, EVEXT): `yes_no` writes `SENT0 Yes SENT1 No ...`
   (the fine-tuning target); `id_list` writes the positive sentence ids, `SENT2 SENT5` (what the
   release asked of GPT-3.5), or `NONE` when no sentence is positive.
-- `gpt-3.5` is a chat style: the body is sent as one user message (as in the release).
+- `gpt-3.5` and `gpt-3.5-first` are chat styles: the body is sent as one user message (as in
+  the release).
 
-The GPT-3.5 instructions are the wordings of the USB release; the Flan-T5 ones follow the
-fine-tuning instructions (usb-format.md §5); the Llama and Vicuna wordings are ours (the paper's
-tables are not available here) and say explicitly which output form is expected.
+Instruction sets (a style names one): `llama` and `vicuna` are the paper's Tables 7 and 8,
+verbatim with their endings as printed (usb-baselines.md §5.1); `gpt-3.5` is Table 9, the
+release's newest wordings (trainers.fewshot.official_prompts); `gpt-3.5-first` keeps the
+release's first FIX wording (commit 4aeed6e, without "Make as little changes as possible. ...");
+the Flan-T5 ones follow the fine-tuning instructions (usb-format.md §5).
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 
 from tasks.base import FewShotParts
 from tasks.plumbing.errors import check_choice
+from trainers.fewshot.official_prompts import INSTRUCTIONS as RELEASE_GPT35_INSTRUCTIONS
 
 LINE_OUTPUT_FORMS = ("yes_no", "id_list")
 #: what an `id_list` output says when no sentence is positive
@@ -34,44 +40,44 @@ _FIELD_LABEL = re.compile(r"^([A-Z][A-Z ]*[A-Z]:)", re.MULTILINE)
 VICUNA_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. "
                  "The assistant gives helpful, detailed, and polite answers to the user's "
                  "questions.")
+_PLAIN = "{instruction}\n{shots}{content}\n{cue}"
+#: Table 10's Llama/Vicuna budgets with usb-baselines.md §5.3's choices: prompts of at most
+#: 6144 tokens (content cut by the cumulative token count of its lines, 8 tokens spare),
+#: 512 new tokens, EXT/EVEXT windows closing at 512 tokens of Yes/No output
+PAPER_LLM_BUDGET = {"max_prompt_tokens": 6144, "max_new_tokens": 512, "content_margin": 8,
+                    "max_window_output_tokens": 512}
+#: the release's plain text (the output right after the cue, but FAC's " Yes" / " No") and
+#: the paper's budgets
+_RELEASE_GAPS = {"cue_gap": "", "task_gaps": {"factuality_classification": " "},
+                 "budget": PAPER_LLM_BUDGET}
 
-#: per style: kind ("text": one string; "chat": messages), template of the whole prompt
-#: ({instruction}, {shots}: the demonstrations, {content}, {cue}: it must end with the cue),
-#: line-task output form, extra stop strings
+#: per style: kind ("text": one string; "chat": messages), instruction set, template of the
+#: whole prompt ({instruction}, {shots}: the demonstrations, {content}, {cue}: it must end
+#: with the cue), line-task output form, extra stop strings, gap between a shot's cue and
+#: its output (`cue_gap`, per task `task_gaps`)
 STYLE_SPECS: dict[str, dict] = {
-    "flan-t5": {"kind": "text", "template": "{instruction}\n{shots}{content}\n{cue}",
+    "flan-t5": {"kind": "text", "instructions": "flan-t5", "template": _PLAIN,
                 "line_output": "yes_no", "stops": ()},
-    "llama": {"kind": "text", "template": "[INST] {instruction}\n{shots}{content} [/INST] {cue}",
-              "line_output": "yes_no", "stops": ("[INST]",)},
-    "vicuna": {"kind": "text",
-               "template": (VICUNA_SYSTEM
-                            + " USER: {instruction}\n{shots}{content} ASSISTANT: {cue}"),
-               "line_output": "yes_no", "stops": ("USER:",)},
-    "gpt-3.5": {"kind": "chat", "template": "{instruction}\n{shots}{content}\n{cue}",
+    "llama": {"kind": "text", "instructions": "llama", "template": _PLAIN,
+              "line_output": "yes_no", "stops": ("\n",), **_RELEASE_GAPS},
+    "vicuna": {"kind": "text", "instructions": "vicuna", "template": _PLAIN,
+               "line_output": "yes_no", "stops": ("\n",), **_RELEASE_GAPS},
+    "vicuna-chat": {"kind": "text", "instructions": "vicuna",
+                    "template": (VICUNA_SYSTEM
+                                 + " USER: {instruction}\n{shots}{content} ASSISTANT: {cue}"),
+                    "line_output": "yes_no", "stops": ("USER:",), **_RELEASE_GAPS},
+    "gpt-3.5": {"kind": "chat", "instructions": "gpt-3.5", "template": _PLAIN,
                 "line_output": "id_list", "stops": ()},
+    "gpt-3.5-first": {"kind": "chat", "instructions": "gpt-3.5-first", "template": _PLAIN,
+                      "line_output": "id_list", "stops": ()},
 }
 
 INSTRUCTIONS: dict[str, dict[str, str]] = {
-    "gpt-3.5": {
-        "multisentence_compression": "Summarize the following content in a single line.",
-        "abstractive_summarization": "Draft a summary for the given document.",
+    "gpt-3.5": dict(RELEASE_GPT35_INSTRUCTIONS),
+    "gpt-3.5-first": {
+        **RELEASE_GPT35_INSTRUCTIONS,
         "fixing_factuality": "The summary might be incorrect. How would you rewrite it to make "
                              "it factually accurate?",
-        "unsupported_span_prediction": "Go over the given summary carefully, and regenerate it "
-                                       "while surrounding any parts which are not supported by "
-                                       "the content using [] and [/] tags.",
-        "topicbased_summarization": "Create a short summary of the given content that touches "
-                                    "upon information which fall under the specified topic.",
-        "factuality_classification": "Decide if the following summary is consistent with the "
-                                     "corresponding content. Note that consistency means all "
-                                     "information in the summary is supported by the content. "
-                                     "Answer yes or no.",
-        "extractive_summarization": "For the task of extractive summarization, list all the "
-                                    "SENTs of the content which would be included in its "
-                                    "summary.",
-        "evidence_extraction": "Below is a claim along with its corresponding content. Identify "
-                               "and list all the sentences within the content that partially or "
-                               "entirely support the claim.",
     },
     "flan-t5": {
         "multisentence_compression": "Summarize the following content in a single line.",
@@ -87,46 +93,43 @@ INSTRUCTIONS: dict[str, dict[str, str]] = {
         "evidence_extraction": "For each sentence in the content, predict if it provides any "
                                "evidence for the claim.",
     },
+    # Table 7 (Llama-13B), verbatim: endings as printed, missing final periods kept
     "llama": {
-        "multisentence_compression": "Combine the information of the given content into a "
-                                     "single summary sentence.",
-        "abstractive_summarization": "Write a summary of the given article. Keep it faithful "
-                                     "to the article.",
-        "fixing_factuality": "The summary may contain information that the content does not "
-                             "support. Rewrite the summary with as few changes as possible so "
-                             "that every part of it is supported by the content.",
-        "unsupported_span_prediction": "Copy the summary, surrounding every part that the "
-                                       "content does not support with [] and [/] tags.",
-        "topicbased_summarization": "Write a short summary of the given article that covers "
-                                    "only the information about the given topic.",
-        "factuality_classification": "Is every piece of information in the summary supported "
-                                     "by the content? Answer Yes or No.",
-        "extractive_summarization": "For each sentence of the article (SENT0, SENT1, ...), "
-                                    "answer Yes if it belongs in a summary of the article and "
-                                    "No otherwise.",
-        "evidence_extraction": "For each sentence of the content (SENT0, SENT1, ...), answer "
-                               "Yes if it supports the claim, fully or in part, and No "
-                               "otherwise.",
+        "abstractive_summarization": "Write a concise summary of the following paragraph",
+        "multisentence_compression": "Write a one-line summary of the content shown below.",
+        "topicbased_summarization": "Summarize the given content for the following topic.",
+        "fixing_factuality": "Rewrite the given summary of the content to make it factually "
+                             "correct.",
+        "factuality_classification": "Is there sufficient evidence for the summary in the "
+                                     "content?",
+        "unsupported_span_prediction": "Regenerate the given summary, while surrounding those "
+                                       "parts which do not have any supporting evidence in the "
+                                       "content using [] and [/] tags",
+        "extractive_summarization": "For each sentence in the given content, label it as Yes if "
+                                    "it is noteworthy enough to be included in a summary, or No "
+                                    "otherwise.",
+        "evidence_extraction": "Go over each sentence in the content, and decide if it supports "
+                               "the claim or not. Answer in Yes for a sentence if it supports "
+                               "the claim, and answer No otherwise.",
     },
+    # Table 8 (Vicuna-13B), verbatim: endings as printed, missing final periods kept
     "vicuna": {
-        "multisentence_compression": "Summarize the following content in one sentence.",
-        "abstractive_summarization": "Write a concise summary of the following document.",
-        "fixing_factuality": "The summary below might not be accurate. Edit it so that it is "
-                             "factually consistent with the content, changing as little as "
-                             "possible.",
-        "unsupported_span_prediction": "Repeat the summary and mark the parts that are not "
-                                       "supported by the content by enclosing them in [] and "
-                                       "[/].",
-        "topicbased_summarization": "Summarize the information in the following content that "
-                                    "is related to the given topic.",
-        "factuality_classification": "Does the content support all of the information in the "
-                                     "summary? Answer Yes or No.",
-        "extractive_summarization": "Label each sentence of the content (SENT0, SENT1, ...) "
-                                    "with Yes if it should be included in an extractive "
-                                    "summary, or No if it should not.",
-        "evidence_extraction": "Label each sentence of the content (SENT0, SENT1, ...) with "
-                               "Yes if it provides evidence for the claim, or No if it does "
-                               "not.",
+        "abstractive_summarization": "Draft a summary for the given document.",
+        "multisentence_compression": "Write a single sentence summarizing the important points "
+                                     "in the given content.",
+        "topicbased_summarization": "Generate a summary of the given content covering the given "
+                                    "topic.",
+        "fixing_factuality": "Rewrite the following summary to make it factually accurate",
+        "factuality_classification": "Decide if the following summary is consistent with the "
+                                     "corresponding content. Note that consistency means all "
+                                     "information in the summary is supported by the content. "
+                                     "Explain your reasoning step by step then answer (yes or "
+                                     "no) the question",
+        "unsupported_span_prediction": "Annotate parts of the summary which are not supported "
+                                       "by evidence from the content",
+        "extractive_summarization": "For each sentence, predict if it is important.",
+        "evidence_extraction": "Predict which sentences in the given content can be used to "
+                               "infer facts in the claim.",
     },
 }
 
@@ -138,6 +141,15 @@ class PromptStyle:
     template: str
     line_output: str
     stops: tuple[str, ...]
+    instructions: str = ""
+    cue_gap: str = " "
+    task_gaps: tuple[tuple[str, str], ...] = ()
+    #: the style's own prompt budgets (PAPER_LLM_BUDGET's keys); empty: the runner's
+    budget: tuple[tuple[str, int], ...] = ()
+
+    def gap(self, task_name: str | None) -> str:
+        """What separates a shot's cue from its output in `task_name`'s prompts."""
+        return dict(self.task_gaps).get(task_name, self.cue_gap)
 
 
 @dataclass(frozen=True)
@@ -172,15 +184,18 @@ def get_style(style: str | PromptStyle) -> PromptStyle:
     if not spec["template"].endswith("{cue}"):
         raise ValueError(f"style {style!r}: the template must end with {{cue}}")
     return PromptStyle(style, spec["kind"], spec["template"], spec["line_output"],
-                       tuple(spec["stops"]))
+                       tuple(spec["stops"]), spec["instructions"], spec.get("cue_gap", " "),
+                       tuple(sorted(spec.get("task_gaps", {}).items())),
+                       tuple(sorted(spec.get("budget", {}).items())))
 
 
 def instruction(style: str | PromptStyle, task_name: str) -> str:
-    name = get_style(style).name
+    chosen = get_style(style)
     try:
-        return INSTRUCTIONS[name][task_name]
+        return INSTRUCTIONS[chosen.instructions][task_name]
     except KeyError:
-        raise ValueError(f"style {name!r} has no instruction for task {task_name!r}") from None
+        raise ValueError(f"style {chosen.name!r} has no instruction for task "
+                         f"{task_name!r}") from None
 
 
 def render_output(parts: FewShotParts, style: str | PromptStyle) -> str:
@@ -192,14 +207,21 @@ def render_output(parts: FewShotParts, style: str | PromptStyle) -> str:
     return " ".join(positives) or NO_POSITIVE_IDS
 
 
-def render_shot(parts: FewShotParts, style: str | PromptStyle) -> str:
-    """One demonstration: the content, the cue and the output (what the shot budget counts)."""
-    return f"{parts.content}\n{parts.cue} {render_output(parts, style)}"
+def render_shot(parts: FewShotParts, style: str | PromptStyle,
+                task_name: str | None = None) -> str:
+    """One demonstration: the content, the cue, the style's gap for `task_name` and the
+    output (what the shot budget counts)."""
+    style = get_style(style)
+    return f"{parts.content}\n{parts.cue}{style.gap(task_name)}{render_output(parts, style)}"
 
 
 def stop_strings(item: FewShotParts, style: PromptStyle) -> tuple[str, ...]:
     """A newline followed by the cue or by any field label that opens a content line (where
-    the next demonstration would start), plus the style's own stops."""
+    the next demonstration would start), plus the style's own stops; only the style's when
+    they end the answer at its first newline (`llama`, `vicuna`: every gold output of the
+    release's layout is one line, usb-baselines.md §5.4)."""
+    if "\n" in style.stops:
+        return style.stops
     labels = dict.fromkeys(_FIELD_LABEL.findall(item.content) + [item.cue])
     return tuple(f"\n{label}" for label in labels) + style.stops
 
@@ -210,7 +232,7 @@ def render(shots: Sequence[FewShotParts], item: FewShotParts, style: str | Promp
     style = get_style(style)
     text = style.template.format(
         instruction=instruction(style, task_name),
-        shots="".join(render_shot(shot, style) + "\n" for shot in shots),
+        shots="".join(render_shot(shot, style, task_name) + "\n" for shot in shots),
         content=item.content, cue=item.cue)
     messages = ({"role": "user", "content": text},) if style.kind == "chat" else None
     return Prompt(text, messages, item.cue, stop_strings(item, style), style.line_output)

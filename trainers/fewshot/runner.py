@@ -9,7 +9,9 @@ Tokens (shot budgets and prompt length) are counted by `backend.count_tokens`: t
 tokenizer without special tokens for HF backends; whitespace-separated words for chat backends
 unless a counter is given (an under-estimate of BPE tokens, typically by a quarter to a third).
 
-Prompt length: at most `max_prompt_tokens` (None = no limit of its own) and, for backends that
+Prompt length: at most `max_prompt_tokens` (None = the style's own budget, if any: `llama`,
+`vicuna` and `vicuna-chat` take Table 10's 6144 prompt and 512 new tokens, cut as
+trainers.fewshot.planner describes; else no limit of its own) and, for backends that
 know their model's context (`backend.prompt_room(max_new_tokens)`: HF models with absolute or
 bounded positions), at most what fits the context beside the item's output room, so a prompt never
 runs past the model's positions. As in the USB release, a test item whose prompt is too long keeps
@@ -29,162 +31,28 @@ an interrupted run resumes where it stopped; a finished run with the same finger
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict
 
-from tasks.base import FewShotParts, ModelInput
+from tasks.base import ModelInput
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_jsonl
 from trainers.fewshot.parsers import parse_fewshot_output
-from trainers.fewshot.prompts import Prompt, PromptStyle, get_style, render, render_shot
-from trainers.fewshot.shots import ShotBudget, ShotCandidate, select_for_item, shot_budget
+from trainers.fewshot.planner import (
+    PlannedPrompt,
+    PromptPlanner,
+    build_shot_pool,
+    resolve_limits,
+)
+from trainers.fewshot.prompts import PromptStyle, get_style
+from trainers.fewshot.shots import ShotBudget, ShotCandidate, shot_budget
 from trainers.inference.prediction_io import OutputStore, digest, read_json_file
-
-#: output room per task (the release's longest training outputs, in tokens, rounded up)
-DEFAULT_MAX_NEW_TOKENS = {"abstractive_summarization": 560, "topicbased_summarization": 370,
-                          "multisentence_compression": 212, "fixing_factuality": 212,
-                          "unsupported_span_prediction": 216, "factuality_classification": 8}
-#: line tasks: tokens per line of the window (`SENT12 Yes` / `SENT12`), plus a margin
-LINE_TOKENS = {"yes_no": 5, "id_list": 3}
-LINE_MARGIN = 8
-
-
-@dataclass(frozen=True)
-class PlannedPrompt:
-    """One prompt to run: a test instance (one window of it), its shots and its prompt."""
-    instance: int
-    window: int
-    lines: tuple[int, int] | None
-    kept_lines: int | None
-    shots: tuple[int, ...]
-    item: FewShotParts
-    prompt: Prompt
-    max_new_tokens: int
-    overflow: bool
 
 
 def instance_label(instance: dict) -> str:
     """A readable id: the instance's `id`, with `#summ_idx` where there is one."""
     label = str(instance.get("id", ""))
     return f"{label}#{instance['summ_idx']}" if "summ_idx" in instance else label
-
-
-def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> tuple[int, bool]:
-    """The largest v in [low, high] with fits(v) (fits is monotone: true up to some v), and
-    whether it fits at all (else `low`)."""
-    if not fits(low):
-        return low, False
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low, True
-
-
-def build_shot_pool(task: Any, train_instances: Sequence[dict], style: PromptStyle,
-                    backend: Any) -> tuple[list[FewShotParts], list[ShotCandidate]]:
-    """Every training instance as a demonstration, with its rendered length in tokens."""
-    parts = [task.fewshot_parts(instance) for instance in train_instances]
-    lengths = backend.count_tokens([render_shot(part, style) for part in parts])
-    pool = [ShotCandidate(index, task.group_key(instance), int(length))
-            for index, (instance, length) in enumerate(zip(train_instances, lengths))]
-    return parts, pool
-
-
-class PromptPlanner:
-    """Plans the prompts of each test item: its shots, then its windows or truncation."""
-
-    def __init__(self, task: Any, style: PromptStyle, backend: Any,
-                 shot_parts: Sequence[FewShotParts], pool: Sequence[ShotCandidate],
-                 budget: ShotBudget, seed: int, max_prompt_tokens: int | None = None,
-                 max_new_tokens: int | None = None,
-                 prompt_room: Callable[[int], int | None] | None = None):
-        """`prompt_room(output_tokens)`: the longest prompt the model's context holds beside
-        that many output tokens (None: unbounded); it caps `max_prompt_tokens`."""
-        self.task, self.style, self.backend = task, style, backend
-        self.shot_parts, self.pool, self.budget, self.seed = shot_parts, pool, budget, seed
-        self.max_prompt_tokens, self.max_new_tokens = max_prompt_tokens, max_new_tokens
-        self.prompt_room = prompt_room
-
-    def plan(self, index: int, instance: dict) -> list[PlannedPrompt]:
-        """The item's prompts with its shots; without shots (as the release fell back to
-        zero-shot) when even its shortest cut does not fit with them."""
-        shots = tuple(select_for_item(self.pool, self.budget, self.seed, index,
-                                      self.task.group_key(instance)))
-        planned = self._plan_with(index, instance, shots)
-        if shots and any(plan.overflow for plan in planned):
-            planned = self._plan_with(index, instance, ())
-        return planned
-
-    def _plan_with(self, index: int, instance: dict,
-                   shots: tuple[int, ...]) -> list[PlannedPrompt]:
-        demos = [self.shot_parts[i] for i in shots]
-        full = self.task.fewshot_parts(instance)
-        if "line_labels" in full.extra:
-            return self._windows(index, instance, shots, demos)
-        kept, overflow = self._kept_lines(instance, demos, full)
-        item = full if kept is None else self.task.fewshot_parts(
-            dict(instance, input_lines=instance["input_lines"][:kept]))
-        return [self._planned(index, 0, None, kept, shots, demos, item, overflow)]
-
-    def _render(self, demos: Sequence[FewShotParts], item: FewShotParts) -> Prompt:
-        return render(demos, item, self.style, self.task.name)
-
-    def prompt_limit(self, item: FewShotParts) -> int | None:
-        """The most prompt tokens `item` may take: `max_prompt_tokens` capped by the model's
-        context beside the item's output room; None when neither limits it."""
-        limits = [self.max_prompt_tokens]
-        if self.prompt_room is not None:
-            limits.append(self.prompt_room(self._output_room(item)))
-        limits = [int(limit) for limit in limits if limit is not None]
-        return min(limits) if limits else None
-
-    def _fits(self, demos: Sequence[FewShotParts], item: FewShotParts) -> bool:
-        limit = self.prompt_limit(item)
-        if limit is None:
-            return True
-        prompt = self._render(demos, item)
-        return self.backend.count_tokens([prompt.text])[0] <= limit
-
-    def _kept_lines(self, instance: dict, demos, full: FewShotParts) -> tuple[int | None, bool]:
-        """None when the whole input fits (or cannot be cut), else the lines kept."""
-        lines = instance.get("input_lines")
-        if self._fits(demos, full):
-            return None, False
-        if not lines or len(lines) < 2:
-            return None, True
-
-        def fits(count: int) -> bool:
-            cut = dict(instance, input_lines=lines[:count])
-            return self._fits(demos, self.task.fewshot_parts(cut))
-
-        kept, fitted = largest_fitting(fits, 1, len(lines) - 1)
-        return kept, not fitted
-
-    def _windows(self, index, instance, shots, demos) -> list[PlannedPrompt]:
-        n_lines, planned, start = len(instance["input_lines"]), [], 0
-        while start < n_lines or not planned:
-            end, fitted = largest_fitting(
-                lambda stop, start=start: self._fits(demos, self.task.fewshot_parts(
-                    instance, lines=(start, stop))), min(start + 1, n_lines), n_lines)
-            item = self.task.fewshot_parts(instance, lines=(start, end))
-            planned.append(self._planned(index, len(planned), (start, end), None, shots,
-                                         demos, item, not fitted))
-            start = end
-        return planned
-
-    def _planned(self, index, window, lines, kept, shots, demos, item, overflow):
-        prompt = self._render(demos, item)
-        return PlannedPrompt(index, window, lines, kept, shots, item, prompt,
-                             self._output_room(item), overflow)
-
-    def _output_room(self, item: FewShotParts) -> int:
-        if self.max_new_tokens is not None:
-            return int(self.max_new_tokens)
-        labels = item.extra.get("line_labels")
-        if labels is not None:
-            return LINE_TOKENS[self.style.line_output] * len(labels) + LINE_MARGIN
-        return DEFAULT_MAX_NEW_TOKENS.get(self.task.name, 256)
 
 
 def _output_row(plan: PlannedPrompt, instance: dict, train: Sequence[dict], raw: str) -> dict:
@@ -341,6 +209,7 @@ def plan_prompts(task, test_instances: Sequence[dict], train_instances: Sequence
                  ) -> tuple[list[PlannedPrompt], list[ShotCandidate]]:
     """(every prompt of the test items in order, the shot pool): shots, windows and
     truncation as `fewshot_predict` runs them; the backend only counts tokens here."""
+    max_prompt_tokens, max_new_tokens = resolve_limits(style, max_prompt_tokens, max_new_tokens)
     shot_parts, pool = build_shot_pool(task, train_instances, style, backend)
     planner = PromptPlanner(task, style, backend, shot_parts, pool, budget, seed,
                             max_prompt_tokens, max_new_tokens,
@@ -365,6 +234,7 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
     fingerprint is returned as is and an interrupted one is continued.
     """
     style = get_style(style)
+    max_prompt_tokens, max_new_tokens = resolve_limits(style, max_prompt_tokens, max_new_tokens)
     test_instances, train_instances = list(test_instances), list(train_instances)
     budget = shot_budget(task.name, n_shots)
     store = None
