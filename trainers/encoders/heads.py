@@ -149,35 +149,27 @@ def _pair_classifier():
         def options(self) -> dict[str, Any]:
             return {}
 
+        def scored_states(self, hidden):
+            """The hidden states the head reads: `<s>`'s."""
+            return hidden[:, 0]
+
         def forward(self, input_ids, attention_mask):
             hidden = self.encoder(input_ids=input_ids,
                                   attention_mask=attention_mask).last_hidden_state
-            return self.head(hidden[:, 0]).squeeze(-1)
+            return self.head(self.scored_states(hidden)).squeeze(-1)
 
     return _named(PairClassifier)
 
 
 @functools.cache
 def _token_tagger():
-    from torch import nn
-
-    class TokenTagger(nn.Module):
+    class TokenTagger(_pair_classifier()):
         """encoder → Linear(hidden → 1) on every token's last hidden state: a logit per token
         (padding positions get one too; `bce_loss` leaves them out)."""
         kind = "TokenTagger"
 
-        def __init__(self, encoder, seed: int = 0):
-            super().__init__()
-            self.encoder = encoder
-            self.head = _logit_head(encoder, encoder.config.hidden_size, seed)
-
-        def options(self) -> dict[str, Any]:
-            return {}
-
-        def forward(self, input_ids, attention_mask):
-            hidden = self.encoder(input_ids=input_ids,
-                                  attention_mask=attention_mask).last_hidden_state
-            return self.head(hidden).squeeze(-1)
+        def scored_states(self, hidden):
+            return hidden
 
     return _named(TokenTagger)
 
