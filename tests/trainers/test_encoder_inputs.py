@@ -2,6 +2,8 @@
 tiny RoBERTa-layout tokenizer trained on its text (docs/usb-baselines.md §3, §6)."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from tasks.metrics.spans import word_spans
@@ -237,3 +239,24 @@ def test_bad_records_name_file_line_and_field(roberta_tokenizer, build, bad, fie
     with pytest.raises(DataError) as indexed:
         build([good, bad], roberta_tokenizer, None)
     assert str(indexed.value).startswith(f"field '{field}': record 1: {reason}")
+
+
+def test_a_tokenizer_the_heads_cannot_read_is_refused(roberta_tokenizer, usb_tokenizer):
+    from tasks.plumbing.errors import SumbenchError
+    from trainers.encoders.inputs import check_encoder_tokenizer
+
+    check_encoder_tokenizer(roberta_tokenizer)  # RoBERTa's layout: accepted
+    # the T5-style tokenizer of the seq2seq tests: "</s>", no "<s>"
+    with pytest.raises(SumbenchError, match="^model/x has no <s> token: the encoder profiles "
+                                            "need RoBERTa's tokenizer"):
+        check_encoder_tokenizer(usb_tokenizer, "model/x")
+    # RoBERTa's tokens without RoBERTa's pair template (the pair framed as T5 frames it)
+    from tokenizers import processors
+
+    reframed = copy.deepcopy(roberta_tokenizer)
+    end = reframed.convert_tokens_to_ids("</s>")
+    reframed.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> $B </s>",
+        special_tokens=[("<s>", reframed.convert_tokens_to_ids("<s>")), ("</s>", end)])
+    with pytest.raises(SumbenchError, match="^model/y does not frame texts as RoBERTa does"):
+        check_encoder_tokenizer(reframed, "model/y")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.metrics.spans import CLOSE_MARK, OPEN_MARK, bio_tags, word_spans
-from tasks.plumbing.errors import DataError
+from tasks.plumbing.errors import DataError, SumbenchError
 
 #: the label of a token no loss is computed on (torch's cross-entropy `ignore_index`)
 IGNORED = -100
@@ -102,6 +102,25 @@ def _binary(value: Any, index: int, field: str, path: str | None) -> int:
 def joined_evidence(lines: Sequence[str]) -> str:
     """Evidence lines joined by one space, as every format of the release joins them."""
     return " ".join(lines)
+
+
+def check_encoder_tokenizer(tokenizer, where: str = "the tokenizer") -> None:
+    """A tokenizer the encoder heads can read: RoBERTa's `<s>` and `</s>`, and its templates
+    `<s> A </s>` and `<s> A </s></s> B </s>` (the heads read `<s>`; pairs are cut by half).
+    Anything else is a one-line SumbenchError naming `where`."""
+    start, end = (tokenizer.convert_tokens_to_ids(token) for token in ("<s>", "</s>"))
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    missing = [token for token, found in (("<s>", start), ("</s>", end))
+               if found is None or found == unknown]
+    if missing:
+        raise SumbenchError(f"{where} has no {' or '.join(missing)} token: the encoder "
+                            f"profiles need RoBERTa's tokenizer (<s> A </s></s> B </s>)")
+    single = tokenizer("a")["input_ids"]
+    pair = tokenizer("a", "b")["input_ids"]
+    if single[0] != start or single[-1] != end or pair[0] != start or pair[-1] != end or \
+            pair.count(end) != 3:
+        raise SumbenchError(f"{where} does not frame texts as RoBERTa does (<s> A </s> and "
+                            f"<s> A </s></s> B </s>): give RoBERTa's tokenizer")
 
 
 # ---- pairs whose second (FAC) or first (UNSUP) half is never cut -------------------------
