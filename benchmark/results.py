@@ -87,6 +87,9 @@ class RunSpec(JsonFields):
     openai_api: str = "chat"                   # or "completions" (openai backend)
     max_concurrency: int = 1                   # requests at once (openai backend)
     top_logprobs: int = 5                      # 0: no token log-probabilities asked for
+    label_reading: str | None = None           # FAC/EXT/EVEXT answers of the paper's
+    #                                            Llama/Vicuna styles: "probabilities" (their
+    #                                            default) or "phrases" (the release's rules)
     # --- scoring --------------------------------------------------------------------------
     bootstrap: int = 0
     rouge_aggregate: str = "mean"              # or "bootstrap-mid" (seeded with `seed`)
@@ -231,7 +234,8 @@ def decoding_settings(spec: RunSpec, config: Mapping[str, Any] | None) -> dict[s
                 "max_input_tokens": predict.get("max_input_tokens"),
                 "window_tokens": predict.get("window_tokens")}
     return {"fewshot_backend": spec.fewshot_backend, "style": spec.style,
-            "max_new_tokens": spec.max_new_tokens}
+            "max_new_tokens": spec.max_new_tokens,
+            **({"label_reading": spec.label_reading} if spec.label_reading else {})}
 
 
 def _beams(count: Any) -> str:

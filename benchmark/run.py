@@ -31,6 +31,7 @@ from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_jsonl
 from tasks.scoring import score_files
 from tasks.usb.derive import build_task_datasets, reusable_build
+from trainers.encoders.pipeline import check_profile_fits, is_encoder_profile
 from trainers.fewshot.backends import chat_backend, load_hf_backend
 from trainers.fewshot.official import official_predict
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE
@@ -72,9 +73,16 @@ class RunState:
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """Run every stage and write DIR/results.json; returns the results document."""
+    if spec.mode == "finetune" and is_encoder_profile(spec.profile):
+        from benchmark.encoder_run import run_encoder_benchmark
+
+        return run_encoder_benchmark(spec, out_dir, resume=resume, extra_config=extra_config,
+                                     log=log)
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here
+    if fspec is not None:  # a RoBERTa folder is refused before DIR is written
+        check_profile_fits(spec.model, spec.profile, spec.revision)
     if spec.mode == "finetune" or spec.fewshot_backend != "openai":
         resolve_device(spec.device)  # and a device torch cannot use here (a model runs here)
     resume = prepare_out_dir(spec, out, resume)
@@ -337,12 +345,15 @@ def run_fewshot_mode(state: RunState, tasks: Sequence[Any],
         _, report = fewshot_predict(
             task, test[task.name], train, backend, style, seed=spec.seed, n_shots=spec.n_shots,
             out_dir=str(state.out_dir), max_prompt_tokens=spec.max_prompt_tokens,
-            max_new_tokens=spec.max_new_tokens, resume=True)
+            max_new_tokens=spec.max_new_tokens, resume=True,
+            label_reading=spec.label_reading)
         state.fewshot[task.name] = report
         state.models[task.name] = dict(model_info)
         state.log(f"few-shot {task.name}: {report.get('items')} items, "
                   f"{report.get('generated_this_run')} prompts generated, "
-                  f"{report.get('unparseable')} unparseable")
+                  f"{report.get('unparseable')} unparseable"
+                  + (f", {report['unreadable_answers']} answers without a readable label"
+                     if report.get("unreadable_answers") is not None else ""))
         paths[task.name] = predictions_path(state.out_dir, task.name)
     return paths
 

@@ -132,7 +132,9 @@ SHARED: dict[str, Option] = {
     "revision": _option("--revision", help="hub revision to download (branch, tag or commit; "
                                            "default main)"),
     "profile": _option("--profile", help=f"hyperparameter profile: {DEFAULT_PROFILE} "
-                                         f"(default), flan-t5-xl or tiny"),
+                                         f"(default), flan-t5-xl, t5-large or tiny, or the "
+                                         f"encoder profile roberta-large (one fine-tuned "
+                                         f"RoBERTa per task; predict: from such models)"),
     "device": _option("--device", type=device_name,
                       help="where models run: auto (default: the GPU when torch sees one), "
                            "cpu, cuda, cuda:N, mps or xpu"),
@@ -186,6 +188,12 @@ SHARED: dict[str, Option] = {
     "style": _option("--style", type=prompt_style, metavar="STYLE",
                      help=f"prompt style: {', '.join([*style_names(), OFFICIAL_GPT35_STYLE])} "
                           "(default: the backend's; llama for hf-causal and lm-eval)"),
+    "label_reading": _option("--label-reading", choices=("probabilities", "phrases"),
+                             help="few-shot FAC, EXT and EVEXT answers of the llama and vicuna "
+                                  "styles: probabilities (their default: P(Yes) / (P(Yes) + "
+                                  "P(No)) at each generated Yes/No token of the answer's "
+                                  "first line) or phrases (the release's GPT-3.5 phrase "
+                                  "rules)"),
     "fewshot_backend": _option("--fewshot-backend", choices=FEWSHOT_BACKENDS,
                                help="the model behind --model: hf-causal, hf-seq2seq (a hub "
                                     "id or folder) or openai (an OpenAI-compatible server)"),

@@ -24,6 +24,13 @@ from tasks import get_task, parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json, write_json
 from tasks.plumbing.provenance import provenance
+from trainers.encoders.pipeline import (
+    ENCODER_MODEL,
+    ENCODER_RUNS,
+    check_profile_fits,
+    checkpoint_kind,
+    is_encoder_profile,
+)
 from trainers.inference.generation import resolve_device
 from trainers.inference.predict import PredictSpec, load_model, prepared_fingerprint, run_task
 
@@ -35,7 +42,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "predict", help=command_help("predict"),
         description="Predict with a seq2seq model (hub id, local folder or LoRA adapter folder) "
-                    "and write OUT/predictions/<task>.jsonl in the official record shape.")
+                    "or with the fine-tuned encoders of --profile roberta-large (a `sumbench "
+                    "train` or `run` folder) and write OUT/predictions/<task>.jsonl in the "
+                    "official record shape.")
     add_option(parser, "model", required=True)
     add_option(parser, "revision")
     add_option(parser, "tasks", required=True)
@@ -49,6 +58,7 @@ def register(subparsers) -> None:
     parser.add_argument("--label-num-beams", type=positive_int,
                         help="beams for label tasks (default 1: greedy, as the release)")
     add_options(parser, "label_rule", "device")
+    add_option(parser, "profile")  # an encoder profile predicts with fine-tuned encoders
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--no-clean-up-spaces", action="store_true",
                         help="decode without the transformers-4 space clean-up")
@@ -57,6 +67,17 @@ def register(subparsers) -> None:
     parser.add_argument("--no-resume", action="store_true",
                         help="recompute everything, ignoring partial or finished runs")
     parser.set_defaults(handler=run)
+
+
+def encoder_profile_of(args: argparse.Namespace) -> str | None:
+    """The encoder profile of a prediction: --profile when it is one, or roberta-large for a
+    fine-tuned encoder --model given without --profile; None for a seq2seq prediction (a
+    seq2seq --profile with an encoder model is refused)."""
+    if args.profile is not None:
+        check_profile_fits(args.model, args.profile, args.revision)
+        return args.profile if is_encoder_profile(args.profile) else None
+    kind = checkpoint_kind(args.model, hub=False)
+    return "roberta-large" if kind in (ENCODER_MODEL, ENCODER_RUNS) else None
 
 
 def build_spec(args: argparse.Namespace):
@@ -85,6 +106,11 @@ def spec_file_fields(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    profile = encoder_profile_of(args)
+    if profile is not None:  # a fine-tuned RoBERTa per task
+        from benchmark.encoder_run import predict_command
+
+        return predict_command(args, profile)
     spec = build_spec(args)
     resolve_device(spec.device)  # a device torch cannot use here fails before anything loads
     names = list(parse_task_list(args.tasks))

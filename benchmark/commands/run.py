@@ -16,6 +16,7 @@ from pathlib import Path
 from benchmark.commands import command_help, non_negative_int, positive_float
 from benchmark.commands.config_file import RUN_CONFIG, effective_options
 from benchmark.commands.options import add_option, given_or_default, training_device
+from benchmark.encoder_run import check_run_spec, specs_json
 from benchmark.results import (
     MODES,
     RESULTS_FILE,
@@ -24,11 +25,13 @@ from benchmark.results import (
     format_decoding,
     format_table,
 )
-from benchmark.run import run_benchmark
+from benchmark.run import canonical_spec, run_benchmark
 from tasks import parse_task_list
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_json
 from tasks.plumbing.plugins import checked_source
+from trainers.encoders.pipeline import is_encoder_profile
+from trainers.encoders.spec import ENCODER_PROFILES
 from trainers.finetuning.profiles import get_profile
 
 
@@ -75,8 +78,9 @@ def _add_run_arguments(what) -> None:
 def _add_training_arguments(train) -> None:
     add_option(train, "profile")
     add_option(train, "lora")
-    train.add_argument("--training", choices=TRAINING_MODES, default="multitask",
-                       help="one model for all tasks (default), one per task, or none "
+    train.add_argument("--training", choices=TRAINING_MODES,
+                       help="one model for all tasks (default), one per task (the only "
+                            "training of encoder profiles, their default), or none "
                             "(evaluate --model as it is)")
     train.add_argument("--train-tasks", nargs="+", metavar="TASK",
                        help="multitask: train on these tasks (default: --tasks)")
@@ -100,6 +104,7 @@ def _add_prediction_arguments(predict) -> None:
 def _add_fewshot_arguments(shots) -> None:
     add_option(shots, "fewshot_backend")
     add_option(shots, "style")
+    add_option(shots, "label_reading")
     add_option(shots, "n_shots")
     add_option(shots, "max_prompt_tokens")
     add_option(shots, "base_url")
@@ -140,13 +145,19 @@ def build_run_spec(args: argparse.Namespace):
     values = {spec_field.name: getattr(args, OPTION_OF.get(spec_field.name, spec_field.name),
                                        None) for spec_field in dataclasses.fields(RunSpec)}
     model = args.model
-    if not model and args.mode == "finetune":
-        model = get_profile(given_or_default(args, "profile")).model
+    profile = given_or_default(args, "profile")
+    encoder = args.mode == "finetune" and is_encoder_profile(profile)
+    if not model and encoder:
+        model = ENCODER_PROFILES[profile]
+    elif not model and args.mode == "finetune":
+        model = get_profile(profile).model
     if not model:
         raise SumbenchError("--model is required (few-shot runs, and profiles without a model)")
-    if args.mode == "finetune" and args.training != "none":
+    training = args.training or ("per-task" if encoder else "multitask")
+    if args.mode == "finetune" and training != "none":
         training_device(args)  # before the run's folder is written
     values.update(model=local_or_id(model), tasks=parse_task_list(args.tasks),
+                  training=training,
                   data_dir=local_or_id(args.data), raw_dir=local_or_id(args.raw),
                   train_tasks=parse_task_list(args.train_tasks) if args.train_tasks else None,
                   train_overrides=_overrides(args))
@@ -164,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.tasks:
         raise SumbenchError("--tasks is required (on the command line or in --config)")
     spec = build_run_spec(args)
+    if args.print_spec and spec.mode == "finetune" and is_encoder_profile(spec.profile):
+        print(specs_json(check_run_spec(canonical_spec(spec))))
+        return 0
     if args.print_spec:
         print(spec.to_json())
         return 0

@@ -15,6 +15,7 @@ from benchmark.commands.options import add_option, add_options, given_or_default
 from tasks import parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json
+from trainers.encoders.pipeline import check_profile_fits, is_encoder_profile
 from trainers.finetuning.evaluation import early_stopping_fn
 from trainers.finetuning.finetune import finetune
 from trainers.finetuning.profiles import get_profile
@@ -24,7 +25,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "train", help=command_help("train"),
         description="Fine-tune on the train split of the given tasks and write OUT/model or "
-                    "OUT/adapter, train_config.json (spec + provenance) and train_log.jsonl. "
+                    "OUT/adapter, train_config.json (spec + provenance) and train_log.jsonl "
+                    "(encoder profiles, e.g. roberta-large: one model per task, "
+                    "OUT/<task>/best). "
                     "Values come from --profile, then --spec FILE, then the options, then "
                     "--set FIELD=VALUE.")
     add_arguments(parser)
@@ -80,6 +83,11 @@ def read_spec_file(path: str) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    profile = given_or_default(args, "profile")
+    if is_encoder_profile(profile):  # one RoBERTa per task: OUT/<task>/
+        from benchmark.encoder_run import train_command
+
+        return train_command(args, profile)
     parse_task_list(args.tasks)  # a bad list or device fails before anything loads
     device = training_device(args)
     spec = build_spec(args)
@@ -87,6 +95,7 @@ def run_train(args: argparse.Namespace) -> int:
         print(spec.to_json())
         return 0
 
+    check_profile_fits(spec.model, profile, spec.revision)  # a RoBERTa folder: refused
     evaluate_fn = early_stopping_fn(args.early_stopping, spec, args.tasks, args.data)
     final = finetune(spec, args.tasks, data_dir=args.data, out_dir=args.out,
                      evaluate_fn=evaluate_fn, resume=args.resume,

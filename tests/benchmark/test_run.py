@@ -205,7 +205,19 @@ def test_fewshot_run_from_raw_data_with_a_causal_backend(tmp_path, capsys, tiny_
     assert results["provenance"]["seeds"] == {"seed": 3, "shots": 3}
     assert results["provenance"]["config"]["fewshot"]["style"] == "llama"
     assert results["scores"]["factuality_classification"]["n_records"] == 6
+    # FAC of the paper's llama style: read from the Yes/No probabilities, unreadable counted
+    fac = results["fewshot"]["factuality_classification"]
+    assert fac["label_reading"] == "probabilities" and 0 <= fac["unreadable_answers"] <= 6
+    assert "answers without a readable label" in stderr
     rescored_equal(out, results)
+
+    phrases = tmp_path / "phrases"
+    code, _, stderr = sumbench(capsys, *args[:-1], phrases, "--tasks", "FAC",
+                               "--label-reading", "phrases")
+    assert code == 0, stderr
+    again = json.loads((phrases / "results.json").read_text())
+    assert again["fewshot"]["factuality_classification"]["label_reading"] == "phrases"
+    assert again["decoding"]["label_reading"] == "phrases"
 
     code, _, stderr = sumbench(capsys, *args, "--resume", "--batch-size", 3)
     assert code == 0, stderr

@@ -1,11 +1,14 @@
 """The few-shot runner end to end: shots, windows, parsing, official records, resuming."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tasks import get_task
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.chat_client import ScoredText
 from trainers.fewshot.prompts import get_style, render_output
 from trainers.fewshot.runner import PromptPlanner, build_shot_pool, fewshot_predict, instance_label
 from trainers.fewshot.shots import select_for_item, shot_budget
@@ -32,9 +35,11 @@ def prompt_text(row: dict) -> str:
 
 class OracleBackend:
     """Answers each planned prompt with its gold output, followed by a next-shot cue (which
-    the parsers must cut off); raises after `fail_after` prompts when asked to."""
+    the parsers must cut off); raises after `fail_after` prompts when asked to. Asked for label
+    probabilities, it gives p(Yes) 1.0 at each "Yes" and 0.0 at each "No" of its answers."""
 
     kind = "text"
+    reads_label_probabilities = True
 
     def __init__(self, answers: dict[str, str], fail_after: int | None = None):
         self.answers, self.fail_after, self.prompts = answers, fail_after, []
@@ -45,11 +50,18 @@ class OracleBackend:
     def count_tokens(self, texts):
         return [len(text.split()) for text in texts]
 
-    def generate(self, prompts, caps):
+    def generate(self, prompts, caps, label_probabilities=False):
         if self.fail_after is not None and len(self.prompts) + len(prompts) > self.fail_after:
             raise KeyboardInterrupt("interrupted")
         self.prompts.extend(prompts)
-        return [self.answers[prompt.text] for prompt in prompts]
+        answers = [self.answers[prompt.text] for prompt in prompts]
+        return [sure_labels(answer) for answer in answers] if label_probabilities else answers
+
+
+def sure_labels(answer: str) -> ScoredText:
+    """`answer` with p(Yes) 1.0 at its "Yes" words and 0.0 at its "No" words."""
+    return ScoredText(answer, {match.start(): 1.0 if match.group() == "Yes" else 0.0
+                               for match in re.finditer(r"\b(Yes|No)\b", answer)})
 
 
 def oracle(task, test, train, style, seed, max_prompt_tokens=None, **options):
@@ -223,9 +235,12 @@ def test_tiny_causal_model_gibberish_is_counted_not_fatal(usb_fixture_dir, tmp_p
     rows = read_jsonl(tmp_path / "a" / "outputs" / f"{task.name}.jsonl")
     assert report["unparseable"] == sum(not row["ok"] for row in rows) > 0
     assert report["shots_mean"] == 1 and backend.generated == len(test)
+    # llama's default reading: p(Yes) at the generated Yes/No tokens, FAC needing exactly one
+    assert report["label_reading"] == "probabilities"
+    assert report["unreadable_answers"] == report["unparseable"]
     for record, row in zip(records, rows):
-        assert record["prediction"] == ([0.5] if not row["ok"] else row["parsed"])
-        assert record["prediction"] in ([0.0], [1.0], [0.5])
+        assert record["prediction"] == row["parsed"]
+        assert row["ok"] == row["readable"] == (len(record["prediction"]) == 1)
         assert row["prompt"].endswith("\nLABEL:") and "[INST]" not in row["prompt"]
         assert not row["raw_output"].startswith(row["prompt"][:20])
     same, report_again = fewshot_predict(task, test, train, backend, "llama", seed=1,

@@ -11,14 +11,20 @@
   unless a counter is given.
 
 HF responses are cached under a key of (backend fingerprint, prompt text, max_new_tokens,
-stops): a repeated request never runs the model. HF backends know their model's context
-(`context_window`: `max_position_embeddings` / `n_positions` of its config, None when it has
-neither, e.g. T5's relative positions) and how long a prompt may be (`prompt_room`); a prompt that
-does not fit, or any failure of the model, is a `BackendError` naming the prompts at fault (their
-positions in the `generate` call), never a bare IndexError from a position table. Greedy decoding
-makes each row independent of its batch companions (padding is masked), and each row is cut at its
-own token cap and stop strings, so outputs do not depend on the batch size or on the order of
-prompts.
+stops, and whether label probabilities were asked for): a repeated request never runs the model.
+Asked with `label_probabilities=True`, an HF backend also records, at each generated "Yes" or "No"
+token (trainers.inference.label_tokens: the tokens of the label words), P(Yes) / (P(Yes) + P(No))
+from that step's distribution, and returns `ScoredText` whose `yes_probabilities` are {character
+offset of the word in the returned text: probability}; its cached outputs keep them (and answer
+a later plain request for the same prompt).
+
+HF backends know their model's context (`context_window`: `max_position_embeddings` /
+`n_positions` of its config, None when it has neither, e.g. T5's relative positions) and how
+long a prompt may be (`prompt_room`); a prompt that does not fit, or any failure of the model,
+is a `BackendError` naming the prompts at fault (their positions in the `generate` call), never
+a bare IndexError from a position table. Greedy decoding makes each row independent of its batch
+companions (padding is masked), and each row is cut at its own token cap and stop strings, so
+outputs do not depend on the batch size or on the order of prompts.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from typing import Any
 from tasks.plumbing.errors import SumbenchError
 from trainers.fewshot.chat_client import ChatClient, ScoredText, reply_text, yes_probabilities
 from trainers.fewshot.prompts import Prompt
+from trainers.inference.label_tokens import YesNoRecorder, label_offsets, label_token_ids
 from trainers.inference.prediction_io import model_fingerprint
 from trainers.models.disk_cache import DiskCache, cache_key, hub_commit, open_cache
 from trainers.models.model_loading import check_model_source, load_errors, load_failure
@@ -90,6 +97,8 @@ class HFBackend:
 
     kind = "text"
     model_type = "hf"
+    #: `generate(..., label_probabilities=True)` records p(Yes) at generated Yes/No tokens
+    reads_label_probabilities = True
     #: whether generated tokens share the prompt's positions (decoder-only models)
     output_in_context = False
 
@@ -143,14 +152,22 @@ class HFBackend:
                 raise BackendError(f"the prompt has {len(ids)} tokens{extra}, more than the "
                                    f"{context} positions of the model", [index])
 
-    def _key(self, prompt: Prompt, max_new_tokens: int) -> str:
+    def _key(self, prompt: Prompt, max_new_tokens: int, label_probabilities: bool = False) -> str:
+        extra = [{"label_probabilities": True}] if label_probabilities else []
         return cache_key("fewshot", self.fingerprint(), prompt.text, int(max_new_tokens),
-                         list(prompt.stops))
+                         list(prompt.stops), *extra)
 
-    def generate(self, prompts: Sequence[Prompt], max_new_tokens: Sequence[int]) -> list[str]:
-        """The continuation of each prompt (cached ones from the cache), in input order."""
-        keys = [self._key(p, n) for p, n in zip(prompts, max_new_tokens)]
+    def generate(self, prompts: Sequence[Prompt], max_new_tokens: Sequence[int], *,
+                 label_probabilities: bool = False) -> list[str]:
+        """The continuation of each prompt (cached ones from the cache), in input order; with
+        `label_probabilities`, `ScoredText` with p(Yes) at its Yes/No words (module docstring)."""
+        keys = [self._key(p, n, label_probabilities) for p, n in zip(prompts, max_new_tokens)]
         found = self.cache.get_many(keys) if self.cache is not None else {}
+        if self.cache is not None and not label_probabilities:   # the same greedy text
+            scored = {self._key(prompts[i], max_new_tokens[i], True): key
+                      for i, key in enumerate(keys) if key not in found}
+            found.update((scored[key], value["text"] if isinstance(value, dict) else value)
+                         for key, value in self.cache.get_many(list(scored)).items())
         missing = [i for i, key in enumerate(keys) if key not in found]
         encoded = {i: self.encode(prompts[i].text) for i in missing}
         self._check_room(encoded, max_new_tokens)
@@ -160,22 +177,24 @@ class HFBackend:
             try:
                 texts = self._generate_batch([encoded[i] for i in batch],
                                              [max_new_tokens[i] for i in batch],
-                                             [prompts[i].stops for i in batch])
+                                             [prompts[i].stops for i in batch],
+                                             label_probabilities)
             except Exception as error:
                 raise BackendError(f"{type(error).__name__}: {error}", batch) from error
             self.generated += len(batch)
-            new = {keys[i]: text for i, text in zip(batch, texts)}
+            new = {keys[i]: _stored(text) for i, text in zip(batch, texts)}
             found.update(new)
             if self.cache is not None:
                 self.cache.set_many(new.items())
-        return [found[key] for key in keys]
+        return [_restored(found[key]) for key in keys]
 
     # -- per model type
     def encode(self, text: str) -> list[int]:
         raise NotImplementedError
 
     def _generate_batch(self, encoded: list[list[int]], caps: list[int],
-                        stops: list[tuple[str, ...]]) -> list[str]:
+                        stops: list[tuple[str, ...]],
+                        label_probabilities: bool = False) -> list[str]:
         raise NotImplementedError
 
     def _pad_id(self) -> int:
@@ -189,30 +208,44 @@ class HFBackend:
         return set(eos) if isinstance(eos, (list, tuple)) else {int(eos)}
 
     def _decode_rows(self, rows: list[list[int]], caps: list[int],
-                     stops: list[tuple[str, ...]]) -> list[str]:
-        """Cut each generated row at EOS and at its own cap, decode, cut at its stops."""
+                     stops: list[tuple[str, ...]], recorder=None) -> list[str]:
+        """Cut each generated row at EOS and at its own cap, decode, cut at its stops; with a
+        `recorder` (YesNoRecorder), `ScoredText` with p(Yes) at the Yes/No tokens kept."""
         eos_ids, texts = self._eos_ids(), []
-        for ids, cap, row_stops in zip(rows, caps, stops):
+        steps = recorder.per_row() if recorder is not None else None
+        for row, (ids, cap, row_stops) in enumerate(zip(rows, caps, stops)):
             ids = ids[:cap]
             for position, token in enumerate(ids):
                 if token in eos_ids:
                     ids = ids[:position]
                     break
-            text = self.tokenizer.decode(ids, skip_special_tokens=True)
-            texts.append(cut_at_stops(text, row_stops))
+            text = cut_at_stops(self.tokenizer.decode(ids, skip_special_tokens=True), row_stops)
+            if steps is not None:
+                text = ScoredText(text, label_offsets(self.tokenizer, ids, steps[row],
+                                                      recorder.labels, len(text)))
+            texts.append(text)
         return texts
 
-    def _run_generate(self, input_ids, attention_mask, caps, stops, start: int):
+    def check_label_probabilities(self) -> None:
+        """Refuse (SumbenchError) a tokenizer without single Yes and No tokens."""
+        label_token_ids(self.tokenizer)
+
+    def _recorder(self, label_probabilities: bool):
+        """A YesNoRecorder of the tokenizer's label tokens when asked for, else None."""
+        return YesNoRecorder(label_token_ids(self.tokenizer)) if label_probabilities else None
+
+    def _run_generate(self, input_ids, attention_mask, caps, stops, start: int, recorder=None):
         import torch
-        from transformers import StoppingCriteriaList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         criteria = StoppingCriteriaList([_StopOnStrings(self.tokenizer, stops, start)])
+        extra = {"logits_processor": LogitsProcessorList([recorder])} if recorder else {}
         device = next(self.model.parameters()).device
         with torch.inference_mode():
             return self.model.generate(
                 input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
                 max_new_tokens=max(caps), do_sample=False, num_beams=1,
-                pad_token_id=self._pad_id(), stopping_criteria=criteria)
+                pad_token_id=self._pad_id(), stopping_criteria=criteria, **extra)
 
 
 class CausalLMBackend(HFBackend):
@@ -228,7 +261,7 @@ class CausalLMBackend(HFBackend):
             ids = ids[:-1]
         return ids
 
-    def _generate_batch(self, encoded, caps, stops):
+    def _generate_batch(self, encoded, caps, stops, label_probabilities=False):
         import torch
 
         width = max(len(ids) for ids in encoded)
@@ -237,8 +270,10 @@ class CausalLMBackend(HFBackend):
         for row, ids in enumerate(encoded):  # left padding
             input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
             mask[row, width - len(ids):] = 1
-        output = self._run_generate(input_ids, mask, caps, stops, start=width)
-        return self._decode_rows([row[width:].tolist() for row in output], caps, stops)
+        recorder = self._recorder(label_probabilities)
+        output = self._run_generate(input_ids, mask, caps, stops, start=width, recorder=recorder)
+        return self._decode_rows([row[width:].tolist() for row in output], caps, stops,
+                                 recorder)
 
 
 class Seq2SeqBackend(HFBackend):
@@ -249,7 +284,7 @@ class Seq2SeqBackend(HFBackend):
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text)["input_ids"])
 
-    def _generate_batch(self, encoded, caps, stops):
+    def _generate_batch(self, encoded, caps, stops, label_probabilities=False):
         import torch
 
         width = max(len(ids) for ids in encoded)
@@ -258,8 +293,9 @@ class Seq2SeqBackend(HFBackend):
         for row, ids in enumerate(encoded):  # right padding
             input_ids[row, :len(ids)] = torch.tensor(ids, dtype=torch.long)
             mask[row, :len(ids)] = 1
-        output = self._run_generate(input_ids, mask, caps, stops, start=1)
-        return self._decode_rows([row[1:].tolist() for row in output], caps, stops)
+        recorder = self._recorder(label_probabilities)
+        output = self._run_generate(input_ids, mask, caps, stops, start=1, recorder=recorder)
+        return self._decode_rows([row[1:].tolist() for row in output], caps, stops, recorder)
 
 
 class ChatBackend:
@@ -296,6 +332,11 @@ class ChatBackend:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [self.counter(text) for text in texts]
+
+    @property
+    def reads_label_probabilities(self) -> bool:
+        """Whether answers come with p(yes) at their yes/no tokens (`top_logprobs` > 0)."""
+        return self.top_logprobs > 0
 
     def _logprob_params(self) -> dict:
         if not self.top_logprobs:
@@ -336,13 +377,30 @@ class ChatBackend:
         return self.client.complete([{"role": "user", "content": text}],
                                     **{**chosen, self.max_tokens_param: int(max_new_tokens)})
 
-    def generate(self, prompts: Sequence[Prompt], max_new_tokens: Sequence[int]) -> list[str]:
+    def generate(self, prompts: Sequence[Prompt], max_new_tokens: Sequence[int], *,
+                 label_probabilities: bool = False) -> list[str]:
+        """Each prompt's answer; `ScoredText` whenever `top_logprobs` asks for
+        log-probabilities (`label_probabilities` changes nothing: the request is the same)."""
         if self.workers == 1:
             return [self._complete(p, n) for p, n in zip(prompts, max_new_tokens)]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(self._complete, prompts, max_new_tokens))
+
+
+def _stored(text: str) -> Any:
+    """An output as the cache stores it: the text, or text and p(Yes) at its Yes/No words."""
+    if isinstance(text, ScoredText):
+        return {"text": str(text), "yes_probabilities": sorted(text.yes_probabilities.items())}
+    return text
+
+
+def _restored(value: Any) -> str:
+    if isinstance(value, dict):
+        return ScoredText(value["text"], {int(offset): float(p)
+                                          for offset, p in value["yes_probabilities"]})
+    return value
 
 
 # ---- loading --------------------------------------------------------------------------

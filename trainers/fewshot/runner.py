@@ -20,6 +20,12 @@ the longest prefix of its input lines that fits; line-labelling items (EXT, EVEX
 consecutive windows of whole lines, each numbered from SENT0, and the window predictions are
 stitched with `task.combine`. The same shots serve every window of an item.
 
+Label answers (FAC, EXT, EVEXT) of the paper's Llama and Vicuna styles are read as
+trainers.fewshot.label_reading describes (`label_reading`: "probabilities", their default, the
+Yes/No token probabilities the backend records; or "phrases", the release's phrase rules); the
+report gives the reading and `unreadable_answers`, the answers with no readable label. Other
+styles' answers go through the general parsers (trainers.fewshot.parsers).
+
 Files under `out_dir` (trainers.inference.prediction_io layout): `predictions/<task>.jsonl`
 (official
 records), `outputs/<task>.jsonl` (per prompt: prompt, raw output, parsed prediction, ok, shot
@@ -37,6 +43,7 @@ from dataclasses import asdict
 from tasks.base import ModelInput
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_jsonl
+from trainers.fewshot.label_reading import needs_probabilities, read_labels, resolve_label_reading
 from trainers.fewshot.parsers import parse_fewshot_output
 from trainers.fewshot.planner import (
     PlannedPrompt,
@@ -86,7 +93,7 @@ def backend_failure(task_name: str, chunk: Sequence[PlannedPrompt], instances: S
 
 
 def _generate_missing(task_name: str, plans, done: dict, backend, store, instances, train,
-                      chunk_size) -> int:
+                      chunk_size, label_probabilities: bool = False) -> int:
     """Run the prompts not yet in `done` (in chunks, appended to the partial file)."""
     from tqdm.auto import tqdm
 
@@ -95,7 +102,7 @@ def _generate_missing(task_name: str, plans, done: dict, backend, store, instanc
     with tqdm(total=len(todo), desc="few-shot", unit="prompt", disable=None) as bar:
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start:start + chunk_size]
-            raws = _generate_each(backend, chunk, failed)
+            raws = _generate_each(backend, chunk, failed, label_probabilities)
             rows = [_output_row(plan, instances[plan.instance], train, raw)
                     for plan, raw in zip(chunk, raws) if raw is not None]
             done.update(((row["instance"], row["window"]), row) for row in rows)
@@ -110,38 +117,58 @@ def _generate_missing(task_name: str, plans, done: dict, backend, store, instanc
     return len(todo)
 
 
-def _generate_each(backend, chunk: Sequence[PlannedPrompt], failed: list) -> list[str | None]:
+def _generate_each(backend, chunk: Sequence[PlannedPrompt], failed: list,
+                   label_probabilities: bool = False) -> list[str | None]:
     """The chunk's outputs; when the chunk fails, its prompts one by one: a failing prompt
     gives None and (prompt, error) in `failed`, the others their outputs."""
     try:
-        return _generate(backend, chunk)
+        return _generate(backend, chunk, label_probabilities)
     except Exception as error:
         if len(chunk) == 1:
             failed.append((chunk[0], error))
             return [None]
-    return [output for plan in chunk for output in _generate_each(backend, [plan], failed)]
+    return [output for plan in chunk
+            for output in _generate_each(backend, [plan], failed, label_probabilities)]
 
 
-def _generate(backend, chunk: Sequence[PlannedPrompt]) -> list[str]:
+def _generate(backend, chunk: Sequence[PlannedPrompt],
+              label_probabilities: bool = False) -> list[str]:
+    extra = {"label_probabilities": True} if label_probabilities else {}
     return backend.generate([plan.prompt for plan in chunk],
-                            [plan.max_new_tokens for plan in chunk])
+                            [plan.max_new_tokens for plan in chunk], **extra)
 
 
-def _assemble(task, instances, plans, done) -> tuple[list[dict], list[dict], dict]:
-    """Parse every output, stitch windows, build records; count what did not parse."""
+def _read(task, plan: PlannedPrompt, row: dict, label_reading: str | None) -> tuple:
+    """(prediction, ok, readable) of one output: by the label reading when there is one,
+    else by the general parsers (readable = ok)."""
+    if label_reading is not None:
+        labels = plan.item.extra.get("line_labels")
+        read = read_labels(label_reading, row["raw_output"], row.get("yes_probabilities"),
+                           None if labels is None else len(labels))
+        return read.values, read.ok, read.readable
+    prediction, ok = parse_fewshot_output(
+        task, row["raw_output"], plan.item, cue=plan.prompt.cue, stops=plan.prompt.stops,
+        line_output=plan.prompt.line_output, yes_probabilities=row.get("yes_probabilities"))
+    return prediction, ok, ok
+
+
+def _assemble(task, instances, plans, done, label_reading: str | None = None
+              ) -> tuple[list[dict], list[dict], dict]:
+    """Parse every output, stitch windows, build records; count what did not parse (and,
+    with a label reading, the answers with no readable label)."""
     by_instance: dict[int, list[PlannedPrompt]] = {}
     for plan in plans:
         by_instance.setdefault(plan.instance, []).append(plan)
-    records, outputs, unparseable, bad_items = [], [], 0, 0
+    records, outputs, unparseable, bad_items, unreadable = [], [], 0, 0, 0
     for index, instance in enumerate(instances):
         windows, predictions, inputs = by_instance[index], [], []
         for plan in windows:
             row = dict(done[(plan.instance, plan.window)])
-            prediction, ok = parse_fewshot_output(
-                task, row["raw_output"], plan.item, cue=plan.prompt.cue,
-                stops=plan.prompt.stops, line_output=plan.prompt.line_output,
-                yes_probabilities=row.get("yes_probabilities"))
+            prediction, ok, readable = _read(task, plan, row, label_reading)
             row.update(parsed=prediction, ok=bool(ok))
+            if label_reading is not None:
+                row["readable"] = bool(readable)
+                unreadable += not readable
             outputs.append(row)
             unparseable += not ok
             predictions.append(prediction)
@@ -151,7 +178,10 @@ def _assemble(task, instances, plans, done) -> tuple[list[dict], list[dict], dic
         combined = (task.combine(predictions, instance, inputs) if len(windows) > 1
                     else predictions[0])
         records.append(task.prediction_record(instance, combined))
-    return records, outputs, {"unparseable": unparseable, "unparseable_items": bad_items}
+    counts = {"unparseable": unparseable, "unparseable_items": bad_items}
+    if label_reading is not None:
+        counts.update(label_reading=label_reading, unreadable_answers=unreadable)
+    return records, outputs, counts
 
 
 def _report(task, style, backend, budget, seed, pool, instances, plans, counts) -> dict:
@@ -193,9 +223,11 @@ def context_window(backend) -> int | None:
 
 
 def run_fingerprint(task, style, backend, budget, seed, test_instances, train_instances,
-                    max_prompt_tokens, max_new_tokens) -> dict:
-    """What identifies a few-shot run (a partial file of another run is never resumed)."""
-    return {"runner": "fewshot", "task": task.name, "task_version": task.version,
+                    max_prompt_tokens, max_new_tokens, label_reading: str | None = None) -> dict:
+    """What identifies a few-shot run (a partial file of another run is never resumed); the
+    label reading only where there is one (runs without one keep their fingerprints)."""
+    reading = {"label_reading": label_reading} if label_reading is not None else {}
+    return {**reading, "runner": "fewshot", "task": task.name, "task_version": task.version,
             "style": style.name, "style_spec": digest(asdict(style)),
             "backend": backend.fingerprint(), "budget": budget.as_dict(), "seed": seed,
             "max_prompt_tokens": max_prompt_tokens, "max_new_tokens": max_new_tokens,
@@ -222,14 +254,18 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
                     backend, style: str | PromptStyle, *, seed: int, n_shots: int | None = None,
                     out_dir: str | None = None, max_prompt_tokens: int | None = None,
                     max_new_tokens: int | None = None, resume: bool = True,
-                    chunk_size: int = 32) -> tuple[list[dict], dict]:
+                    chunk_size: int = 32, label_reading: str | None = None
+                    ) -> tuple[list[dict], dict]:
     """Few-shot predictions for `test_instances`: (official prediction records, report).
 
     `report["unparseable"]` counts prompts whose output could not be parsed (their
     prediction is the parser's neutral fallback); `report["generated_this_run"]` counts the
     prompts handed to the backend in this call (its response cache may answer them).
     Prompts are kept within `max_prompt_tokens` and the model's context (module docstring);
-    a backend failure is a SumbenchError naming the task and the items. With `out_dir`,
+    a backend failure is a SumbenchError naming the task and the items. `label_reading`
+    ("probabilities" or "phrases"; None: the style's default) reads FAC, EXT and EVEXT answers
+    of the Llama and Vicuna styles (module docstring); `report["label_reading"]` and
+    `report["unreadable_answers"]` then say how. With `out_dir`,
     files are written as in the module docstring; with `resume`, a finished run with the same
     fingerprint is returned as is and an interrupted one is continued.
     """
@@ -237,11 +273,13 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
     max_prompt_tokens, max_new_tokens = resolve_limits(style, max_prompt_tokens, max_new_tokens)
     test_instances, train_instances = list(test_instances), list(train_instances)
     budget = shot_budget(task.name, n_shots)
+    reading = resolve_label_reading(style, task, label_reading)
+    probabilities = needs_probabilities(reading, backend)
     store = None
     if out_dir is not None:
         store = OutputStore(out_dir, task.name, run_fingerprint(
             task, style, backend, budget, seed, test_instances, train_instances,
-            max_prompt_tokens, max_new_tokens))
+            max_prompt_tokens, max_new_tokens, reading))
         finished = _finished_run(store) if resume else None
         if finished is not None:
             return finished
@@ -250,8 +288,8 @@ def fewshot_predict(task, test_instances: Sequence[dict], train_instances: Seque
                                max_new_tokens=max_new_tokens)
     done = store.load_partial(resume) if store is not None else {}
     generated = _generate_missing(task.name, plans, done, backend, store, test_instances,
-                                  train_instances, max(1, chunk_size))
-    records, outputs, counts = _assemble(task, test_instances, plans, done)
+                                  train_instances, max(1, chunk_size), probabilities)
+    records, outputs, counts = _assemble(task, test_instances, plans, done, reading)
     report = _report(task, style, backend, budget, seed, pool, test_instances, plans, counts)
     report["generated_this_run"] = generated
     if store is not None:

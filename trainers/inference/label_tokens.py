@@ -61,3 +61,26 @@ class YesNoRecorder:
         if not self.steps:
             return []
         return torch.stack(self.steps, dim=1).cpu().tolist()
+
+
+def label_offsets(tokenizer, token_ids, step_probabilities, labels: LabelTokens,
+                  text_length: int | None = None) -> dict[int, float]:
+    """{character offset of the word in the decoded `token_ids`: p(Yes)} at every step whose
+    generated token is the Yes or the No token (`step_probabilities[step]` as a recorder gave
+    it); a token's leading space is not part of its word. Offsets are of
+    `tokenizer.decode(token_ids, skip_special_tokens=True)`; those at or past `text_length`
+    (the text was cut there) are left out."""
+    found: dict[int, float] = {}
+    ids = list(token_ids)
+    for step, token in enumerate(ids):
+        if token not in (labels.yes_id, labels.no_id) or step >= len(step_probabilities):
+            continue
+        before = tokenizer.decode(ids[:step], skip_special_tokens=True)
+        upto = tokenizer.decode(ids[:step + 1], skip_special_tokens=True)
+        if not upto.startswith(before):
+            continue                  # the decoder rewrote earlier text: no offset to give
+        piece = upto[len(before):]
+        offset = len(before) + len(piece) - len(piece.lstrip())
+        if text_length is None or offset < text_length:
+            found[offset] = float(step_probabilities[step])
+    return found

@@ -1,0 +1,98 @@
+"""trainers.encoders.pipeline: what a --model is (read from its files, no weights loaded), the
+model a task starts from (its head, seed and the spec's dropout), and a trained folder found
+and read back, on a tiny random RoBERTa saved as published (RobertaForMaskedLM)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tasks.plumbing.errors import SumbenchError
+from trainers.encoders.heads import save_model
+from trainers.encoders.pipeline import (
+    check_profile_fits,
+    checkpoint_kind,
+    start_model,
+    trained_folder,
+    trained_spec,
+)
+from trainers.encoders.spec import encoder_spec
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def roberta(tmp_path_factory, roberta_tokenizer) -> Path:
+    import torch
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    folder = tmp_path_factory.mktemp("pipeline") / "roberta"
+    config = RobertaConfig(vocab_size=len(roberta_tokenizer), hidden_size=32,
+                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                           max_position_embeddings=130, type_vocab_size=1,
+                           pad_token_id=roberta_tokenizer.pad_token_id, bos_token_id=0,
+                           eos_token_id=2)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        RobertaForMaskedLM(config).save_pretrained(str(folder))
+    roberta_tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def test_a_models_kind_comes_from_its_files(roberta, tmp_path, roberta_tokenizer):
+    assert checkpoint_kind(str(roberta)) == "roberta"
+    (tmp_path / "t5").mkdir()
+    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    assert checkpoint_kind(str(tmp_path / "t5")) == "t5"
+    assert checkpoint_kind("google/flan-t5-large", hub=False) is None  # nothing fetched
+    model = start_model(encoder_spec("roberta-large", "FAC", model=str(roberta)), str(roberta))
+    save_model(model, tmp_path / "runs" / "factuality_classification" / "best",
+               roberta_tokenizer)
+    assert checkpoint_kind(str(tmp_path / "runs" / "factuality_classification" / "best")) == \
+        "encoder-model"
+    assert checkpoint_kind(str(tmp_path / "runs")) == "encoder-runs"
+    assert trained_folder(str(tmp_path / "runs"), "factuality_classification") == \
+        tmp_path / "runs" / "factuality_classification" / "best"
+    assert trained_spec(tmp_path / "runs" / "factuality_classification" / "best") is None
+    with pytest.raises(SumbenchError, match="is a t5 model, but --profile roberta-large"):
+        check_profile_fits(str(tmp_path / "t5"), "roberta-large")
+    with pytest.raises(SumbenchError, match="folder of sumbench encoder models, but --prof"):
+        check_profile_fits(str(tmp_path / "runs"), "flan-t5-large")
+    with pytest.raises(SumbenchError, match="no fine-tuned encoder model for evidence_extr"):
+        trained_folder(str(tmp_path / "runs"), "evidence_extraction")
+
+
+@pytest.mark.parametrize("task, kind", [("FAC", "PairClassifier"), ("EVEXT", "PairClassifier"),
+                                        ("UNSUP", "TokenTagger"),
+                                        ("EXT", "HierarchicalTagger")])
+def test_each_task_starts_from_its_head_seeded_by_the_spec(roberta, task, kind):
+    spec = encoder_spec("roberta-large", task, model=str(roberta), seed=5)
+    first, second = start_model(spec, str(roberta)), start_model(spec, str(roberta))
+    assert first.kind == kind and first.training
+    assert all(value.equal(second.state_dict()[key])
+               for key, value in first.state_dict().items())
+    other = start_model(encoder_spec("roberta-large", task, model=str(roberta), seed=6),
+                        str(roberta))
+    assert not other.head.weight.equal(first.head.weight)
+    assert first.encoder.config.hidden_dropout_prob == 0.1  # the checkpoint's
+
+
+def test_the_specs_dropout_replaces_the_checkpoints_and_ext_pools_as_the_spec_says(roberta):
+    from torch import nn
+
+    spec = encoder_spec("roberta-large", "EXT", model=str(roberta), dropout=0.3,
+                        sentence_pooling="cls")
+    model = start_model(spec, str(roberta))
+    rates = {module.p for module in model.encoder.modules() if isinstance(module, nn.Dropout)}
+    assert rates == {0.3} and model.pooling == "cls"
+    assert model.encoder.config.attention_probs_dropout_prob == 0.3
+
+
+def test_a_saved_model_of_another_tasks_head_is_refused(roberta, tmp_path, roberta_tokenizer):
+    spec = encoder_spec("roberta-large", "UNSUP", model=str(roberta))
+    save_model(start_model(spec, str(roberta)), tmp_path / "unsup", roberta_tokenizer)
+    again = start_model(spec, str(tmp_path / "unsup"))  # fine-tuned further
+    assert again.kind == "TokenTagger"
+    with pytest.raises(SumbenchError, match="holds a TokenTagger, but factuality_class"):
+        start_model(encoder_spec("roberta-large", "FAC"), str(tmp_path / "unsup"))
