@@ -71,6 +71,15 @@ WHAT = {
                      "size in bzip2 and deflate, 60 lines of 333,000 empty lists, plain and "
                      "zipped, 500,000 records), alone and three at once",
                      "refused, peak RSS <= 150 MiB over idle, each attack < 1 s"),
+    "encoder_train_speed@roberta-large": ("EVEXT fine-tuning at roberta-large's shape (random "
+                                          "weights, fp32 on CPU): pairs/s of sumbench's "
+                                          "encoder trainer (length-sorted token-budget "
+                                          "micro-batches) vs a plain `Trainer` padding every "
+                                          "pair to 128, same steps; same loss", ">= 1.5"),
+    "encoder_infer_speed@roberta-large": ("FAC, EVEXT, EXT and UNSUP probabilities at "
+                                          "roberta-large's shape (random weights): "
+                                          "`predict_probabilities` vs one forward per input; "
+                                          "within 1e-5", ">= 3"),
 }
 #: fast paths deleted for gaining less than 1.15x at a real shape, as bench/fast_paths.py
 #: measured them before it went with them: path -> the code that went (lines; test lines)
@@ -140,6 +149,12 @@ def details(line: dict) -> str:
         parts.append(f"{line['items']} items, {line['page_mib']} MiB page: built in "
                      f"{line['build_s']} s, opened in {line['open_s']} s, filtered in "
                      f"{line['filter_s']} s")
+    if "pairs_per_s" in line:
+        parts.append(f"pairs/s {line['pairs_per_s']['ours']} vs "
+                     f"{line['pairs_per_s']['baseline']}")
+    if line.get("benchmark") == "encoder_infer_speed":
+        parts.append(", ".join(f"{task} {figures['ratio']:.2f}x"
+                               for task, figures in line["tasks"].items()))
     if "ceiling_ratio" in line:
         parts.append(f"encoder alone {line['encoder_seconds']:.3f} s: at most "
                      f"{line['ceiling_ratio']:.2f}x here")
