@@ -359,3 +359,29 @@ def test_ext_and_unsup_train_predict_and_score(roberta_tokenizer, data_dir, tmp_
     scores = score_records({task: built})[task]
     assert scores["n_records"] == len(split["validation"]) and scores["length_mismatches"] == 0
     assert all(0.0 <= scores[name] <= 1.0 for name in ("precision", "recall", "f1"))
+
+
+@pytest.mark.parametrize("sizes, batch_size, expected", [
+    ([100, 98, 90, 81, 80, 10], 32, [[0, 1, 2, 3, 4], [5]]),  # 80 * 1.25 = 100: still in
+    ([100, 98, 90, 81, 80, 10], 2, [[0, 1], [2, 3], [4], [5]]),
+    ([50, 50, 50], 32, [[0, 1, 2]]),
+    ([7], 32, [[0]]),
+])
+def test_prediction_batches_keep_similar_sizes_together(sizes, batch_size, expected):
+    from trainers.encoders.training import prediction_batches
+
+    order = np.arange(len(sizes))
+    got = prediction_batches(order, np.array(sizes), batch_size)
+    assert [list(batch) for batch in got] == expected
+
+
+@pytest.mark.parametrize("lengths, max_tokens, expected", [
+    ([3, 3, 4, 5, 9, 10], 8192, [(0, 2), (2, 4), (4, 6)]),  # 4 > 1.25 * 3 closes
+    ([10, 10, 11, 12], 8192, [(0, 4)]),
+    ([10, 10, 11, 12], 30, [(0, 2), (2, 4)]),           # 3 * 11 = 33 > 30
+    ([], 8192, []),
+])
+def test_sentence_chunks_of_similar_length(lengths, max_tokens, expected):
+    from trainers.encoders.heads import length_chunks
+
+    assert [(c.start, c.stop) for c in length_chunks(lengths, max_tokens)] == expected

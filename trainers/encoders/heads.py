@@ -174,6 +174,28 @@ def _token_tagger():
     return _named(TokenTagger)
 
 
+#: sentences encoded at once by the hierarchical tagger: at most this many padded tokens, and
+#: a chunk closes where the next sentence is more than CHUNK_GROWTH times its shortest
+CHUNK_TOKENS, CHUNK_GROWTH = 8192, 1.25
+
+
+def length_chunks(sorted_lengths: list[int], max_tokens: int = CHUNK_TOKENS,
+                  growth: float = CHUNK_GROWTH) -> list[slice]:
+    """Slices of ascending lengths into chunks of similar length: a chunk closes before the
+    next length would take its padded size past `max_tokens` or exceed `growth` times its
+    first length (padding stays small wherever lengths spread)."""
+    chunks, start = [], 0
+    for index, length in enumerate(sorted_lengths):
+        first = sorted_lengths[start]
+        if index > start and ((index - start + 1) * length > max_tokens or
+                              length > growth * max(first, 1)):
+            chunks.append(slice(start, index))
+            start = index
+    if sorted_lengths:
+        chunks.append(slice(start, len(sorted_lengths)))
+    return chunks
+
+
 def pool_sentences(hidden, attention_mask, pooling: str = "mean"):
     """Sentence vectors (sentences, hidden) from final hidden states (sentences, tokens,
     hidden): the mean over each sentence's non-padding tokens, or the `<s>` state ("cls")."""
@@ -229,10 +251,21 @@ def _hierarchical_tagger():
             return {"pooling": self.pooling, "lstm_size": self.lstm_size}
 
         def sentence_vectors(self, input_ids, attention_mask):
-            """(sentences, hidden) vectors of sentences given as (sentences, tokens)."""
-            hidden = self.encoder(input_ids=input_ids,
-                                  attention_mask=attention_mask).last_hidden_state
-            return pool_sentences(hidden, attention_mask, self.pooling)
+            """(sentences, hidden) vectors of sentences given as (sentences, tokens), encoded
+            shortest to longest in chunks of similar length, each cut to its own longest
+            sentence (a sentence's vector does not depend on its padding)."""
+            lengths = attention_mask.sum(-1)
+            order = torch.argsort(lengths, stable=True)
+            vectors = []
+            for chunk in length_chunks(lengths[order].tolist()):
+                rows = order[chunk]
+                width = int(lengths[rows].max())
+                mask = attention_mask[rows, :width]
+                hidden = self.encoder(input_ids=input_ids[rows, :width],
+                                      attention_mask=mask).last_hidden_state
+                vectors.append(pool_sentences(hidden, mask, self.pooling))
+            pooled = torch.cat(vectors)
+            return pooled[torch.argsort(order)]
 
         def forward(self, input_ids, attention_mask, sentence_mask):
             lengths = sentence_lengths(sentence_mask)

@@ -307,11 +307,30 @@ def _rows_out(kind: str, features: Sequence[Any], piece: np.ndarray, probabiliti
     return [row[:width] for row, width in zip(probabilities.tolist(), widths)]
 
 
+#: a prediction batch closes where the next input is this many times smaller than its first
+PREDICTION_GROWTH = 1.25
+
+
+def prediction_batches(order: np.ndarray, sizes: np.ndarray, batch_size: int,
+                       growth: float = PREDICTION_GROWTH) -> list[np.ndarray]:
+    """`order` (largest first) in batches of at most `batch_size` inputs of similar size: a
+    batch closes before an input `growth` times smaller than its first, so padding stays
+    small however the lengths spread (one input at a time pads nothing)."""
+    batches, start = [], 0
+    for position in range(1, len(order) + 1):
+        if position == len(order) or position - start == batch_size or \
+                sizes[order[position]] * growth < sizes[order[start]]:
+            batches.append(order[start:position])
+            start = position
+    return batches
+
+
 def predict_probabilities(model, features: Sequence[Any], tokenizer=None, batch_size: int = 32,
                           *, precision: str = "fp32", progress: bool = False) -> list:
     """σ(logit) per pair (a float each), per token (a list per input, one per input id) or per
     sentence (a list per article; [] for an article without sentences), in input order.
-    Batches of `batch_size` inputs, longest first; the model is left in eval mode."""
+    Batches of at most `batch_size` inputs of similar size, longest first
+    (`prediction_batches`); the model is left in eval mode."""
     import torch
     from tqdm.auto import tqdm
 
@@ -328,9 +347,8 @@ def predict_probabilities(model, features: Sequence[Any], tokenizer=None, batch_
     results: list[Any] = [[] for _ in features]
     model.eval()
     with torch.no_grad():
-        for start in tqdm(range(0, len(order), batch_size), desc="predicting", unit="batch",
-                          disable=None if progress else True):
-            piece = order[start:start + batch_size]
+        for piece in tqdm(prediction_batches(order, longest * rows, batch_size),
+                          desc="predicting", unit="batch", disable=None if progress else True):
             batch = _to_device(collate(features, piece, pad_id), device)
             with _autocast(device, dtype):
                 logits = logits_of(model, batch)
