@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark.commands.options import given_or_default, training_device
 from benchmark.results import RunSpec, build_results, prediction_entries, write_results
 from benchmark.run import (
     Log,
@@ -34,8 +35,8 @@ from benchmark.run import (
     run_seeds,
     stderr_log,
 )
-from tasks import get_task
-from tasks.plumbing.errors import SumbenchError
+from tasks import get_task, parse_task_list
+from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json, write_json, write_jsonl
 from tasks.plumbing.provenance import provenance
 from tasks.scoring import score_files
@@ -49,6 +50,7 @@ from trainers.encoders.pipeline import (
 )
 from trainers.encoders.spec import ENCODER_PROFILES, EncoderSpec, encoder_spec, encoder_task_name
 from trainers.encoders.training import BEST_FOLDER, RESULT_FILE
+from trainers.inference.generation import resolve_device
 
 #: spec fields no option may set (the run decides them)
 FIXED_FIELDS = ("profile", "task", "model")
@@ -176,7 +178,6 @@ def run_encoder_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = 
                           extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """`benchmark.run.run_benchmark` of an encoder profile: every check before DIR is
     written, then per task train (or find the trained model), predict, and score."""
-    from trainers.inference.generation import resolve_device
 
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
@@ -237,8 +238,6 @@ def _shown(path: Path, out: Path) -> str:
 # ---- sumbench train ------------------------------------------------------------------------
 def train_command(args, profile: str) -> int:
     """`sumbench train` with an encoder profile: OUT/<task>/ per task."""
-    from benchmark.commands.options import given_or_default, training_device
-    from tasks import parse_task_list
 
     for flag, value in (("--lora", args.lora), ("--train-fraction", args.train_fraction),
                         ("--mixing", args.mixing), ("--max-steps", args.max_steps),
@@ -278,7 +277,6 @@ def train_command(args, profile: str) -> int:
 
 
 def read_spec_fields(path: str) -> dict:
-    from tasks.plumbing.errors import DataError, json_type
 
     values = read_json(path, what="spec file")
     if not isinstance(values, dict):
@@ -304,9 +302,6 @@ CONFIG_FILE = "predict_config.json"
 def predict_command(args, profile: str) -> int:
     """`sumbench predict` with an encoder profile (or an encoder model folder): per task the
     trained model of --model, OUT/predictions/<task>.jsonl and OUT/predict_config.json."""
-    from benchmark.commands.options import given_or_default
-    from tasks import parse_task_list
-    from trainers.inference.generation import resolve_device
 
     given = [name for name in SEQ2SEQ_PREDICT_OPTIONS if getattr(args, name, None) is not None]
     if args.no_clean_up_spaces:

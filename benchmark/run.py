@@ -31,7 +31,7 @@ from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_jsonl
 from tasks.scoring import score_files
 from tasks.usb.derive import build_task_datasets, reusable_build
-from trainers.encoders.pipeline import check_profile_fits, is_encoder_profile
+from trainers.encoders.pipeline import check_profile_fits
 from trainers.fewshot.backends import chat_backend, load_hf_backend
 from trainers.fewshot.official import official_predict
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE
@@ -72,12 +72,8 @@ class RunState:
 
 def run_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = False,
                   extra_config: dict | None = None, log: Log = stderr_log) -> dict:
-    """Run every stage and write DIR/results.json; returns the results document."""
-    if spec.mode == "finetune" and is_encoder_profile(spec.profile):
-        from benchmark.encoder_run import run_encoder_benchmark
-
-        return run_encoder_benchmark(spec, out_dir, resume=resume, extra_config=extra_config,
-                                     log=log)
+    """Run every stage and write DIR/results.json; returns the results document. (An encoder
+    profile's run is benchmark.encoder_run.run_encoder_benchmark's.)"""
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     fspec = finetune_spec(spec) if spec.mode == "finetune" else None  # bad values fail here

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from benchmark.commands import command_help, positive_int
 from benchmark.commands.options import add_option, add_options, given_or_default
+from benchmark.encoder_run import predict_command
 from tasks import get_task, parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json, write_json
@@ -108,8 +109,6 @@ def spec_file_fields(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     profile = encoder_profile_of(args)
     if profile is not None:  # a fine-tuned RoBERTa per task
-        from benchmark.encoder_run import predict_command
-
         return predict_command(args, profile)
     spec = build_spec(args)
     resolve_device(spec.device)  # a device torch cannot use here fails before anything loads

@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmark.commands import command_help, non_negative_int, positive_float
 from benchmark.commands.config_file import RUN_CONFIG, effective_options
 from benchmark.commands.options import add_option, given_or_default, training_device
-from benchmark.encoder_run import check_run_spec, specs_json
+from benchmark.encoder_run import check_run_spec, run_encoder_benchmark, specs_json
 from benchmark.results import (
     MODES,
     RESULTS_FILE,
@@ -182,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
         print(spec.to_json())
         return 0
 
-    results = run_benchmark(spec, args.out, resume=args.resume)
+    run = run_encoder_benchmark if spec.mode == "finetune" and \
+        is_encoder_profile(spec.profile) else run_benchmark
+    results = run(spec, args.out, resume=args.resume)
     record_run_config(args, args.out)
     print_results(results, args.out)
     return 0

@@ -12,6 +12,7 @@ import sys
 from benchmark.cli import INTERRUPTED, TERMINATED, Terminated, sigterm_as_interrupt
 from benchmark.commands import command_help, fraction
 from benchmark.commands.options import add_option, add_options, given_or_default, training_device
+from benchmark.encoder_run import train_command
 from tasks import parse_task_list
 from tasks.plumbing.errors import DataError, SumbenchError, json_type
 from tasks.plumbing.io import read_json
@@ -85,8 +86,6 @@ def read_spec_file(path: str) -> dict:
 def run_train(args: argparse.Namespace) -> int:
     profile = given_or_default(args, "profile")
     if is_encoder_profile(profile):  # one RoBERTa per task: OUT/<task>/
-        from benchmark.encoder_run import train_command
-
         return train_command(args, profile)
     parse_task_list(args.tasks)  # a bad list or device fails before anything loads
     device = training_device(args)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
+from tasks.scoring import score_records
 from trainers.encoders.heads import (
     ENCODER_FOLDER,
     HEAD_FILE,
@@ -41,7 +42,15 @@ from trainers.encoders.inputs import (
 )
 from trainers.encoders.records import evext_records, ext_records, fac_records, unsup_records
 from trainers.encoders.spec import ENCODER_PROFILES, ENCODER_TASKS, EncoderSpec
-from trainers.encoders.training import BEST_FOLDER, RESULT_FILE, predict_probabilities
+from trainers.encoders.training import (
+    BEST_FOLDER,
+    DEFAULT_TOKENS_PER_MICROBATCH,
+    RESULT_FILE,
+    predict_probabilities,
+    train_encoder,
+)
+from trainers.inference.generation import resolve_device
+from trainers.models.model_loading import check_model_source, load_errors, load_failure
 
 #: what `checkpoint_kind` calls a sumbench encoder model folder and a folder of training runs
 ENCODER_MODEL, ENCODER_RUNS = "encoder-model", "encoder-runs"
@@ -81,7 +90,6 @@ def checkpoint_kind(model: str, revision: str | None = None, *, hub: bool = True
         return None
     from transformers import AutoConfig
 
-    from trainers.models.model_loading import check_model_source, load_errors, load_failure
 
     check_model_source(str(model), "model")
     try:
@@ -145,7 +153,6 @@ def load_tokenizer(model: str, revision: str | None = None):
     refused in one line."""
     from transformers import AutoTokenizer
 
-    from trainers.models.model_loading import load_errors, load_failure
 
     folder = Path(str(model)).expanduser()
     if (folder / HEAD_FILE).is_file():
@@ -223,7 +230,6 @@ def trained_spec(folder: Path) -> EncoderSpec | None:
 # ---- train and predict -------------------------------------------------------------------
 def score_of(spec: EncoderSpec, records: Sequence[dict]) -> dict:
     """The official scorer's numbers of one task's prediction records."""
-    from tasks.scoring import score_records
 
     return score_records({spec.task: records})[spec.task]
 
@@ -251,8 +257,6 @@ def train_task(spec: EncoderSpec, model: str, train: Sequence[dict],
                progress: bool = True) -> Path:
     """Fine-tune `model` on the train records (every epoch scored on `validation`, the best
     kept; None: the last epoch); returns `out_dir/best`."""
-    from trainers.encoders.training import DEFAULT_TOKENS_PER_MICROBATCH, train_encoder
-    from trainers.inference.generation import resolve_device
 
     tokenizer = load_tokenizer(model, revision)
     features = task_features(spec, train, tokenizer, paths[0])
@@ -269,7 +273,6 @@ def predict_task(spec: EncoderSpec, folder: str | Path, records: Sequence[dict],
                  device: str = "auto", batch_size: int = 32, path: str | None = None,
                  progress: bool = False) -> list[dict]:
     """The official prediction records of `records` by the fine-tuned model in `folder`."""
-    from trainers.inference.generation import resolve_device
 
     model = load_model(folder)
     check_task_model(model, spec, str(folder))
