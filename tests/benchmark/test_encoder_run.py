@@ -29,14 +29,12 @@ def models(tmp_path_factory, roberta_tokenizer) -> dict[str, Path]:
     """A tiny random RoBERTa saved as published (RobertaForMaskedLM) with its tokenizer, and a
     folder whose config.json says T5 (no weights: the check reads the config only)."""
     import torch
-    from transformers import RobertaConfig, RobertaForMaskedLM
+    from transformers import RobertaForMaskedLM
+
+    from trainers.models.tiny import tiny_roberta_config
 
     root = tmp_path_factory.mktemp("encoder-models")
-    config = RobertaConfig(vocab_size=len(roberta_tokenizer), hidden_size=32,
-                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                           max_position_embeddings=514, type_vocab_size=1,
-                           pad_token_id=roberta_tokenizer.pad_token_id, bos_token_id=0,
-                           eos_token_id=2)
+    config = tiny_roberta_config(len(roberta_tokenizer), roberta_tokenizer.pad_token_id)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = RobertaForMaskedLM(config)

@@ -27,13 +27,9 @@ PAD = 1  # RoBERTa's: <s>=0, <pad>=1, </s>=2
 
 
 def tiny_config(dropout: float = 0.1):
-    from transformers import RobertaConfig
+    from trainers.models.tiny import tiny_roberta_config
 
-    return RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, intermediate_size=64,
-                         max_position_embeddings=MAX_TOKENS + 2, type_vocab_size=1,
-                         pad_token_id=PAD, bos_token_id=0, eos_token_id=2,
-                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    return tiny_roberta_config(VOCAB, PAD, MAX_TOKENS, dropout)
 
 
 def encoder(seed: int = 0, dropout: float = 0.1):

@@ -25,14 +25,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def roberta(tmp_path_factory, roberta_tokenizer) -> Path:
     import torch
-    from transformers import RobertaConfig, RobertaForMaskedLM
+    from transformers import RobertaForMaskedLM
+
+    from trainers.models.tiny import tiny_roberta_config
 
     folder = tmp_path_factory.mktemp("pipeline") / "roberta"
-    config = RobertaConfig(vocab_size=len(roberta_tokenizer), hidden_size=32,
-                           num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                           max_position_embeddings=130, type_vocab_size=1,
-                           pad_token_id=roberta_tokenizer.pad_token_id, bos_token_id=0,
-                           eos_token_id=2)
+    config = tiny_roberta_config(len(roberta_tokenizer), roberta_tokenizer.pad_token_id, 128)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         RobertaForMaskedLM(config).save_pretrained(str(folder))

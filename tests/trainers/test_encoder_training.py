@@ -49,13 +49,9 @@ MAX_TOKENS = 128
 
 
 def tiny_model(tokenizer, kind: str = "PairClassifier", dropout: float = 0.0, seed: int = 0):
-    from transformers import RobertaConfig
+    from trainers.models.tiny import tiny_roberta_config
 
-    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                           num_attention_heads=2, intermediate_size=64,
-                           max_position_embeddings=MAX_TOKENS + 2, type_vocab_size=1,
-                           pad_token_id=tokenizer.pad_token_id, bos_token_id=0, eos_token_id=2,
-                           hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    config = tiny_roberta_config(len(tokenizer), tokenizer.pad_token_id, MAX_TOKENS, dropout)
     options = {"lstm_size": 8} if kind == "HierarchicalTagger" else {}
     return heads.model_class(kind)(build_random_encoder(config, seed), seed=seed, **options)
 

@@ -277,3 +277,16 @@ def build_tiny_roberta_tokenizer(texts: Iterable[str], vocab_size: int = 800,
         sep_token="</s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>",
         model_max_length=model_max_length, padding_side="right",
         clean_up_tokenization_spaces=False)
+
+
+def tiny_roberta_config(vocab_size: int, pad_token_id: int = 1, max_tokens: int = 512,
+                        dropout: float = 0.1, hidden_size: int = 32):
+    """A RobertaConfig sized for CPU tests (2 layers, 2 heads), RoBERTa's special ids
+    (`<s>` 0, `</s>` 2) and `max_tokens` usable positions (RoBERTa's padding offset of 2)."""
+    from transformers import RobertaConfig
+
+    return RobertaConfig(vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=2 * hidden_size,
+                         max_position_embeddings=max_tokens + 2, type_vocab_size=1,
+                         pad_token_id=pad_token_id, bos_token_id=0, eos_token_id=2,
+                         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
