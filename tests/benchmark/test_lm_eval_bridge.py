@@ -78,7 +78,8 @@ def test_lm_eval_generates_and_scores_as_sumbench_does(exported, tiny_causal, da
     code, _, err = sumbench(capsys, "run", "--mode", "fewshot", "--fewshot-backend",
                             "hf-causal", "--model", tiny_causal, "--tasks", ",".join(TASKS),
                             "--data", data_dir, "--batch-size", "1", "--device", "cpu",
-                            "--max-new-tokens", "24", "--out", tmp_path / "run")
+                            "--max-new-tokens", "24", "--label-reading", "phrases",
+                            "--out", tmp_path / "run")
     assert code == 0, err
     run = json.loads((tmp_path / "run" / "results.json").read_text())
     (reported,) = (tmp_path / "lm-eval").glob("*/results_*.json")

@@ -31,6 +31,7 @@ from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import iter_jsonl, write_jsonl
 from tasks.scoring import score_records
 from trainers.fewshot.backends import CausalLMBackend
+from trainers.fewshot.label_reading import read_labels, resolve_label_reading
 from trainers.fewshot.parsers import parse_fewshot_output
 from trainers.fewshot.prompts import get_style
 from trainers.fewshot.runner import plan_prompts
@@ -54,7 +55,7 @@ def task_metrics(task) -> list[str]:
     return ["headline", *task.metric_names]
 
 
-def documents(task, plans: Sequence[Any], instances: Sequence[dict]) -> list[dict]:
+def documents(task, plans: Sequence[Any], instances: Sequence[dict], style) -> list[dict]:
     """One lm-eval document per planned prompt (refusing what lm-eval cannot express)."""
     if not plans:
         raise SumbenchError(f"{task.name}: no test items to export")
@@ -75,8 +76,16 @@ def documents(task, plans: Sequence[Any], instances: Sequence[dict]) -> list[dic
                      "line_output": plan.prompt.line_output, "kept_lines": plan.kept_lines,
                      "shots": list(plan.shots), "max_new_tokens": plan.max_new_tokens,
                      "item": {"content": item.content, "output": item.output, "cue": item.cue,
-                              "extra": item.extra}})
+                              "extra": item.extra},
+                     "label_reading": bridge_label_reading(style, task)})
     return docs
+
+
+def bridge_label_reading(style, task) -> str | None:
+    """How a label task's answers are read under lm-eval: the release's phrase rules where the
+    style reads Yes/No labels (lm-eval's generate_until keeps no label probabilities), else
+    None (sumbench's general parsers)."""
+    return "phrases" if resolve_label_reading(style, task, None) else None
 
 
 def task_config(task, data_file: Path, docs: Sequence[dict]) -> str:
@@ -123,7 +132,13 @@ def doc_to_target(doc: Mapping) -> str:
 
 
 def parsed_prediction(doc: Mapping, output: str) -> tuple[Any, bool]:
-    """sumbench's few-shot parser on one generated output."""
+    """sumbench's few-shot parser on one generated output (its label reading, when the
+    document names one)."""
+    if doc.get("label_reading"):
+        labels = doc["item"].get("extra", {}).get("line_labels")
+        read = read_labels(doc["label_reading"], output, None,
+                           None if labels is None else len(labels))
+        return read.values, read.ok
     item = FewShotParts(**doc["item"])
     return parse_fewshot_output(get_task(doc["task"]), output, item, cue=doc["cue"],
                                 stops=doc["stops"], line_output=doc["line_output"])
@@ -256,7 +271,7 @@ def export_tasks(out: str | Path, task_names: Sequence[str], *, data_dir: str | 
                                 max_prompt_tokens=max_prompt_tokens,
                                 max_new_tokens=max_new_tokens)
         try:
-            docs = documents(task, plans, test)
+            docs = documents(task, plans, test, chosen)
             config = task_config(task, out / "data" / f"{task.name}.jsonl", docs)
         except SumbenchError as error:
             refused[task.name] = str(error)
@@ -296,5 +311,7 @@ def readme(summary: Mapping, out: Path) -> str:
             f"```\n\n`{summary['model_args'].split(',', 1)[1]}` makes lm-eval encode prompts "
             f"as sumbench does with this tokenizer and give them the model's context. Label "
             f"tasks are scored from the generated Yes/No (lm-eval's generate_until keeps no "
-            f"label probabilities).\n\n"
+            f"label probabilities), by the release's phrase rules for the paper's Llama and "
+            f"Vicuna styles (`sumbench run --label-reading phrases` reads them the same way)."
+            f"\n\n"
             + (f"## Not exported\n\n{refused}" if refused else ""))
