@@ -178,7 +178,6 @@ def run_encoder_benchmark(spec: RunSpec, out_dir: str | Path, *, resume: bool = 
                           extra_config: dict | None = None, log: Log = stderr_log) -> dict:
     """`benchmark.run.run_benchmark` of an encoder profile: every check before DIR is
     written, then per task train (or find the trained model), predict, and score."""
-
     out = Path(out_dir).resolve()
     spec = canonical_spec(spec)
     specs = check_run_spec(spec)
@@ -238,7 +237,6 @@ def _shown(path: Path, out: Path) -> str:
 # ---- sumbench train ------------------------------------------------------------------------
 def train_command(args, profile: str) -> int:
     """`sumbench train` with an encoder profile: OUT/<task>/ per task."""
-
     for flag, value in (("--lora", args.lora), ("--train-fraction", args.train_fraction),
                         ("--mixing", args.mixing), ("--max-steps", args.max_steps),
                         ("--compile", args.compile)):
@@ -302,7 +300,6 @@ CONFIG_FILE = "predict_config.json"
 def predict_command(args, profile: str) -> int:
     """`sumbench predict` with an encoder profile (or an encoder model folder): per task the
     trained model of --model, OUT/predictions/<task>.jsonl and OUT/predict_config.json."""
-
     given = [name for name in SEQ2SEQ_PREDICT_OPTIONS if getattr(args, name, None) is not None]
     if args.no_clean_up_spaces:
         given.append("no_clean_up_spaces")

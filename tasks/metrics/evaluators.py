@@ -229,8 +229,9 @@ def score_summaries(evaluator: Evaluator | Callable, summaries: Sequence[str],
     sources when it reads them."""
     evaluator = as_evaluator(name, evaluator)
     name = evaluator.name or name
-    if evaluator.problem():
-        raise SumbenchError(evaluator.problem())
+    problem = evaluator.problem()
+    if problem:
+        raise SumbenchError(problem)
     lists = reference_lists(references, len(summaries), name)
     if evaluator.reads_sources:
         if sources is None:

@@ -230,7 +230,6 @@ def trained_spec(folder: Path) -> EncoderSpec | None:
 # ---- train and predict -------------------------------------------------------------------
 def score_of(spec: EncoderSpec, records: Sequence[dict]) -> dict:
     """The official scorer's numbers of one task's prediction records."""
-
     return score_records({spec.task: records})[spec.task]
 
 
@@ -257,7 +256,6 @@ def train_task(spec: EncoderSpec, model: str, train: Sequence[dict],
                progress: bool = True) -> Path:
     """Fine-tune `model` on the train records (every epoch scored on `validation`, the best
     kept; None: the last epoch); returns `out_dir/best`."""
-
     tokenizer = load_tokenizer(model, revision)
     features = task_features(spec, train, tokenizer, paths[0])
     evaluate = None if validation is None else \
@@ -273,7 +271,6 @@ def predict_task(spec: EncoderSpec, folder: str | Path, records: Sequence[dict],
                  device: str = "auto", batch_size: int = 32, path: str | None = None,
                  progress: bool = False) -> list[dict]:
     """The official prediction records of `records` by the fine-tuned model in `folder`."""
-
     model = load_model(folder)
     check_task_model(model, spec, str(folder))
     model = model.to(resolve_device(device))

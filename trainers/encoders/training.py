@@ -46,6 +46,7 @@ from trainers.encoders.batches import (
 from trainers.encoders.heads import TASK_MODELS, save_model
 from trainers.encoders.inputs import IGNORED
 from trainers.encoders.spec import EncoderSpec
+from trainers.finetuning.finetune import decay_groups
 
 #: padded tokens per micro-batch by default (32 inputs of 512 tokens, or 128 EVEXT pairs)
 DEFAULT_TOKENS_PER_MICROBATCH = 16384
@@ -140,11 +141,7 @@ def build_optimizer(spec: EncoderSpec, model, total_steps: int):
     import torch
     from transformers import get_scheduler
 
-    trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
-    groups = [{"params": [p for p in trainable if p.ndim >= 2],
-               "weight_decay": spec.weight_decay},
-              {"params": [p for p in trainable if p.ndim < 2], "weight_decay": 0.0}]
-    optimizer = torch.optim.AdamW([group for group in groups if group["params"]],
+    optimizer = torch.optim.AdamW(decay_groups(model, spec.weight_decay),
                                   lr=spec.learning_rate, betas=tuple(spec.adam_betas),
                                   eps=spec.adam_epsilon)
     scheduler = get_scheduler("linear", optimizer,

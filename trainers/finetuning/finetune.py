@@ -245,18 +245,23 @@ def prepare_for_training(model, spec: FinetuneSpec, checkpointing: bool | None =
     return model.train()
 
 
+def decay_groups(model, weight_decay: float) -> list[dict]:
+    """AdamW's parameter groups of the trainable weights: `weight_decay` on matrices, none on
+    biases and norms (empty groups left out)."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in trainable if p.ndim >= 2], "weight_decay": weight_decay},
+              {"params": [p for p in trainable if p.ndim < 2], "weight_decay": 0.0}]
+    return [group for group in groups if group["params"]]
+
+
 def build_optimizer(model, spec: FinetuneSpec, total_steps: int, device=None):
     """AdamW over the trainable weights (no decay on biases / norms; fused into one kernel on
     a CUDA device) and the LR schedule."""
     import torch
     from transformers import get_scheduler
 
-    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    groups = [{"params": [p for _, p in trainable if p.ndim >= 2],
-               "weight_decay": spec.weight_decay},
-              {"params": [p for _, p in trainable if p.ndim < 2], "weight_decay": 0.0}]
     fused = getattr(device, "type", None) == "cuda"
-    optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=spec.learning_rate,
+    optimizer = torch.optim.AdamW(decay_groups(model, spec.weight_decay), lr=spec.learning_rate,
                                   **({"fused": True} if fused else {}))
     warmup = math.ceil(spec.warmup_ratio * total_steps)
     name = "constant_with_warmup" if spec.lr_scheduler == "constant" else spec.lr_scheduler
