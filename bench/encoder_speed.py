@@ -411,7 +411,7 @@ def max_difference(ours: list, theirs: list) -> float:
 def infer_part(args, encoder) -> tuple[dict, dict]:
     import torch
 
-    from trainers.encoders.training import predict_probabilities
+    from trainers.encoders.prediction import predict_probabilities
 
     tasks = task_models_and_inputs(encoder, args.records, args.seed)
     per_task, figures = {}, {}

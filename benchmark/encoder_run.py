@@ -48,10 +48,14 @@ from trainers.encoders.pipeline import (
     trained_folder,
     trained_spec,
 )
+from trainers.encoders.resume import RESUME_FOLDER, STATE_FILE
 from trainers.encoders.spec import ENCODER_PROFILES, EncoderSpec, encoder_spec, encoder_task_name
 from trainers.encoders.training import BEST_FOLDER, RESULT_FILE
 from trainers.inference.generation import resolve_device
 
+EXT = "extractive_summarization"
+#: spec fields only EXT's spec takes (`--set` gives them to EXT when several tasks run)
+EXT_ONLY_FIELDS = ("long_articles",)
 #: spec fields no option may set (the run decides them)
 FIXED_FIELDS = ("profile", "task", "model")
 #: a training option that is not a spec field but goes to the trainer
@@ -105,12 +109,18 @@ def task_specs(profile: str, tasks: Sequence[str], model: str, seed: int | None,
                overrides: Mapping[str, Any] | Sequence[tuple[str, Any]] = ()
                ) -> dict[str, EncoderSpec]:
     """{task: its encoder spec}: the profile's Table 10 row, the model and seed, then the
-    overrides. A task no encoder profile runs is refused in one line."""
+    overrides (EXT's own fields to EXT only). A task no encoder profile runs is refused in
+    one line."""
     folders = [encoder_task_name(name) for name in tasks]
     values, _ = split_overrides(overrides)
     if seed is not None:
         values = {"seed": int(seed), **values}
-    return {folder: encoder_spec(profile, folder, model=model, **values) for folder in folders}
+    given = [name for name in EXT_ONLY_FIELDS if name in values]
+    if given and EXT not in folders:
+        raise SumbenchError(f"{given[0]} is an EXT setting, and --tasks has no EXT")
+    return {folder: encoder_spec(profile, folder, model=model, **{
+        name: value for name, value in values.items()
+        if folder == EXT or name not in EXT_ONLY_FIELDS}) for folder in folders}
 
 
 def specs_json(specs: Mapping[str, EncoderSpec]) -> str:
@@ -155,8 +165,12 @@ def train_one(spec: EncoderSpec, data_dir: str | None, variant: str, folder: Pat
     if resume and finished_training(folder, spec):
         log(f"training: finished run found in {folder}, skipping")
         return folder / BEST_FOLDER
-    if resume and folder.exists():
-        log(f"training: {folder} holds an unfinished training; starting it over")
+    saved = resume and (folder / RESUME_FOLDER / STATE_FILE).is_file()
+    if saved:
+        log(f"training: resuming the interrupted training in {folder}")
+    elif resume and folder.exists():
+        log(f"training: {folder} holds an unfinished training that saved no state; starting "
+            f"it over")
         shutil.rmtree(folder)
     task = get_task(spec.task)
     train = list(task.load("train", variant, data_dir))
@@ -164,7 +178,8 @@ def train_one(spec: EncoderSpec, data_dir: str | None, variant: str, folder: Pat
     log(f"training: fine-tuning {spec.model} ({TASK_MODELS[spec.task]}) on {spec.task} in "
         f"{folder}")
     return train_task(spec, spec.model, train, validation, folder, revision=revision,
-                      device=device, batch_size=batch_size, tokens_per_microbatch=budget)
+                      device=device, batch_size=batch_size, tokens_per_microbatch=budget,
+                      resume=saved)
 
 
 def training_record(folder: Path, spec: EncoderSpec) -> dict:
@@ -237,8 +252,7 @@ def _shown(path: Path, out: Path) -> str:
 # ---- sumbench train ------------------------------------------------------------------------
 def train_command(args, profile: str) -> int:
     """`sumbench train` with an encoder profile: OUT/<task>/ per task."""
-    for flag, value in (("--lora", args.lora), ("--train-fraction", args.train_fraction),
-                        ("--mixing", args.mixing), ("--max-steps", args.max_steps),
+    for flag, value in (("--lora", args.lora), ("--mixing", args.mixing),
                         ("--compile", args.compile)):
         if value:
             raise SumbenchError(f"{flag} is a seq2seq fine-tuning option; encoder profiles "
@@ -250,6 +264,9 @@ def train_command(args, profile: str) -> int:
     device = training_device(args)
     model = args.model or ENCODER_PROFILES[profile]
     overrides = list(read_spec_fields(args.spec).items()) if args.spec else []
+    overrides += [(name, value) for name, value in (("train_fraction", args.train_fraction),
+                                                    ("max_steps", args.max_steps))
+                  if value is not None]
     overrides += list(args.overrides)
     if args.tokens_per_microbatch is not None:
         overrides.append((MICROBATCH, args.tokens_per_microbatch))
@@ -265,13 +282,33 @@ def train_command(args, profile: str) -> int:
         if taken:
             raise SumbenchError(f"{out / taken[0]} exists; pass --resume to continue, or "
                                 f"choose another output folder")
+    trained = {}
     for task, spec in specs.items():
         best = train_one(spec, args.data, variant, out / task, revision=args.revision,
                          device=device, batch_size=DEFAULT_BATCH, budget=budget,
                          select=(args.early_stopping or "metric") == "metric",
                          resume=args.resume, log=_command_log("train"))
+        trained[task] = best.relative_to(out).as_posix()
         print(best)
+    write_trained_folder(out, specs, trained, variant)
     return 0
+
+
+def write_trained_folder(out: Path, specs: Mapping[str, EncoderSpec], trained: dict[str, str],
+                         variant: str) -> None:
+    """OUT/train_result.json once every task is trained: the folder's models by task (what
+    `run --training none --model OUT` predicts with; those of earlier commands into OUT
+    kept), their specs, and provenance. `final` is the folder itself, as experiments read
+    it."""
+    earlier = read_json(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else {}
+    if not isinstance(earlier, dict) or earlier.get("kind") != "encoder":
+        earlier = {}
+    models = {**(earlier.get("models") or {}), **trained}
+    config = {"kind": "encoder", "variant": variant,
+              "specs": {**(earlier.get("specs") or {}),
+                        **{task: spec.to_dict() for task, spec in specs.items()}}}
+    write_json(out / RESULT_FILE, {"kind": "encoder", "final": ".", "models": models,
+                                   "specs": config["specs"], "provenance": provenance(config)})
 
 
 def read_spec_fields(path: str) -> dict:

@@ -27,6 +27,7 @@ from benchmark.commands import command_help, positive_int
 from benchmark.commands.options import HEURISTIC_TASKS, add_option, given_or_default
 from benchmark.commands.run import local_or_id
 from benchmark.commands.train import build_spec
+from benchmark.encoder_run import task_specs
 from benchmark.experiments.common import ModelSettings
 from benchmark.experiments.data import DataSource
 from benchmark.experiments.fractions import FractionsSpec
@@ -50,6 +51,8 @@ from benchmark.experiments.transfer import TransferSpec
 from leaderboard.client import submit_run_folder
 from tasks import DEFAULT_SUITE, get_task, parse_task_list, task_names
 from tasks.plumbing.errors import SumbenchError
+from trainers.encoders.pipeline import is_encoder_profile
+from trainers.encoders.spec import ENCODER_TASKS
 from trainers.finetuning.distributed import check_training_device_name
 from trainers.models.model_loading import check_model_source
 
@@ -137,6 +140,8 @@ def _settings(args, default_tasks: tuple[str, ...] = ("all",)):
     its default when not given; the tasks canonical (`default_tasks` when not given)."""
     values = {name: getattr(args, name, None)
               for name in (spec_field.name for spec_field in dataclasses.fields(ModelSettings))}
+    if is_encoder_profile(args.profile) and default_tasks == ("all",):
+        default_tasks = tuple(ENCODER_TASKS.values())  # the tasks an encoder profile runs
     values.update(model=local_or_id(args.model),
                   tasks=parse_task_list(args.tasks or list(default_tasks)),
                   lora=bool(args.lora), overrides=tuple(args.overrides))
@@ -175,10 +180,27 @@ def check_settings(settings, model: bool = True) -> None:
         suite = ", ".join(task_names(DEFAULT_SUITE))
         raise SumbenchError(f"--tasks: {', '.join(outside)} not of the {DEFAULT_SUITE} suite "
                             f"the experiments derive data for ({suite})")
-    build_spec(build_parser().parse_args(list(settings.train_argv(Path("data"), "all",
-                                                                   Path("out")))))
+    if settings.encoder:
+        check_encoder_settings(settings)
+    else:
+        build_spec(build_parser().parse_args(list(settings.train_argv(Path("data"), "all",
+                                                                       Path("out")))))
     if model:
         check_model_source(settings.model)
+
+
+def check_encoder_settings(settings) -> None:
+    """What an encoder profile's training jobs would refuse: tasks it does not run, LoRA,
+    loss-based early stopping, --set fields that are no encoder spec field."""
+    if settings.lora:
+        raise SumbenchError("--lora: encoder profiles fine-tune every weight")
+    if settings.early_stopping == "loss":
+        raise SumbenchError("--early-stopping loss: encoder runs keep the epoch with the best "
+                            "validation metric (metric) or the last one (none)")
+    overrides = list(settings.overrides)
+    if settings.max_steps is not None:
+        overrides.append(("max_steps", settings.max_steps))
+    task_specs(settings.profile, settings.tasks, settings.model, settings.seed, overrides)
 
 
 def _execute(kind: str, spec, args) -> int:

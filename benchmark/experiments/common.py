@@ -13,6 +13,7 @@ from typing import Any
 from benchmark.results import read_results
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import iter_jsonl, json_text, read_json
+from trainers.encoders.pipeline import is_encoder_profile
 
 SPEC_FILE = "experiment.json"
 
@@ -42,8 +43,16 @@ class ModelSettings:
         if self.bootstrap < 0:
             raise SumbenchError(f"--bootstrap must be >= 0, got {self.bootstrap}")
 
+    @property
+    def encoder(self) -> bool:
+        """Whether the profile fine-tunes encoders (one model per task, `roberta-large`)."""
+        return is_encoder_profile(self.profile)
+
     def final_folder(self, train_out: Path) -> Path:
-        """Where `sumbench train` leaves the trained weights."""
+        """Where `sumbench train` leaves the trained weights (an encoder profile's: the
+        folder of per-task models itself)."""
+        if self.encoder:
+            return train_out
         return train_out / ("adapter" if self.lora else "model")
 
     def _sets(self) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from tasks.plumbing.io import read_jsonl
 from tasks.scoring import score_files
 from trainers.encoders.heads import HEAD_FILE
-from trainers.encoders.pipeline import checkpoint_kind
+from trainers.encoders.pipeline import checkpoint_kind, fraction_records
 from trainers.encoders.spec import TABLE_10
 
 from helpers import sumbench
@@ -119,19 +119,30 @@ def test_run_trains_predicts_and_scores_the_four_tasks(models, data_dir, tmp_pat
         results["scores"]["evidence_extraction"]
     assert none["models"]["evidence_extraction"]["checkpoint"] == \
         str(out / "train" / "evidence_extraction" / "best")
+    # `sumbench view` shows the run item by item
+    code, _, stderr = sumbench(capsys, "view", out, "--out", tmp_path / "view.html")
+    page = (tmp_path / "view.html").read_text()
+    assert code == 0 and all(task in page for task in FOUR), stderr
 
 
 def test_train_then_predict_from_the_trained_folder(models, data_dir, tmp_path, capsys):
     trained, predicted = tmp_path / "trained", tmp_path / "predicted"
     code, stdout, stderr = sumbench(capsys, "train", "--model", models["roberta"], "--profile",
                                     "roberta-large", "--tasks", "FAC", "--data", data_dir,
-                                    "--out", trained, "--set", "num_epochs=1", "--device", "cpu")
+                                    "--out", trained, "--set", "num_epochs=1", "--device", "cpu",
+                                    "--train-fraction", "0.5")
     assert code == 0, stderr
     best = trained / "factuality_classification" / "best"
     assert stdout.split() == [str(best)] and checkpoint_kind(str(trained)) == "encoder-runs"
     result = json.loads((trained / "factuality_classification" / "train_result.json")
                         .read_text())
     assert result["selection_metric"] == "auc" and result["best_epoch"] == 1
+    assert result["spec"]["train_fraction"] == 0.5
+    records = read_jsonl(data_dir / "all" / "factuality_classification" / "train.jsonl")
+    kept = fraction_records(records, 0.5, seed=0)   # 2 of the 3 documents
+    assert result["provenance"]["config"]["examples"] == len(kept) < len(records)
+    folder = json.loads((trained / "train_result.json").read_text())
+    assert folder["models"] == {"factuality_classification": "factuality_classification/best"}
     # no --profile: the fine-tuned model is recognised
     code, stdout, stderr = sumbench(capsys, "predict", "--model", best, "--tasks", "FAC",
                                     "--data", data_dir, "--out", predicted, "--device", "cpu")
@@ -200,4 +211,48 @@ def test_the_training_default_of_an_encoder_profile_is_per_task_and_print_spec(
                                     "--print-spec")
     assert code == 0, stderr
     assert json.loads(stdout)["unsupported_span_prediction"]["learning_rate"] == 2e-5
+    assert not out.exists()
+
+
+def test_a_transfer_experiment_trains_encoders_per_domain(models, corpus, tmp_path, capsys):
+    out = tmp_path / "transfer"
+    code, _, stderr = sumbench(
+        capsys, "experiment", "transfer", "--raw", corpus["raw"], "--model", models["roberta"],
+        "--profile", "roberta-large", "--tasks", "FAC,EXT", "--domains",
+        "biographies,companies", "--train-docs", "3", "--val-docs", "1", "--test-docs", "2",
+        "--max-steps", "2", "--set", "num_epochs=1", "--device", "cpu", "--out", out)
+    assert code == 0, stderr
+    result = json.loads((out / "transfer.json").read_text())
+    assert result["rows"] == ["biographies", "companies"]
+    cell = result["matrix"]["biographies"]["companies"]
+    assert set(cell) == {"factuality_classification", "extractive_summarization"}
+    assert all(isinstance(value, float) for value in cell.values())
+    plan = [json.loads(line) for line in (out / "plan.jsonl").read_text().splitlines()]
+    train, first_cell = plan[0], plan[1]
+    assert train["argv"][train["argv"].index("--profile") + 1] == "roberta-large"
+    assert first_cell["argv"][first_cell["argv"].index("--model") + 1] == \
+        str(out / "models" / "biographies")
+    trained = json.loads((out / "models" / "biographies" / "train_result.json").read_text())
+    assert trained["kind"] == "encoder" and trained["models"] == {
+        task: f"{task}/best" for task in ("factuality_classification",
+                                          "extractive_summarization")}
+    assert trained["specs"]["factuality_classification"]["max_steps"] == 2
+    ran = json.loads((out / "cells" / "biographies" / "companies" / "results.json").read_text())
+    assert ran["scores"]["factuality_classification"]["headline"] == \
+        cell["factuality_classification"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--tasks", "FAC,ABS"], "the encoder profiles run FAC, EVEXT, EXT, UNSUP only"),
+    (["--lora"], "--lora: encoder profiles fine-tune every weight"),
+    (["--set", "lora_r=8"], "lora_r is not a field of the encoder spec"),
+])
+def test_an_encoder_experiment_refuses_what_its_jobs_would(models, corpus, tmp_path, capsys,
+                                                           extra, needle):
+    out = tmp_path / "transfer"
+    code, _, stderr = sumbench(
+        capsys, "experiment", "transfer", "--raw", corpus["raw"], "--model", models["roberta"],
+        "--profile", "roberta-large", "--domains", "biographies,companies", "--out", out,
+        *extra)
+    assert code == 2 and needle in stderr and len(stderr.strip().splitlines()) == 1, stderr
     assert not out.exists()

@@ -13,7 +13,9 @@ from trainers.encoders.heads import save_model
 from trainers.encoders.pipeline import (
     check_profile_fits,
     checkpoint_kind,
+    predict_task,
     start_model,
+    train_task,
     trained_folder,
     trained_spec,
 )
@@ -94,3 +96,42 @@ def test_a_saved_model_of_another_tasks_head_is_refused(roberta, tmp_path, rober
     assert again.kind == "TokenTagger"
     with pytest.raises(SumbenchError, match="holds a TokenTagger, but factuality_class"):
         start_model(encoder_spec("roberta-large", "FAC"), str(tmp_path / "unsup"))
+
+
+def test_ext_windows_train_and_predict_every_line(roberta, data_dir, tmp_path):
+    from tasks.plumbing.io import read_jsonl
+    from tasks.scoring import score_records
+
+    ext = "extractive_summarization"
+    train = read_jsonl(data_dir / "all" / ext / "train.jsonl")
+    test = read_jsonl(data_dir / "all" / ext / "test.jsonl")
+    spec = encoder_spec("roberta-large", "EXT", model=str(roberta), max_sentences=5,
+                        long_articles="windows", num_epochs=1, batch_size=4,
+                        precision="fp32")
+    best = train_task(spec, str(roberta), train, None, tmp_path, device="cpu", progress=False)
+    built = predict_task(spec, best, test, device="cpu")
+    assert [len(record["prediction"]) for record in built] == \
+        [len(record["input_lines"]) for record in test]
+    assert score_records({ext: built})[ext]["length_mismatches"] == 0
+    truncated = predict_task(encoder_spec("roberta-large", "EXT", max_sentences=5,
+                                          precision="fp32"), best, test, device="cpu")
+    assert all(len(record["prediction"]) == 5 for record in truncated)
+    # the first window of each article is the truncated article: the same probabilities
+    assert [record["prediction"] for record in truncated] == \
+        [record["prediction"][:5] for record in built]
+
+
+def test_long_articles_is_an_ext_setting(roberta):
+    from benchmark.encoder_run import task_specs
+
+    specs = task_specs("roberta-large", ["FAC", "EXT"], str(roberta), 0,
+                       [("long_articles", "windows")])
+    assert specs["extractive_summarization"].long_articles == "windows"
+    assert "long_articles" not in specs["factuality_classification"].to_dict()
+    with pytest.raises(SumbenchError, match="long_articles is an EXT setting, and --tasks has "
+                                            "no EXT"):
+        task_specs("roberta-large", ["FAC"], str(roberta), 0, [("long_articles", "windows")])
+    with pytest.raises(SumbenchError, match="long_articles=windows is an EXT setting"):
+        encoder_spec("roberta-large", "FAC", long_articles="windows")
+    with pytest.raises(SumbenchError, match="unknown long_articles 'stitch'"):
+        encoder_spec("roberta-large", "EXT", long_articles="stitch")

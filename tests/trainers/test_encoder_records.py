@@ -104,6 +104,30 @@ def test_ext_records_of_kept_sentences_are_padded_by_the_scorer(data_dir, robert
     assert scores(EXT, built)["length_mismatches"] == len(records)
 
 
+@pytest.mark.parametrize("window", [5, 7, 128])
+def test_ext_windows_keep_every_line_and_stitch_back_in_order(data_dir, roberta_tokenizer,
+                                                              window):
+    records = fixture_records(data_dir, EXT)
+    records.append(dict(records[0], id="empty", input_lines=[], labels=[]))
+    whole = ext_inputs(records, roberta_tokenizer, max_sentences=1000)
+    windows = ext_inputs(records, roberta_tokenizer, max_sentences=window,
+                         long_articles="windows")
+    for index, record in enumerate(records):
+        own = [article for article in windows if article.record_index == index]
+        n_lines = len(record["input_lines"])
+        assert [len(article.labels) for article in own] == \
+            [min(window, n_lines - start) for start in range(0, n_lines, window)] or \
+            (n_lines == 0 and [len(article.labels) for article in own] == [0])
+        assert [ids for article in own for ids in article.sentence_ids] == \
+            whole[index].sentence_ids and all(article.dropped == 0 for article in own)
+    built = ext_records(records, [oracle(article.labels) for article in windows], windows)
+    assert [b["prediction"] for b in built] == [oracle(r["labels"]) for r in records]
+    result = scores(EXT, built)
+    assert (result["auc"], result["length_mismatches"]) == (1.0, 0)
+    with pytest.raises(ValueError, match="probabilities for"):
+        ext_records(records, [oracle(article.labels) for article in windows[1:]], windows)
+
+
 # ---- UNSUP --------------------------------------------------------------------------------
 def test_word_runs_and_brackets():
     assert word_runs([False, True, True, False, True]) == [(1, 2), (4, 4)]

@@ -34,13 +34,10 @@ from trainers.encoders.inputs import (
     fac_inputs,
     unsup_inputs,
 )
+from trainers.encoders.prediction import predict_probabilities
 from trainers.encoders.records import evext_records, ext_records, fac_records, unsup_records
 from trainers.encoders.spec import EncoderSpec, encoder_spec
-from trainers.encoders.training import (
-    accumulate_step,
-    predict_probabilities,
-    train_encoder,
-)
+from trainers.encoders.training import accumulate_step, train_encoder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -364,7 +361,7 @@ def test_ext_and_unsup_train_predict_and_score(roberta_tokenizer, data_dir, tmp_
     ([7], 32, [[0]]),
 ])
 def test_prediction_batches_keep_similar_sizes_together(sizes, batch_size, expected):
-    from trainers.encoders.training import prediction_batches
+    from trainers.encoders.prediction import prediction_batches
 
     order = np.arange(len(sizes))
     got = prediction_batches(order, np.array(sizes), batch_size)

@@ -49,11 +49,12 @@ class EvidencePairInput(PairInput):
 
 @dataclass(frozen=True)
 class ArticleInput:
-    """One EXT article: `<s> sentence </s>` ids per kept sentence, their labels, and how many
-    sentences past `max_sentences` were dropped."""
+    """One EXT article (or window of one): `<s> sentence </s>` ids per kept sentence, their
+    labels, how many sentences past `max_sentences` were dropped, and the record it is of."""
     sentence_ids: list[list[int]]
     labels: list[int]
     dropped: int
+    record_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,12 +207,33 @@ def ext_input(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
     ids = tokenizer(kept, truncation=True, max_length=max_sentence_tokens)["input_ids"] \
         if kept else []
     return ArticleInput([list(sentence) for sentence in ids], labels[:len(kept)],
-                        len(lines) - len(kept))
+                        len(lines) - len(kept), index)
+
+
+def ext_windows(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
+                max_sentence_tokens: int = EXT_MAX_SENTENCE_TOKENS, index: int = 0,
+                path: str | None = None) -> list[ArticleInput]:
+    """The article in windows of `max_sentences` consecutive lines (the last may be shorter;
+    an article without lines is one empty window): every line kept, each window an article
+    of its own to the hierarchical tagger (usb-baselines §3.3's alternative)."""
+    whole = ext_input(record, tokenizer, len(record.get("input_lines") or []) or 1,
+                      max_sentence_tokens, index, path)
+    starts = range(0, max(1, len(whole.sentence_ids)), max_sentences)
+    return [ArticleInput(whole.sentence_ids[start:start + max_sentences],
+                         whole.labels[start:start + max_sentences], 0, index)
+            for start in starts]
 
 
 def ext_inputs(records: Sequence[dict], tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
                max_sentence_tokens: int = EXT_MAX_SENTENCE_TOKENS,
-               path: str | None = None) -> list[ArticleInput]:
+               path: str | None = None, long_articles: str = "truncate"
+               ) -> list[ArticleInput]:
+    """Each record's article, its first `max_sentences` lines (`long_articles="truncate"`,
+    one input per record) or all of them in windows (`"windows"`: `ext_windows`)."""
+    if long_articles == "windows":
+        return [window for index, record in enumerate(records)
+                for window in ext_windows(record, tokenizer, max_sentences,
+                                          max_sentence_tokens, index, path)]
     return [ext_input(record, tokenizer, max_sentences, max_sentence_tokens, index, path)
             for index, record in enumerate(records)]
 

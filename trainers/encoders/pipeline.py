@@ -40,15 +40,16 @@ from trainers.encoders.inputs import (
     fac_inputs,
     unsup_inputs,
 )
+from trainers.encoders.prediction import predict_probabilities
 from trainers.encoders.records import evext_records, ext_records, fac_records, unsup_records
 from trainers.encoders.spec import ENCODER_PROFILES, ENCODER_TASKS, EncoderSpec
 from trainers.encoders.training import (
     BEST_FOLDER,
     DEFAULT_TOKENS_PER_MICROBATCH,
     RESULT_FILE,
-    predict_probabilities,
     train_encoder,
 )
+from trainers.finetuning.data import select_documents
 from trainers.inference.generation import resolve_device
 from trainers.models.model_loading import check_model_source, load_errors, load_failure
 
@@ -130,7 +131,7 @@ def task_features(spec: EncoderSpec, records: Sequence[dict], tokenizer,
         return evext_inputs(records, tokenizer, spec.max_input_tokens, path)
     if spec.task == "extractive_summarization":
         return ext_inputs(records, tokenizer, spec.max_sentences or spec.max_input_tokens,
-                          spec.max_input_tokens, path)
+                          spec.max_input_tokens, path, spec.long_articles)
     return unsup_inputs(records, tokenizer, spec.max_input_tokens, path)
 
 
@@ -142,7 +143,7 @@ def task_records(spec: EncoderSpec, records: Sequence[dict], features: Sequence[
     if spec.task == "evidence_extraction":
         return evext_records(records, features, probabilities)
     if spec.task == "extractive_summarization":
-        return ext_records(records, probabilities)
+        return ext_records(records, probabilities, features)
     return unsup_records(records, features, probabilities)
 
 
@@ -249,14 +250,25 @@ def validation_metric(spec: EncoderSpec, records: Sequence[dict], tokenizer, bat
     return evaluate
 
 
+def fraction_records(records: Sequence[dict], fraction: float, seed: int) -> list[dict]:
+    """The records of the seeded `fraction` of their documents (`select_documents`: the
+    documents a seq2seq run of the same fraction and seed trains on)."""
+    if fraction >= 1.0:
+        return list(records)
+    chosen = select_documents([str(record.get("id", "")) for record in records], fraction, seed)
+    return [record for record in records if str(record.get("id", "")) in chosen]
+
+
 def train_task(spec: EncoderSpec, model: str, train: Sequence[dict],
                validation: Sequence[dict] | None, out_dir: str | Path, *,
                revision: str | None = None, device: str = "auto", batch_size: int = 32,
                tokens_per_microbatch: int | None = None, paths: tuple = (None, None),
-               progress: bool = True) -> Path:
-    """Fine-tune `model` on the train records (every epoch scored on `validation`, the best
-    kept; None: the last epoch); returns `out_dir/best`."""
+               progress: bool = True, resume: bool = False) -> Path:
+    """Fine-tune `model` on the train records of `spec.train_fraction` of their documents
+    (every epoch scored on `validation`, the best kept; None: the last epoch); returns
+    `out_dir/best`. `resume` goes on from the state an interrupted run saved in `out_dir`."""
     tokenizer = load_tokenizer(model, revision)
+    train = fraction_records(train, spec.train_fraction, spec.seed)
     features = task_features(spec, train, tokenizer, paths[0])
     evaluate = None if validation is None else \
         validation_metric(spec, validation, tokenizer, batch_size, paths[1])
@@ -264,7 +276,7 @@ def train_task(spec: EncoderSpec, model: str, train: Sequence[dict],
     return train_encoder(spec, features, network, out_dir, evaluate=evaluate,
                          tokens_per_microbatch=tokens_per_microbatch
                          or DEFAULT_TOKENS_PER_MICROBATCH,
-                         progress=progress, tokenizer=tokenizer)
+                         progress=progress, tokenizer=tokenizer, resume=resume)
 
 
 def predict_task(spec: EncoderSpec, folder: str | Path, records: Sequence[dict], *,

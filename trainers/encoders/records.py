@@ -4,7 +4,8 @@ the dataset fields in the official order, `task` and `prediction`.
 
 - FAC: `prediction` = [1 - P(unsupported)] (the scorer reads P(supported)).
 - EVEXT: one record per (article, summary line i), `prediction` = [p_ij for every line j].
-- EXT: `prediction` = [p per kept line] (the scorer pads dropped lines with 0).
+- EXT: `prediction` = [p per kept line] (the scorer pads dropped lines with 0); windows of an
+  article stitched in line order.
 - UNSUP: a token is positive iff p > 0.5, a word iff its first token is; each maximal run of
   positive words is a span; `prediction` = the summary with "[]" inserted at the span's first
   word's start and "[/]" at its last word's end (the summary unchanged without spans).
@@ -19,7 +20,7 @@ from tasks.usb.evidence import EvidenceExtraction
 from tasks.usb.extractive import ExtractiveSummarization
 from tasks.usb.factuality import FactualityClassification
 from tasks.usb.unsupported import UnsupportedSpanPrediction
-from trainers.encoders.inputs import EvidencePairInput, TokenInput
+from trainers.encoders.inputs import ArticleInput, EvidencePairInput, TokenInput
 
 #: a token (and a word) is positive above this probability
 THRESHOLD = 0.5
@@ -58,8 +59,16 @@ def evext_records(records: Sequence[dict], pairs: Sequence[EvidencePairInput],
     return out
 
 
-def ext_records(records: Sequence[dict], probabilities: Sequence[Sequence[float]]) -> list[dict]:
-    """One record per article from the probabilities of its kept lines."""
+def ext_records(records: Sequence[dict], probabilities: Sequence[Sequence[float]],
+                articles: Sequence[ArticleInput] | None = None) -> list[dict]:
+    """One record per article from the probabilities of its kept lines; with `articles` (the
+    inputs, one per window of an article), each article's windows stitched in order."""
+    if articles is not None:
+        _same_length("EXT windows", articles, probabilities)
+        stitched: list[list[float]] = [[] for _ in records]
+        for article, line_probabilities in zip(articles, probabilities):
+            stitched[article.record_index].extend(line_probabilities)
+        probabilities = stitched
     _same_length("EXT articles", records, probabilities)
     task = ExtractiveSummarization()
     return [task.prediction_record(record, [float(p) for p in line_probabilities])

@@ -19,6 +19,7 @@ from tasks.plumbing.errors import SumbenchError, check_choice
 ENCODER_TASKS = {"factuality_classification": "FAC", "evidence_extraction": "EVEXT",
                  "extractive_summarization": "EXT", "unsupported_span_prediction": "UNSUP"}
 PRECISIONS = ("auto", "bf16", "fp32")
+LONG_ARTICLES = ("truncate", "windows")
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,22 @@ class EncoderSpec:
     max_grad_norm: float = 1.0
     dropout: float | None = None   # None: the checkpoint's (0.1 for roberta-large)
     sentence_pooling: str = "mean"  # EXT: mean of the sentence's token states, or "cls"
+    #: EXT articles over `max_sentences` lines: the first ones kept, as the H-LSTM reader does
+    #: ("truncate"), or every line in windows of `max_sentences` stitched per article
+    long_articles: str = "truncate"
     precision: str = "auto"        # bf16 where supported, else fp32; never fp16
     seed: int = 0
+    # ---- the run's options (data-size studies, quick runs) ----
+    train_fraction: float = 1.0    # the seeded fraction of training documents
+    max_steps: int | None = None   # stop after this many optimizer steps (the schedule's end)
 
     def __post_init__(self) -> None:
         check_choice(self.task, ENCODER_TASKS, "encoder task")
         check_choice(self.sentence_pooling, ("mean", "cls"), "sentence pooling")
+        check_choice(self.long_articles, LONG_ARTICLES, "long_articles")
+        if self.long_articles != "truncate" and self.task != "extractive_summarization":
+            raise SumbenchError(f"long_articles={self.long_articles} is an EXT setting (articles "
+                                f"over max_sentences lines); {self.task} takes none")
         if self.precision == "fp16":
             raise SumbenchError("precision 'fp16' is not supported for encoder runs: use "
                                 "'bf16' or 'fp32'")
@@ -76,10 +87,20 @@ class EncoderSpec:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise SumbenchError(f"{name} must be a positive integer, got "
                                     f"{getattr(self, name)!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int)
+                                           or self.max_steps < 1):
+            raise SumbenchError(f"max_steps must be a positive integer, got {self.max_steps!r}")
+        if not 0.0 < float(self.train_fraction) <= 1.0:
+            raise SumbenchError(f"train_fraction must be in (0, 1], got {self.train_fraction!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field; those of `RUN_OPTION_DEFAULTS` only when set otherwise (a spec without
+        them reads as before)."""
         data = dataclasses.asdict(self)
         data["adam_betas"] = list(self.adam_betas)
+        for name, default in RUN_OPTION_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
         return data
 
     @classmethod
@@ -93,6 +114,10 @@ class EncoderSpec:
             values["adam_betas"] = tuple(values["adam_betas"])
         return cls(**values)
 
+
+#: the fields `to_dict` leaves out at these values (a spec written before they existed
+#: reads the same)
+RUN_OPTION_DEFAULTS = {"train_fraction": 1.0, "max_steps": None, "long_articles": "truncate"}
 
 #: encoder profiles: name -> the checkpoint it starts from
 ENCODER_PROFILES = {"roberta-large": "FacebookAI/roberta-large"}

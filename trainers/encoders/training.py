@@ -1,8 +1,9 @@
-"""Fine-tuning and prediction of the encoder baselines (docs/usb-baselines.md §3.0).
+"""Fine-tuning of the encoder baselines (docs/usb-baselines.md §3.0).
 
-`train_encoder` runs `spec.num_epochs` epochs over a task's encoder inputs: AdamW with the
-spec's betas, epsilon and weight decay (none on biases and norms), transformers' linear schedule
-(`spec.warmup_ratio`, 0: no warmup), gradients clipped at `spec.max_grad_norm`. A step's loss is
+`train_encoder` runs `spec.num_epochs` epochs over a task's encoder inputs (`spec.max_steps`
+may end the last one early): AdamW with the spec's betas, epsilon and weight decay (none on
+biases and norms), transformers' linear schedule (`spec.warmup_ratio`, 0: no warmup),
+gradients clipped at `spec.max_grad_norm`. A step's loss is
 the sum over its micro-batches of their per-position BCE sums divided by the positions the
 whole step counts (`batches.counted_positions`), so the micro-batch cut does not change it.
 After each epoch `evaluate(model)` (the task's Table 2 metric on validation, higher is better)
@@ -15,8 +16,8 @@ Randomness: the example order from `numpy.random.default_rng([spec.seed, epoch])
 from torch's generator seeded with `spec.seed` inside `torch.random.fork_rng` (the caller's
 random state is left as it was).
 
-`predict_probabilities` gives σ(logit) per pair (FAC, EVEXT), per token (UNSUP: one per input
-id) or per sentence (EXT: one per kept sentence), in input order whatever the batch size.
+Interrupts and `--resume`: `trainers.encoders.resume`. Prediction:
+`trainers.encoders.prediction`.
 """
 from __future__ import annotations
 
@@ -39,12 +40,23 @@ from trainers.encoders.batches import (
     counted_positions,
     epoch_plan,
     feature_kind,
-    feature_sizes,
     steps_per_epoch,
     trainable_indices,
 )
 from trainers.encoders.heads import TASK_MODELS, save_model
 from trainers.encoders.inputs import IGNORED
+from trainers.encoders.resume import (
+    RESUME_FOLDER,
+    InterruptSave,
+    Position,
+    position_of,
+    random_state,
+    read_resume_state,
+    remove_resume_state,
+    restore,
+    run_identity,
+    save_resume_state,
+)
 from trainers.encoders.spec import EncoderSpec
 from trainers.finetuning.finetune import decay_groups
 
@@ -81,7 +93,7 @@ def autocast_dtype(precision: str, device) -> Any:
     return torch.bfloat16 if supported else None
 
 
-def _autocast(device, dtype):
+def autocast_context(device, dtype):
     import torch
 
     if dtype is None:
@@ -113,7 +125,7 @@ def bce_sum(logits, labels, mask=None):
     return torch.where(counted, losses, torch.zeros_like(losses)).sum()
 
 
-def _to_device(batch: dict, device) -> dict:
+def to_device(batch: dict, device) -> dict:
     return {name: value.to(device, non_blocking=True) for name, value in batch.items()}
 
 
@@ -127,8 +139,8 @@ def accumulate_step(model, features: Sequence[Any], step: Sequence[np.ndarray], 
     total = counted_positions(features, np.concatenate(step))
     loss = None
     for piece in step:
-        batch = _to_device(collate(features, piece, pad_id), device)
-        with _autocast(device, dtype):
+        batch = to_device(collate(features, piece, pad_id), device)
+        with autocast_context(device, dtype):
             logits = logits_of(model, batch)
         part = bce_sum(logits, batch["labels"], batch.get("sentence_mask")) / max(1, total)
         part.backward()
@@ -163,30 +175,57 @@ class _Run:
     dtype: Any
     budget: int | None
     tokenizer: Any
-    global_step: int = 0
-    best_epoch: int | None = None
-    best_metric: float | None = None
+    position: Position
+    total_steps: int = 0            # the schedule's steps (`spec.max_steps` caps them)
+    epochs: int = 0                 # the epochs they take (the last may be cut short)
+    resumed: bool = False
+    guard: InterruptSave | None = None
+    random: dict | None = None      # torch's random state after the last whole step
+
+    @property
+    def identity(self) -> dict:
+        return run_identity(self.spec.to_dict(), self.budget, len(self.features))
+
+    def save_state(self) -> Path:
+        return save_resume_state(self.out_dir, self.model, self.optimizer, self.scheduler,
+                                 self.identity, self.position, self.random or random_state())
+
+
+def _apply_step(run: _Run) -> None:
+    """Clip, step the optimizer and the schedule, and count the step."""
+    import torch
+
+    torch.nn.utils.clip_grad_norm_(
+        [p for p in run.model.parameters() if p.requires_grad], run.spec.max_grad_norm)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    run.position.steps_done += 1
+    run.position.global_step += 1
 
 
 def _epoch(run: _Run, epoch: int, bar) -> list[float]:
-    """One epoch of optimizer steps; its step losses, read once at its end."""
+    """The epoch's optimizer steps not done yet (a resumed epoch skips those done); every
+    step's loss of the epoch, read once at its end."""
     import torch
 
     run.model.train()
-    losses = []
-    for step in epoch_plan(run.features, run.spec.batch_size, run.spec.seed, epoch, run.budget):
-        losses.append(accumulate_step(run.model, run.features, step, run.pad_id, run.dtype))
-        torch.nn.utils.clip_grad_norm_(
-            [p for p in run.model.parameters() if p.requires_grad], run.spec.max_grad_norm)
-        run.optimizer.step()
-        run.scheduler.step()
-        run.optimizer.zero_grad(set_to_none=True)
-        run.global_step += 1
+    position, guard = run.position, run.guard
+    plan = epoch_plan(run.features, run.spec.batch_size, run.spec.seed, epoch, run.budget)
+    for step in plan[position.steps_done:][:run.total_steps - position.global_step]:
+        loss = accumulate_step(run.model, run.features, step, run.pad_id, run.dtype)
+        with guard.applying():
+            _apply_step(run)
+            guard.unread.append(loss)
+            run.random = random_state()
         bar.update(1)
-    values = torch.stack(losses).float().cpu().tolist() if losses else []
+    values = position.epoch_losses + (torch.stack(guard.unread).float().cpu().tolist()
+                                      if guard.unread else [])
+    position.epoch_losses, guard.unread = values, []
     if not all(math.isfinite(value) for value in values):
-        raise SumbenchError(f"training diverged in epoch {epoch + 1} (by step {run.global_step}): "
-                            f"the loss is {next(v for v in values if not math.isfinite(v))} "
+        raise SumbenchError(f"training diverged in epoch {epoch + 1} (by step "
+                            f"{position.global_step}): the loss is "
+                            f"{next(v for v in values if not math.isfinite(v))} "
                             f"(learning_rate {run.spec.learning_rate:g}); lower the learning "
                             f"rate or check the data")
     return values
@@ -209,12 +248,13 @@ def _after_epoch(run: _Run, epoch: int, losses: list[float],
     epoch gave a finite metric), and the epoch's log line."""
     metric = None if evaluate is None else evaluate(run.model)
     metric = None if metric is None or not math.isfinite(float(metric)) else float(metric)
-    last = epoch + 1 == run.spec.num_epochs
-    best = _is_better(metric, run.best_metric) or last and run.best_epoch is None
+    last = epoch + 1 == run.epochs
+    position = run.position
+    best = _is_better(metric, position.best_metric) or last and position.best_epoch is None
     if best:
-        run.best_epoch, run.best_metric = epoch + 1, metric
+        position.best_epoch, position.best_metric = epoch + 1, metric
         _save_best(run)
-    return {"epoch": epoch + 1, "step": run.global_step,
+    return {"epoch": epoch + 1, "step": position.global_step,
             "loss": sum(losses) / len(losses) if losses else None,
             "lr": run.scheduler.get_last_lr()[0], run.spec.selection_metric: metric,
             "best": best, "seconds": round(seconds, 3)}
@@ -225,9 +265,10 @@ def _result(run: _Run, epochs: int) -> dict:
               "model_options": run.model.options(), "examples": len(run.features),
               "tokens_per_microbatch": run.budget,
               "precision": "bf16" if run.dtype is not None else "fp32"}
+    position = run.position
     return {"spec": run.spec.to_dict(), "selection_metric": run.spec.selection_metric,
-            "best_epoch": run.best_epoch, "best_metric": run.best_metric, "epochs": epochs,
-            "steps": run.global_step, "best_model": BEST_FOLDER,
+            "best_epoch": position.best_epoch, "best_metric": position.best_metric,
+            "epochs": epochs, "steps": position.global_step, "best_model": BEST_FOLDER,
             "provenance": provenance(config, seeds={"seed": run.spec.seed})}
 
 
@@ -246,9 +287,8 @@ TASK_INPUTS = {"factuality_classification": "pair", "evidence_extraction": "pair
                "unsupported_span_prediction": "token", "extractive_summarization": "article"}
 
 
-def check_run(spec: EncoderSpec, features: Sequence[Any], model, out_dir: Path) -> None:
-    """Inputs and a model of the spec's task, something to train on, and an `out_dir`
-    holding no earlier run's results (its best/ could outlive a run that improves nothing)."""
+def check_inputs(spec: EncoderSpec, features: Sequence[Any], model) -> None:
+    """Inputs and a model of the spec's task, and something to train on."""
     if not features or not trainable_indices(features).size:
         raise SumbenchError(f"no training examples with a label for {spec.task}")
     kind = feature_kind(features)
@@ -256,100 +296,71 @@ def check_run(spec: EncoderSpec, features: Sequence[Any], model, out_dir: Path) 
         raise SumbenchError(f"{spec.task} trains a {TASK_MODELS[spec.task]} on "
                             f"{TASK_INPUTS[spec.task]} inputs, got a {model.kind} and {kind} "
                             f"inputs")
-    done = [name for name in (BEST_FOLDER, RESULT_FILE) if (out_dir / name).exists()]
+
+
+def check_fresh_folder(out_dir: Path) -> None:
+    """An `out_dir` holding no earlier run's results (its best/ could outlive a run that
+    improves nothing)."""
+    done = [name for name in (BEST_FOLDER, RESULT_FILE, RESUME_FOLDER)
+            if (out_dir / name).exists()]
     if done:
         raise SumbenchError(f"{out_dir} already holds a training run ({done[0]}); give an "
-                            f"empty or new folder")
+                            f"empty or new folder, or resume it")
+
+
+def _start(spec: EncoderSpec, features: Sequence[Any], model, out_dir: Path,
+           budget: int | None, tokenizer, resume: bool) -> _Run:
+    """The run's optimizer, schedule and position: from `out_dir/resume/` when resuming a run
+    that saved one (its weights and random state loaded), else fresh."""
+    check_inputs(spec, features, model)
+    per_epoch = steps_per_epoch(features, spec.batch_size)
+    total = min(per_epoch * spec.num_epochs, spec.max_steps or per_epoch * spec.num_epochs)
+    optimizer, scheduler = build_optimizer(spec, model, total)
+    device = model_device(model)
+    run = _Run(spec, features, model, out_dir, optimizer, scheduler,
+               pad_token_id(model, tokenizer), autocast_dtype(spec.precision, device),
+               budget, tokenizer, Position(), total, -(-total // per_epoch))
+    state = read_resume_state(out_dir, run.identity) if resume else None
+    if state is None:
+        check_fresh_folder(out_dir)
+        return run
+    run.position, run.resumed = position_of(state), True
+    return run
 
 
 def train_encoder(spec: EncoderSpec, features_train: Sequence[Any], model, out_dir: str | Path,
                   *, evaluate: Callable[[Any], float] | None = None,
                   tokens_per_microbatch: int | None = DEFAULT_TOKENS_PER_MICROBATCH,
-                  progress: bool = True, tokenizer=None) -> Path:
+                  progress: bool = True, tokenizer=None, resume: bool = False) -> Path:
     """Fine-tune `model` (on its device) on `features_train`; returns `out_dir / "best"`, the
     best epoch's model (the last epoch's without `evaluate`). `model` ends with the last
     epoch's weights. `tokenizer`, when given, must pad as the encoder does and is saved with
-    the model."""
+    the model. With `resume`, a run that saved its state in `out_dir` (`resume.py`) goes on
+    from it; an interrupt saves the state after the last completed step."""
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
-    check_run(spec, features_train, model, out_dir)
+    run = _start(spec, features_train, model, out_dir, tokens_per_microbatch, tokenizer,
+                 resume)
     out_dir.mkdir(parents=True, exist_ok=True)
-    per_epoch = steps_per_epoch(features_train, spec.batch_size)
-    optimizer, scheduler = build_optimizer(spec, model, per_epoch * spec.num_epochs)
-    device = model_device(model)
-    run = _Run(spec, features_train, model, out_dir, optimizer, scheduler,
-               pad_token_id(model, tokenizer), autocast_dtype(spec.precision, device),
-               tokens_per_microbatch, tokenizer)
-    log: list[dict] = []
-    with _seeded(spec.seed, device), tqdm(total=per_epoch * spec.num_epochs, unit="step",
-                                          desc=f"fine-tuning {spec.task}",
-                                          disable=None if progress else True) as bar:
-        for epoch in range(spec.num_epochs):
+    position = run.position
+    with _seeded(spec.seed, model_device(model)), \
+            InterruptSave(run.save_state, position) as run.guard, \
+            tqdm(total=run.total_steps, initial=position.global_step, unit="step",
+                 desc=f"fine-tuning {spec.task}", disable=None if progress else True) as bar:
+        if run.resumed:
+            restore(out_dir, model, run.optimizer, run.scheduler)
+        run.random = random_state()
+        for epoch in range(position.epoch, run.epochs):
             started = time.perf_counter()
             losses = _epoch(run, epoch, bar)
-            log.append(_after_epoch(run, epoch, losses, evaluate,
-                                    time.perf_counter() - started))
-            write_jsonl(out_dir / LOG_FILE, log)
-    write_json(out_dir / RESULT_FILE, _result(run, spec.num_epochs))
+            position.log.append(_after_epoch(run, epoch, losses, evaluate,
+                                             time.perf_counter() - started))
+            position.epoch, position.steps_done, position.epoch_losses = epoch + 1, 0, []
+            write_jsonl(out_dir / LOG_FILE, position.log)
+            if epoch + 1 < run.epochs:
+                run.save_state()
+                run.guard.mark_saved()
+    write_json(out_dir / RESULT_FILE, _result(run, run.epochs))
+    remove_resume_state(out_dir)
     return out_dir / BEST_FOLDER
-
-
-# ---- prediction ---------------------------------------------------------------------------
-def _rows_out(kind: str, features: Sequence[Any], piece: np.ndarray, probabilities) -> list:
-    if kind == "pair":
-        return [float(value) for value in probabilities.tolist()]
-    widths = [len(features[int(index)].input_ids) if kind == "token"
-              else len(features[int(index)].sentence_ids) for index in piece]
-    return [row[:width] for row, width in zip(probabilities.tolist(), widths)]
-
-
-#: a prediction batch closes where the next input is this many times smaller than its first
-PREDICTION_GROWTH = 1.25
-
-
-def prediction_batches(order: np.ndarray, sizes: np.ndarray, batch_size: int,
-                       growth: float = PREDICTION_GROWTH) -> list[np.ndarray]:
-    """`order` (largest first) in batches of at most `batch_size` inputs of similar size: a
-    batch closes before an input `growth` times smaller than its first, so padding stays
-    small however the lengths spread (one input at a time pads nothing)."""
-    batches, start = [], 0
-    for position in range(1, len(order) + 1):
-        if position == len(order) or position - start == batch_size or \
-                sizes[order[position]] * growth < sizes[order[start]]:
-            batches.append(order[start:position])
-            start = position
-    return batches
-
-
-def predict_probabilities(model, features: Sequence[Any], tokenizer=None, batch_size: int = 32,
-                          *, precision: str = "fp32", progress: bool = False) -> list:
-    """σ(logit) per pair (a float each), per token (a list per input, one per input id) or per
-    sentence (a list per article; [] for an article without sentences), in input order.
-    Batches of at most `batch_size` inputs of similar size, longest first
-    (`prediction_batches`); the model is left in eval mode."""
-    import torch
-    from tqdm.auto import tqdm
-
-    if not features:
-        return []
-    if batch_size < 1:
-        raise SumbenchError(f"batch_size must be a positive integer, got {batch_size!r}")
-    kind, pad_id = feature_kind(features), pad_token_id(model, tokenizer)
-    device = model_device(model)
-    dtype = autocast_dtype(precision, device)
-    longest, rows = feature_sizes(features)
-    order = np.lexsort((np.arange(len(features)), -longest, -(longest * rows)))
-    order = order[rows[order] > 0]
-    results: list[Any] = [[] for _ in features]
-    model.eval()
-    with torch.no_grad():
-        for piece in tqdm(prediction_batches(order, longest * rows, batch_size),
-                          desc="predicting", unit="batch", disable=None if progress else True):
-            batch = _to_device(collate(features, piece, pad_id), device)
-            with _autocast(device, dtype):
-                logits = logits_of(model, batch)
-            probabilities = torch.sigmoid(logits.float()).cpu()
-            for index, value in zip(piece, _rows_out(kind, features, piece, probabilities)):
-                results[int(index)] = value
-    return results
