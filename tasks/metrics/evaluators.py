@@ -9,10 +9,12 @@ references for each), whether it reads the sources (`reads_sources`) and the ref
 (`cost()`). Built-in here: ROUGE-1/2/L recall (rouge-score with stemming; the best over a
 summary's references) and ROUGE-1.5.5's ROUGE-1..4 and L (`rouge155-1-f`, `rouge155-2-r`,
 `rouge155-l-p`, ...: tasks.metrics.rouge155 with `-m` and the WordNet-2.0 exceptions, a
-summary's references as ROUGE-1.5.5's several models). Methods with models register
-beside their definitions (leaderboard.evaluators.registry adds them); installed packages add
-theirs through `sumbench.evaluators` entry points (tasks.plumbing.plugins), the entry
-point's name being the evaluator's.
+summary's references as ROUGE-1.5.5's several models), NLTK's METEOR (`meteor`,
+tasks.metrics.meteor) and sacrebleu's chrF (`chrf`, tasks.metrics.chrf). The interface itself
+is tasks.metrics.evaluator_base's. Methods with models register beside their definitions
+(leaderboard.evaluators.registry adds them); installed packages add theirs through
+`sumbench.evaluators` entry points (tasks.plumbing.plugins), the entry point's name being the
+evaluator's.
 
 A plug-in may be an `Evaluator` (class or instance) or, as before, a plain callable
 `evaluator(summaries, references) -> [score per summary]`: it gets each summary's first
@@ -22,60 +24,19 @@ sources too), carry `settings` and offer `with_options({name: text})`.
 from __future__ import annotations
 
 import functools
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tasks.metrics.chrf import ChrfEvaluator
+from tasks.metrics.evaluator_base import Evaluator, References
+from tasks.metrics.meteor import MeteorEvaluator
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 from tasks.metrics.rouge155 import METRICS, Rouge155, rouge155
-from tasks.plumbing.errors import SumbenchError, check_choices
+from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.plugins import Once, load_plugins
 from tasks.plumbing.registry import Registry
 
 EVALUATORS: Registry = Registry("evaluator")
-#: a summary's references: one text, or several
-References = Sequence[str | Sequence[str]]
-
-
-class Evaluator(ABC):
-    """A metric that scores each summary (see the module)."""
-
-    name: str = ""
-    reads_sources: bool = False      # score() needs each summary's source document
-    reads_references: bool = True    # score() reads the references
-    #: the options `with_options` takes, by name
-    option_names: tuple[str, ...] = ()
-    #: options whose value names a model (a board resolves them under its model root)
-    model_options: tuple[str, ...] = ()
-
-    @property
-    def settings(self) -> dict:
-        """What is recorded beside this evaluator's scores (JSON-able)."""
-        return {"evaluator": self.name}
-
-    def with_options(self, options: Mapping[str, Any]) -> Evaluator:
-        """This evaluator with `options` changed; an unknown or bad one is a SumbenchError.
-        (This refuses names outside `option_names`; an evaluator with options overrides it
-        to apply them, calling it for the names it does not know.)"""
-        if options and not self.option_names:
-            raise SumbenchError(f"evaluator {self.name!r} takes no options (got "
-                                f"{', '.join(sorted(options))})")
-        check_choices(sorted(options), self.option_names, f"{self.name} option")
-        return self
-
-    def cost(self) -> dict | None:
-        """What the latest `score` call spent (seconds, model calls), if it counts."""
-        return None
-
-    def problem(self) -> str | None:
-        """Why this evaluator, as configured, cannot score (a required option missing), or
-        None; checked before it scores, and by a board's `init`."""
-        return None
-
-    @abstractmethod
-    def score(self, summaries: Sequence[str], references: Sequence[Sequence[str]],
-              sources: Sequence[str] | None) -> list[float]:
-        """One score per summary; `references[i]` are the i-th summary's references."""
 
 
 class CallableEvaluator(Evaluator):
@@ -186,6 +147,8 @@ def _register_evaluators() -> None:
         register_evaluator(name, RougeRecall(name))
     for name, (metric, side) in ROUGE155_EVALUATORS.items():
         register_evaluator(name, Rouge155Evaluator(name, metric, side))
+    register_evaluator("meteor", MeteorEvaluator())  # NLTK's, with WordNet 3.0
+    register_evaluator("chrf", ChrfEvaluator())      # sacrebleu's, segment scores
     load_plugins("sumbench.evaluators", register_evaluator)
 
 

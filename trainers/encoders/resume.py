@@ -26,6 +26,7 @@ from typing import Any
 
 from tasks.plumbing.atomic import atomic_directory
 from tasks.plumbing.errors import SumbenchError
+from trainers.finetuning.interrupts import deferred_interrupts
 
 RESUME_FOLDER = "resume"
 STATE_FILE = "state.json"
@@ -173,8 +174,6 @@ class InterruptSave:
 
     @contextlib.contextmanager
     def applying(self) -> Iterator[None]:
-        from trainers.finetuning.interrupts import deferred_interrupts
-
         with deferred_interrupts():
             self.whole = False
             yield
