@@ -87,15 +87,14 @@ def read_unit_file(path: str | Path) -> UnitFile:
 
 def read_example_units(path: str | Path, count: int) -> tuple[tuple[str, ...], ...]:
     """The units of a file for a Pyramid folder of `count` examples: one line or record per
-    example, in ids.txt order, each with at least one unit (a Pyramid score needs one)."""
+    example, in ids.txt order. An example may have none (an empty line): its summaries then
+    score 0, as Lite²Pyramid scores them."""
     found = read_unit_file(path)
     if len(found.units) != count:
         raise DataError(f"{len(found.units)} examples but the folder has {count} (one line or "
                         f"record per example, in ids.txt order)", path=str(path))
-    for number, units in enumerate(found.units, start=1):
-        if not units:
-            raise DataError("an example without units (a Pyramid score needs one)",
-                            path=str(path), line=number)
+    if not any(found.units):
+        raise DataError("no example has a unit (an empty units file?)", path=str(path))
     return found.units
 
 

@@ -24,6 +24,7 @@ def test_weighted_score_as_lite2pyramid():
     assert weighted_pyramid_score([0.5, 1.0], [1, 1]) == pytest.approx(0.75)
     with pytest.raises(SumbenchError):
         weighted_pyramid_score([1.0], [0])
+    assert weighted_pyramid_score([], []) == 0.0  # no units: 0, as the official scorer
 
 
 def test_weights_file_errors(tmp_path):
@@ -102,3 +103,27 @@ def test_cli_weights_mixed_and_unit_files(pyramid_data_dir, capsys, tmp_path):
     assert from_file == json.loads(capsys.readouterr().out)["t5-large"]
     assert main([*base, "--units", "mix-by-example", "--scu-share", "1.0"]) == 0
     assert json.loads(capsys.readouterr().out)["t5-large"] == pytest.approx(plain)
+
+
+@pytest.mark.slow
+def test_a_units_file_with_an_example_without_units_scores_it_0(pyramid_data_dir, capsys,
+                                                                  tmp_path):
+    """An n-gram units file of a short reference can hold no unit; Lite²Pyramid scores that
+    example's summary 0 and keeps it in the system's mean (metric/score.py, lines 96-104)."""
+    folder = pyramid_data_dir / "pyrxsum"
+    data = load_pyramid_dataset(folder, unit_kinds=("stus",), labels=False)
+    rows = [list(row) for row in data.units["stus"]]
+    base = ["pyramid", "--pyramid", str(folder), "--presence", "lexical", "--threshold", "0.5",
+            "--systems", "t5-large", "--units", "file", "--units-file"]
+    full, emptied = tmp_path / "full.txt", tmp_path / "emptied.txt"
+    full.write_text("\n".join("\t".join(row) for row in rows) + "\n")
+    emptied.write_text("\n".join("\t".join(row) if i else "" for i, row in enumerate(rows))
+                       + "\n")
+    assert main([*base, str(full), "--out", str(tmp_path / "full.json")]) == 0
+    assert main([*base, str(emptied), "--out", str(tmp_path / "emptied.json")]) == 0
+    capsys.readouterr()
+    before, after = (json.loads((tmp_path / f"{name}.json").read_text())
+                     for name in ("full", "emptied"))
+    rows = [before["per_example"]["t5-large"], after["per_example"]["t5-large"]]
+    assert rows[0][0] > 0 and rows[1][0] == 0.0 and rows[1][1:] == rows[0][1:]
+    assert after["scores"]["t5-large"] == pytest.approx(sum(rows[1]) / len(rows[1]))

@@ -35,8 +35,14 @@ def test_pyramid_score_by_hand():
     assert pyramid_score([0.2, 0.4]) == pytest.approx(0.3)
     assert pyramid_scores([[1, 1], [0, 1, 0, 0]]) == [1.0, 0.25]
     assert system_score([1.0, 0.25]) == 0.625
-    with pytest.raises(SumbenchError, match="without units"):
-        pyramid_score([])
+
+
+def test_a_reference_without_units_scores_0_and_counts_in_the_mean():
+    # Lite²Pyramid's metric/score.py (cfa581a, lines 96-104): every summary starts at 0,
+    # only those with units are scored, and np.mean runs over all summaries
+    assert pyramid_score([]) == 0.0
+    assert pyramid_scores([[1, 1], [], [0, 1]]) == [1.0, 0.0, 0.5]
+    assert system_score(pyramid_scores([[1, 1], [], [0, 1]])) == 0.5
 
 
 @pytest.mark.parametrize("folder,system,expected", [("realsumm", "abs_bart_out", REALSUMM_BART),

@@ -45,10 +45,13 @@ def test_extra_units_join_the_gold_and_score_like_any_kind(folder_and_units, tmp
     with pytest.raises(DataError, match="1 examples but the folder has 4") as caught:
         track.load_gold([(str(folder), {"sgus": str(short)})])
     assert caught.value.path == str(short)
-    empty = tmp_path / "empty.txt"
+    empty = tmp_path / "empty.txt"   # an example without units scores 0 (Lite²Pyramid's rule)
     empty.write_text("a b\n\nc d\ne f\n")
-    with pytest.raises(DataError, match="an example without units"):
-        track.load_gold([(str(folder), {"ngrams": str(empty)})])
+    assert track.load_gold([(str(folder), {"ngrams": str(empty)})])
+    none = tmp_path / "none.txt"
+    none.write_text("\n\n\n\n")
+    with pytest.raises(DataError, match="no example has a unit"):
+        track.load_gold([(str(folder), {"ngrams": str(none)})])
     with pytest.raises(UnknownNameError) as caught:
         track.load_gold([(str(folder), {"scus": str(sgus)})])
     assert str(caught.value) == "unknown extra unit kind 'scus' (known: smus, sgus, ssus, ngrams)"

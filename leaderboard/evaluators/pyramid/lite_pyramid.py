@@ -23,8 +23,12 @@ from tasks.plumbing.io import read_number_rows
 
 
 def weighted_pyramid_score(presences: Sequence[float], weights: Sequence[float]) -> float:
+    """sum(presence x weight) / sum(weight) of one summary's units; 0 without units, as
+    Lite²Pyramid scores a summary none of whose units it saw."""
     if len(presences) != len(weights):
         raise SumbenchError(f"{len(weights)} weights for {len(presences)} units")
+    if not presences:
+        return 0.0
     total = sum(weights)
     if total <= 0:
         raise SumbenchError("the units' weights sum to 0")
