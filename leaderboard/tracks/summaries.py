@@ -29,7 +29,7 @@ from leaderboard.evaluators.pyramid.scoring import (
     evaluate_system,
     presence_factory,
 )
-from leaderboard.evaluators.registry import evaluator_of, load_evaluators
+from leaderboard.evaluators.registry import evaluator_of
 from leaderboard.ranking import mean_statistic
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import (
@@ -134,7 +134,7 @@ class SummariesEvaluator:
     def supports(self, payload: Mapping) -> bool:
         if self.of_evaluator:
             return bool(payload.get("documents")) or \
-                not load_evaluators().get(self.presence).reads_sources
+                not column_evaluator(self.presence, self.options).reads_sources
         return self.units == "sentences" or self.units in payload["units"]
 
     def per_example(self, payload: Mapping, summaries: Sequence[str]) -> list[float]:
