@@ -1,39 +1,60 @@
-"""`sumbench meta-eval`: correlations between a metric and human scores on a Pyramid folder.
+"""`sumbench meta-eval`: correlations between metrics and human scores, one table.
 
-    sumbench meta-eval --pyramid DIR --metric rouge1_recall|rouge2_recall|rougeL_recall
-                                              |questeval|FILE.json
-                       [--metric-option KEY=VALUE ...]
-                       [--human pyramid|FILE.json] [--groups FILE.json] [--systems S ...]
-                       [--methods kendall pearson spearman] [--undefined-rule zero|lite-pyramid]
+    sumbench meta-eval [--pyramid DIR] --metric METRIC [--metric METRIC ...]
+                       [--metric-option [METRIC:]KEY=VALUE ...]
+                       [--human pyramid|qapyramid:FILE|FILE.json] [--groups FILE.json]
+                       [--systems S ...] [--methods kendall pearson spearman]
+                       [--undefined-rule zero|lite-pyramid] [--table plain|markdown]
                        [--out FILE]
 
-`--metric` is a registered evaluator (leaderboard.evaluators.registry): a built-in ROUGE
-recall (rouge-score with stemming, summary vs reference) or ROUGE-1.5.5 score (rouge155-1-f,
-...), `questeval` (each summary against its document, `documents.txt`; `--metric-option
-KEY=VALUE` sets its options, e.g. protocol=paper, answers=FILE, question_generator=DIR), an
-installed package's evaluator; or a JSON score file; `--human pyramid` (default) is the SCU Pyramid
-score from the human labels.
-Score files: {system: [score per example in ids.txt order]} or {system: {example_id: score}}.
+Each `--metric` (repeatable: several metrics give one table) is a registered evaluator
+(leaderboard.evaluators.registry): a built-in ROUGE recall (rouge-score with stemming, summary
+vs reference) or ROUGE-1.5.5 score (rouge155-1-f, ...), `questeval` (each summary against its
+document, `documents.txt`), `meteor`, `chrf`, an installed package's evaluator; or a JSON
+score file: {system: [score per example in ids.txt order]}, {system: {example_id: score}}, or
+a per-system file {system: value} (one number per system: system level only, its summary
+level is reported as not available).
+`--metric-option KEY=VALUE` sets an option of the evaluator (with several evaluators among
+the metrics, `METRIC:KEY=VALUE` says which one).
+`--human`: `pyramid` (default) is the SCU Pyramid score from the folder's human labels;
+`qapyramid:FILE` QAPyramid from crowd judgments (QA_presence.json: a QA is present by strict
+majority of its votes, ties absent; present / all QAs per summary); or a JSON score file.
+`--pyramid DIR` holds the summaries, references and ids; it may be left out with
+`--human qapyramid:FILE` when every metric is a score file (the examples are the judgments').
 `--groups`: {group: [systems]}; "all" (every system) is always added.
 `--undefined-rule` says how summary level treats an example whose scores are constant on a
 side: "zero" (default; the correlation is undefined and counts as 0) or "lite-pyramid"
 (Lite²/³Pyramid's evaluation: 1e-10 added to the first score of a constant vector).
-Prints the result as JSON ({group: {"systems", "system": {method: r}, "summary": {...}}},
-undefined values as null) to stdout and a readable table to stderr. `--out` also writes the
-per-system mean scores, the configuration and provenance.
+Prints the result as JSON to stdout (one metric: {group: {"systems", "system": {method: r},
+"summary": {...}}}; several: {metric: that}; undefined values and levels as null) and a
+readable table to stderr. `--out` also writes the per-system mean scores, each metric's
+settings, the configuration and provenance.
 """
 from __future__ import annotations
 
+import argparse
+import collections
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
 from benchmark.commands import command_help, key_value
 from benchmark.commands.options import add_option
+from benchmark.commands.out_file import check_out_file
 from leaderboard.evaluators.pyramid.scoring import pyramid_scores
 from leaderboard.evaluators.registry import evaluator_of, load_evaluators
-from leaderboard.meta_eval import format_table, load_groups, load_scores, meta_evaluate
+from leaderboard.meta_eval import (
+    MetricScores,
+    compare,
+    format_comparison,
+    format_table,
+    load_groups,
+    load_metric_file,
+    load_scores,
+    qapyramid_human,
+)
 from tasks.metrics.correlation import UNDEFINED_RULES
 from tasks.metrics.evaluators import evaluator_settings, score_summaries
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
@@ -43,22 +64,26 @@ from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
 METHOD_CHOICES = ("kendall", "pearson", "spearman")
-
+#: the KIND of `--human KIND:FILE`
+HUMAN_KINDS = ("qapyramid",)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "meta-eval", help=command_help("meta-eval"),
         description="Kendall tau-b / Pearson / Spearman between metric and human scores.")
-    add_option(parser, "pyramid", required=True, renamed_from=("--data",))
-    parser.add_argument("--metric", required=True,
+    add_option(parser, "pyramid", renamed_from=("--data",))
+    parser.add_argument("--metric", action="append", required=True, metavar="METRIC",
                         help="rouge1_recall, rouge2_recall, rougeL_recall, questeval, an "
-                             "installed evaluator, or a JSON score file")
-    parser.add_argument("--metric-option", action="append", default=[], metavar="KEY=VALUE",
-                        type=key_value, help="an option of the --metric evaluator "
-                                              "(repeatable)")
+                             "installed evaluator, or a JSON score file (per example or "
+                             "{system: value}); repeatable: one table for all")
+    parser.add_argument("--metric-option", action="append", default=[],
+                        metavar="[METRIC:]KEY=VALUE", type=key_value,
+                        help="an option of the --metric evaluator (repeatable; METRIC: says "
+                             "which evaluator when several are compared)")
     parser.add_argument("--human", default="pyramid",
-                        help="'pyramid' (SCU labels, default) or a JSON score file")
+                        help="'pyramid' (SCU labels, default), 'qapyramid:FILE' (QAPyramid "
+                             "from QA_presence.json) or a JSON score file")
     parser.add_argument("--groups", help="JSON {group: [systems]} evaluated separately")
     add_option(parser, "systems")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
@@ -66,6 +91,8 @@ def register(subparsers) -> None:
     parser.add_argument("--undefined-rule", choices=UNDEFINED_RULES, default="zero",
                         help="summary level, constant scores: count the example as 0 "
                              "(zero, default) or perturb as Lite²/³Pyramid (lite-pyramid)")
+    parser.add_argument("--table", choices=("plain", "markdown"), default="plain",
+                        help="the table printed to stderr: aligned columns or Markdown")
     add_option(parser, "out_file")
     parser.set_defaults(handler=run, out_inputs={"pyramid": "--pyramid folder",
                                                  "metric": "--metric file",
@@ -83,58 +110,149 @@ def _json_ready(value):
     return value
 
 
-def metric_scores(name: str, dataset, options: dict | None = None
-                  ) -> tuple[dict[str, list[float]], dict | None]:
-    """Per-example metric scores and the evaluator's settings (None for a score file): a
-    registered evaluator (a built-in ROUGE recall, QuestEval, or one of an installed
-    package) with its options, or a JSON score file."""
-    registry = load_evaluators()
+def human_source(spec: str) -> tuple[str, str | None]:
+    """(kind, file) of `--human`: ("pyramid", None), ("qapyramid", FILE) or ("file", FILE)."""
+    if spec == "pyramid":
+        return "pyramid", None
+    kind, sep, path = spec.partition(":")
+    if sep and kind in HUMAN_KINDS:
+        if not path:
+            raise SumbenchError(f"--human {spec}: give the file after '{kind}:'")
+        return kind, path
+    if Path(spec).is_file():
+        return "file", spec
+    if sep and re.fullmatch(r"[A-Za-z][\w-]*", kind):
+        raise SumbenchError(f"--human {spec!r}: unknown kind {kind!r} (known: "
+                            f"{', '.join(f'{k}:FILE' for k in HUMAN_KINDS)}; or 'pyramid', "
+                            f"or a JSON score file)")
+    raise SumbenchError(f"--human {spec!r} is neither 'pyramid', "
+                        f"{', '.join(f'{k}:FILE' for k in HUMAN_KINDS)} nor an existing JSON "
+                        f"file")
+
+
+def metric_labels(names: list[str], registry) -> dict[str, str]:
+    """{--metric as given: its label}: an evaluator's name, a file's stem (its path where two
+    stems are alike); a name that is neither, or given twice, is refused."""
+    given_twice = next((name for name, n in collections.Counter(names).items() if n > 1), None)
+    if given_twice:
+        raise SumbenchError(f"--metric {given_twice} is given twice")
+    for name in names:
+        if name not in registry and not Path(name).is_file():
+            raise SumbenchError(f"--metric {name!r} is neither an evaluator "
+                                f"({', '.join(registry.names())}) nor an existing JSON file")
+    labels = {name: name if name in registry else Path(name).stem for name in names}
+    counts = collections.Counter(labels.values())
+    return {name: label if counts[label] == 1 else name for name, label in labels.items()}
+
+
+def options_by_metric(names: list[str], given: list[tuple[str, str]], registry
+                      ) -> dict[str, dict[str, str]]:
+    """Each metric's `--metric-option`s: `METRIC:KEY=VALUE` for that metric; a plain
+    `KEY=VALUE` for the only metric, or the only evaluator among several."""
+    options: dict[str, dict[str, str]] = {name: {} for name in names}
+    evaluators = [name for name in names if name in registry]
+    for key, value in given:
+        target, sep, option = key.partition(":")
+        if sep and target in options:
+            options[target][option] = value
+        elif len(names) == 1 or len(evaluators) == 1:
+            options[names[0] if len(names) == 1 else evaluators[0]][key] = value
+        else:
+            raise SumbenchError(f"--metric-option {key}={value}: say which metric it sets, "
+                                f"METRIC:{key}=VALUE (METRIC one of {', '.join(evaluators)})")
+    for name, chosen in options.items():
+        if chosen and name not in registry:
+            raise SumbenchError(f"--metric-option sets an evaluator's options; a score file "
+                                f"has none ({name})")
+    return options
+
+
+def pyramid_dataset(args, human_kind: str, evaluators: list[str]):
+    """The --pyramid folder (None when left out, which only `--human qapyramid:FILE` with
+    score files allows)."""
+    if args.pyramid:
+        labels = human_kind == "pyramid"
+        return load_pyramid_dataset(args.pyramid, systems=args.systems, labels=labels,
+                                    require_labels=labels)
+    if human_kind != "qapyramid":
+        raise SumbenchError("--pyramid DIR is needed (summaries, references, ids and human "
+                            "labels) unless --human is qapyramid:FILE")
+    if evaluators:
+        raise SumbenchError(f"--metric {evaluators[0]} scores summaries: give --pyramid DIR "
+                            f"with the systems' summaries")
+    return None
+
+
+def human_scores(kind: str, path: str | None, dataset, systems
+                 ) -> tuple[list[str], dict[str, list[float]]]:
+    """(ids, per-example human scores): the SCU Pyramid from labels, QAPyramid from
+    judgments, or a JSON score file; over the dataset's examples and systems when given."""
+    if kind == "qapyramid":
+        return qapyramid_human(path, dataset.ids if dataset else None,
+                               dataset.systems if dataset else systems)
+    if kind == "pyramid":
+        return list(dataset.ids), {system: pyramid_scores(dataset.labels[system])
+                                   for system in dataset.systems}
+    return list(dataset.ids), load_scores(path, dataset.ids, dataset.systems)
+
+
+def metric_scores(name: str, label: str, dataset, ids, systems, options: dict,
+                  registry) -> MetricScores:
+    """A metric's scores and settings: a registered evaluator (a built-in ROUGE recall,
+    QuestEval, or one of an installed package) with its options, or a JSON score file."""
     if name in RECALL_METRICS and not options:  # the references' tokens once for all systems
-        return (rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name],
-                evaluator_settings(registry.get(name)))
+        scores = rouge_recall_by_system(dataset.summaries, dataset.references, [name])[name]
+        return MetricScores(label, per_example=scores, source=name,
+                            settings=evaluator_settings(registry.get(name)))
     if name in registry:
         evaluator = evaluator_of(name, options)
         scores = {system: score_summaries(evaluator, texts, dataset.references,
                                           dataset.documents, name)
                   for system, texts in dataset.summaries.items()}
-        return scores, evaluator_settings(evaluator)
-    if not Path(name).is_file():
-        raise SumbenchError(f"--metric {name!r} is neither an evaluator "
-                            f"({', '.join(registry.names())}) nor an existing JSON file")
-    if options:
-        raise SumbenchError("--metric-option sets an evaluator's options; a score file has none")
-    return load_scores(name, dataset.ids, dataset.systems), None
+        return MetricScores(label, per_example=scores, source=name,
+                            settings=evaluator_settings(evaluator))
+    return load_metric_file(name, ids, systems, label)
 
 
-def human_scores(name: str, dataset) -> dict[str, list[float]]:
-    """Per-example human scores: the SCU Pyramid from labels, or a JSON score file."""
-    if name == "pyramid":
-        return {system: pyramid_scores(dataset.labels[system]) for system in dataset.systems}
-    if not Path(name).is_file():
-        raise SumbenchError(f"--human {name!r} is neither 'pyramid' nor an existing JSON file")
-    return load_scores(name, dataset.ids, dataset.systems)
+def _report(args, metrics: list[MetricScores], human, correlations, systems) -> dict:
+    import numpy as np
+
+    single = len(metrics) == 1
+    config = {"pyramid": args.pyramid, "metric": args.metric[0] if single else list(args.metric),
+              **({"metric_settings": metrics[0].settings}
+                 if single and metrics[0].settings else {}),
+              "metrics": [{"metric": m.source, "label": m.label, "kind": m.kind,
+                           **({"settings": m.settings} if m.settings else {})} for m in metrics],
+              "human": args.human, "groups": args.groups, "systems": list(systems),
+              "methods": list(args.methods), "undefined_rule": args.undefined_rule}
+    human_means = {system: float(np.mean(values)) for system, values in human.items()}
+    means = ({"metric": metrics[0].means(), "human": human_means} if single else
+             {"metrics": {m.label: m.means() for m in metrics}, "human": human_means})
+    return {"correlations": _json_ready(correlations), "system_means": means,
+            "config": config, "provenance": provenance(config)}
 
 
 def run(args) -> int:
-    import numpy as np
-
-    pyramid = args.human == "pyramid"
-    dataset = load_pyramid_dataset(args.pyramid, systems=args.systems, labels=pyramid,
-                                   require_labels=pyramid)
-    groups = load_groups(args.groups, dataset.systems) if args.groups else None
-    human = human_scores(args.human, dataset)
-    options = dict(args.metric_option)
-    metric, settings = metric_scores(args.metric, dataset, options)
-    result = meta_evaluate(metric, human, groups, args.methods, args.undefined_rule)
-    print(json.dumps(_json_ready(result), indent=1))
-    print(format_table(result), file=sys.stderr)
+    human_kind, human_path = human_source(args.human)
+    if human_kind == "qapyramid":  # --out must not replace the judgments file either
+        check_out_file(argparse.Namespace(out=args.out, human=human_path,
+                                          out_inputs={"human": "--human file"}))
+    registry = load_evaluators()
+    labels = metric_labels(list(args.metric), registry)
+    options = options_by_metric(list(args.metric), args.metric_option, registry)
+    dataset = pyramid_dataset(args, human_kind, [n for n in args.metric if n in registry])
+    ids, human = human_scores(human_kind, human_path, dataset, args.systems)
+    systems = list(dataset.systems) if dataset else list(human)
+    groups = load_groups(args.groups, systems) if args.groups else None
+    metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
+                             registry) for name in args.metric]
+    results = compare(metrics, human, groups, args.methods, args.undefined_rule)
+    single = len(metrics) == 1
+    correlations = results[metrics[0].label] if single else results
+    print(json.dumps(_json_ready(correlations), indent=1))
+    markdown = args.table == "markdown"
+    print(format_table(correlations, markdown=markdown) if single else
+          format_comparison(results, markdown=markdown), file=sys.stderr)
     if args.out:
-        config = {"pyramid": args.pyramid, "metric": args.metric,
-                  **({"metric_settings": settings} if settings else {}), "human": args.human,
-                  "groups": args.groups, "systems": list(dataset.systems),
-                  "methods": list(args.methods), "undefined_rule": args.undefined_rule}
-        means = {side: {s: float(np.mean(v)) for s, v in scores.items()}
-                 for side, scores in (("metric", metric), ("human", human))}
-        write_json(args.out, {"correlations": _json_ready(result), "system_means": means,
-                              "config": config, "provenance": provenance(config)})
+        write_json(args.out, _report(args, metrics, human, correlations, systems))
     return 0
