@@ -223,6 +223,11 @@ SHARED: dict[str, Option] = {
                        help="only these systems (default: all)"),
     "dataset": _option("--dataset", metavar="FILE",
                        help="QAPyramid dataset file (JSON or JSONL)"),
+    "judgments": _option("--judgments", metavar="FILE",
+                         help="QAPyramid's crowd judgments (QA_presence.json)"),
+    "ties": _option("--ties", choices=("absent", "present"), default="absent",
+                    help="a QA with as many 1 votes as 0 votes: not present (default) or "
+                         "present (the release has no rule for ties)"),
     "references": _option("--references", metavar="FILE",
                           help="the reference summaries (the format the command's "
                                "description names)"),

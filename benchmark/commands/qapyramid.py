@@ -1,5 +1,6 @@
 """`sumbench qapyramid`: human QAPyramid scores, nQAPyramid normalization, and automatic
-QAPyramid (`semi-auto`, `auto`: see benchmark/commands/qapyramid_auto.py).
+QAPyramid (`semi-auto`, `auto`: see benchmark/commands/qapyramid_auto.py), and how well a
+presence backend agrees with human labels (`presence-eval`: benchmark/commands/presence_eval.py).
 
     sumbench qapyramid human --judgments QA_presence.json [--out FILE]
         Prints {"systems": {system: score}, "krippendorff_alpha": a, "n_units": ...,
@@ -27,7 +28,9 @@ import sys
 
 from benchmark.commands import command_help
 from benchmark.commands.options import add_option
+from benchmark.commands.presence_eval import register as register_presence_eval
 from benchmark.commands.qapyramid_auto import register_subcommands
+from benchmark.commands.summaries_file import read_references, read_summaries
 from leaderboard.evaluators.qapyramid.penalties import (
     DEFAULT_ALPHA,
     calibrate_alpha,
@@ -36,7 +39,7 @@ from leaderboard.evaluators.qapyramid.penalties import (
 )
 from leaderboard.evaluators.qapyramid.scoring import human_qapyramid, uneven_coverage
 from tasks.plumbing.errors import DataError
-from tasks.plumbing.io import iter_jsonl, read_json, write_json
+from tasks.plumbing.io import read_json, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.judgments import load_qa_judgments
 
@@ -47,11 +50,9 @@ def register(subparsers) -> None:
     commands.required = True
     human = commands.add_parser("human", help="QAPyramid from crowd judgments (majority vote) "
                                 "and Krippendorff's alpha")
-    human.add_argument("--judgments", required=True, help="QA_presence.json")
+    add_option(human, "judgments", required=True)
     add_option(human, "out_file")
-    human.add_argument("--ties", choices=("absent", "present"), default="absent",
-                       help="a QA with as many 1 votes as 0 votes: not present (default) or "
-                            "present (the release has no rule for ties)")
+    add_option(human, "ties")
     human.set_defaults(handler=run_human, out_inputs={"judgments": "--judgments file"})
     norm = commands.add_parser("normalize", help="nQAPyramid: repetition and length penalties",
                                description="nQAPyramid: repetition and length penalties. "
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
         "scores": "--scores file", "summaries": "--summaries file",
         "references": "--references file"})
     register_subcommands(commands)
+    register_presence_eval(commands)
 
 
 def warn_uneven(per_example, path: str) -> None:
@@ -90,36 +92,6 @@ def run_human(args) -> int:
         write_json(args.out, {**report, "provenance": provenance(
             {"judgments": args.judgments, "ties": args.ties})})
     return 0
-
-
-def _string_field(record: dict, name: str, path: str, line: int, allow_empty: bool) -> str:
-    value = record.get(name)
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise DataError(f"expected a {'' if allow_empty else 'non-empty '}string",
-                        path=path, line=line, field=name)
-    return value
-
-
-def read_summaries(path: str) -> dict[tuple[str, str], str]:
-    summaries: dict[tuple[str, str], str] = {}
-    for line, record in iter_jsonl(path):
-        key = (_string_field(record, "system", path, line, False),
-               _string_field(record, "example_id", path, line, False))
-        if key in summaries:
-            raise DataError(f"duplicate summary for system {key[0]!r}, example {key[1]!r}",
-                            path=path, line=line)
-        summaries[key] = _string_field(record, "summary", path, line, True)
-    return summaries
-
-
-def read_references(path: str) -> dict[str, str]:
-    references: dict[str, str] = {}
-    for line, record in iter_jsonl(path):
-        example = _string_field(record, "example_id", path, line, False)
-        if example in references:
-            raise DataError(f"duplicate reference for example {example!r}", path=path, line=line)
-        references[example] = _string_field(record, "reference", path, line, False)
-    return references
 
 
 def read_scores(path: str) -> dict[str, dict[str, float]]:

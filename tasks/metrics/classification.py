@@ -109,6 +109,24 @@ def count_scores(y_true: np.ndarray, y_class: np.ndarray) -> dict:
 
 
 # ---- FAC: one [p_yes] per record -------------------------------------------------------
+def decision_scores(labels: Sequence[int], decisions: Sequence[int],
+                    probabilities: Sequence[float]) -> dict:
+    """Binary decisions against labels: `micro_f1` (F1 micro-averaged over both classes,
+    which for one decision per item is accuracy: the QAPyramid paper's presence metric),
+    precision, recall and f1 of the positive class, `balanced_accuracy` (the mean of the two
+    classes' recalls; None with one class) and `auc` of the probabilities (None with one
+    class); `n` items, `positives` labelled 1."""
+    y_true, y_class = np.asarray(labels, dtype=int), np.asarray(decisions, dtype=int)
+    scores = count_scores(y_true, y_class)
+    by_probability = binary_scores(probabilities, labels)
+    recalls = [float(np.mean(y_class[y_true == value] == value))
+               for value in (0, 1) if np.any(y_true == value)]
+    return {"micro_f1": scores["accuracy"], **scores,
+            "balanced_accuracy": float(np.mean(recalls)) if len(recalls) == 2 else None,
+            "auc": by_probability.get("auc"), "n": int(len(y_true)),
+            "positives": int(np.sum(y_true == 1))}
+
+
 def fac_probability(prediction: Sequence[float]) -> float:
     """Probability of "unsupported": 1 - p_yes for `[p_yes]`, 0 for a list of another length."""
     return 1 - prediction[0] if len(prediction) == 1 else 0
