@@ -38,6 +38,10 @@ WHAT = {
     "classify_speed@flan-t5-base": ("FAC probabilities at Flan-T5-base's shape (random "
                                     "weights), batched vs one `generate` per example (the "
                                     "official way)", ">= 5"),
+    "minicheck_speed@roberta-large": ("MiniCheck presence at MiniCheck-RoBERTa-Large's shape "
+                                      "(random weights) on REALSumm (summary, SCU) pairs vs the "
+                                      "official `Inferencer` (pair by pair, batch 16); within "
+                                      "1e-6", ">= 2"),
     "presence_speed@roberta-large": ("NLI presence at roberta-large's shape (random weights) "
                                      "vs the Lite²Pyramid loop (batch 32, padded to 400)",
                                      ">= 2"),

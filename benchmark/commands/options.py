@@ -277,9 +277,19 @@ SHARED: dict[str, Option] = {
     "entailment_label": _option("--entailment-label", metavar="NAME",
                                 help="nli: the class name (in the model's id2label, any case) "
                                      "that means entailment (default: entailment)"),
+    "base_model": _option("--alignscore-base", metavar="MODEL", dest="base_model",
+                          help="alignscore: the checkpoint's base model, a folder or hub id "
+                               "(config and tokenizer; default: the one the checkpoint names, "
+                               "e.g. roberta-large)"),
+    "claim_sentences": _option("--claim-sentences", choices=("split", "whole"),
+                               help="alignscore: score each sentence of a unit and average "
+                                    "(split, default: the official code, which splits a "
+                                    "'question? answer' QA in two) or the unit as one claim "
+                                    "(whole)"),
     "nli_max_length": _option("--nli-max-length", type=positive_int, metavar="N",
                               help="nli: tokens of a (summary, unit) pair (default 400, as "
-                                   "Lite²Pyramid)"),
+                                   "Lite²Pyramid); minicheck: the model maximum (default 512 "
+                                   "RoBERTa, 2048 DeBERTa-v3 and Flan-T5)"),
     # ---- heuristic labels ----------------------------------------------------------------
     "evidence": _option("--evidence", metavar="METHODS",
                         help="heuristic evidence: rougeL, entity or superpal (comma-separated "

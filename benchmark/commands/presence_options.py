@@ -17,17 +17,19 @@ OFFICIAL_NLI_MODEL = "shiyue/roberta-large-tac08"
 def add_presence_options(parser: argparse.ArgumentParser) -> None:
     """--presence and the options of the backends (benchmark.commands.options)."""
     for kind in ("presence", "model", "threshold", "nli_mode", "entailment_label",
-                 "nli_max_length", "batch_size", "device", "cache"):
+                 "nli_max_length", "base_model", "claim_sentences", "batch_size", "device",
+                 "cache"):
         add_option(parser, kind, required=kind == "presence")
 
 
 #: the backends that run a model here (and so take a device)
-MODEL_BACKENDS = ("nli", "seq2seq", "causal-lm")
+MODEL_BACKENDS = ("nli", "seq2seq", "causal-lm", "minicheck", "alignscore")
 #: PresenceConfig field -> the backend option it sets
 OPTION_NAMES = {"model": "model", "threshold": "threshold", "nli_mode": "mode",
                 "entailment_label": "entailment_label", "batch_size": "batch_size",
                 "device": "device", "cache": "cache",
-                "nli_max_length": "max_length"}
+                "nli_max_length": "max_length", "base_model": "base_model",
+                "claim_sentences": "claim_sentences"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class PresenceConfig:
     nli_mode: str | None = None
     entailment_label: str | None = None
     nli_max_length: int | None = None
+    base_model: str | None = None
+    claim_sentences: str | None = None
     batch_size: int | None = None
     device: str | None = None
     cache: str | None = None

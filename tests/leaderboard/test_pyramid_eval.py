@@ -87,7 +87,8 @@ def test_any_presence_callable(pyramid_data_dir):
 
 
 def test_backend_lookup_and_option_checks():
-    assert backend_names() == ["causal-lm", "chat", "human", "lexical", "nli", "seq2seq"]
+    assert backend_names() == ["alignscore", "causal-lm", "chat", "human", "lexical",
+                               "minicheck", "minicheck-chat", "nli", "seq2seq"]
     assert sorted(PRESENCE_BACKENDS) == backend_names()
     with pytest.raises(UnknownNameError, match="unknown presence backend 'humn'"):
         presence_factory("humn")
@@ -390,7 +391,8 @@ def test_backend_option_check_is_shared_with_qapyramid(capsys):
     from benchmark.cli import build_parser
     from leaderboard.evaluators.pyramid.scoring import check_backend_options, text_backend_names
 
-    assert text_backend_names() == ["lexical", "nli", "seq2seq", "causal-lm", "chat"]
+    assert text_backend_names() == ["lexical", "nli", "seq2seq", "causal-lm", "chat",
+                                    "minicheck", "alignscore", "minicheck-chat"]
     assert check_backend_options("Lexical", {"threshold": 0.3, "model": None}) == "lexical"
     with pytest.raises(SumbenchError, match=r"lexical does not take --model \(it takes: "):
         check_backend_options("lexical", {"model": "m"})

@@ -48,6 +48,10 @@ from trainers.fewshot.chat_client import ChatClient, ChatError
 PRESENCE_BACKENDS: Registry = Registry("presence backend")
 NLI_MODES = ("prob2", "prob3", "label2", "label3")
 MODELS_MODULE = "leaderboard.evaluators.pyramid.presence_models"
+#: modules whose import registers more backends (imported with MODELS_MODULE)
+MORE_BACKEND_MODULES = ("leaderboard.evaluators.pyramid.minicheck",
+                        "leaderboard.evaluators.pyramid.minicheck_chat",
+                        "leaderboard.evaluators.pyramid.alignscore")
 #: names defined in MODELS_MODULE and served from here on first access
 MODEL_NAMES = ("BatchedModelBackend", "NLIBackend", "Seq2SeqYesNoBackend", "CausalLMBackend",
                "entailment_index", "nli_outputs", "load_pretrained", "pad_batch",
@@ -122,9 +126,12 @@ def presence_values(backend: PresenceBackend, summaries: Sequence[str],
 
 
 def load_backends() -> None:
-    """Register the model backends (nli, seq2seq, causal-lm: imports torch) and those of
-    installed packages (`sumbench.presence_backends` entry points, tasks.plumbing.plugins), once."""
-    importlib.import_module(MODELS_MODULE)
+    """Register the model backends (nli, seq2seq, causal-lm: imports torch; MiniCheck's and
+    AlignScore's) and
+    those of installed packages (`sumbench.presence_backends` entry points,
+    tasks.plumbing.plugins), once."""
+    for module in (MODELS_MODULE, *MORE_BACKEND_MODULES):
+        importlib.import_module(module)
     _load_plugin_backends()
 
 

@@ -58,7 +58,8 @@ HUMAN = "human"
 OPTION_FLAGS = {"model": "--model", "threshold": "--threshold", "mode": "--nli-mode",
                 "batch_size": "--batch-size", "device": "--device",
                 "cache": "--cache",
-                "entailment_label": "--entailment-label", "max_length": "--nli-max-length"}
+                "entailment_label": "--entailment-label", "max_length": "--nli-max-length",
+                "base_model": "--alignscore-base", "claim_sentences": "--claim-sentences"}
 MODEL_OPTIONS = ("model", "batch_size", "device", "cache")
 
 
@@ -88,6 +89,16 @@ BACKEND_OPTIONS: dict[str, BackendOptions] = {
                                 model_help="a causal LM: a folder or hub id"),
     "chat": BackendOptions(("model",), ("model", "cache"),
                            model_help="the model name served at OPENAI_BASE_URL"),
+    "minicheck": BackendOptions(("model",), MODEL_OPTIONS + ("max_length",),
+                                model_help="a MiniCheck checkpoint (lytang/MiniCheck-RoBERTa-"
+                                           "Large, -DeBERTa-v3-Large, -Flan-T5-Large): a "
+                                           "folder or hub id"),
+    "alignscore": BackendOptions(("model",), MODEL_OPTIONS + ("base_model", "claim_sentences"),
+                                 model_help="an AlignScore Lightning checkpoint (.ckpt, e.g. "
+                                            "AlignScore-large.ckpt)"),
+    "minicheck-chat": BackendOptions((), ("model", "cache"),
+                                     model_help="Bespoke-MiniCheck-7B's name at "
+                                                "OPENAI_BASE_URL"),
 }
 
 
