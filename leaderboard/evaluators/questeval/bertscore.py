@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from leaderboard.evaluators.bertscore.encoder import default_layer
 from tasks.plumbing.errors import SumbenchError
 from trainers.inference.generation import resolve_device
 from trainers.models.disk_cache import model_revision
@@ -49,13 +50,6 @@ class BertScore:
         if progress is not None:
             progress.update(len(pairs) - len(live))
         return scores
-
-
-def default_layer(name: str) -> int | None:
-    """The layer bert-score reads for a model it knows by name (None for others)."""
-    from bert_score.utils import model2layers
-
-    return model2layers.get(name)
 
 
 def load_bertscore(name: str, layer: int | None = None, *, batch_size: int = 64,
