@@ -470,3 +470,37 @@ def test_pad_batch_pads_ids_segments_and_mask():
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert batch["input_ids"].dtype == batch["attention_mask"].dtype
     assert sorted(pad_batch([{"input_ids": [3]}], pad_id=0)) == ["attention_mask", "input_ids"]
+
+
+def test_a_deberta_v2_classifier_of_tasksource_s_layout_reads_its_own_label_order(
+        tokenizer, tmp_path):
+    """DeBERTa-v3 tasksource NLI (`sileod/deberta-v3-base-tasksource-nli`, a
+    DebertaV2ForSequenceClassification): the entailment class is where its config's id2label
+    puts it, whatever order third-party code assumes; `label3` is present iff entailment is
+    the argmax; a config whose labels are transformers' LABEL_n is refused naming them."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    labels = ("neutral", "contradiction", "entailment")  # not the usual 0 = entailment
+    config = DebertaV2Config(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                             num_attention_heads=4, intermediate_size=64,
+                             pad_token_id=tokenizer.pad_token_id, num_labels=3,
+                             id2label=dict(enumerate(labels)),
+                             label2id={name: i for i, name in enumerate(labels)})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        model = DebertaV2ForSequenceClassification(config)
+    model.save_pretrained(str(tmp_path / "tasksource"))
+    tokenizer.save_pretrained(str(tmp_path / "tasksource"))
+    backend = build_backend("nli", model=str(tmp_path / "tasksource"), mode="label3")
+    assert backend.entail == 2
+    with torch.no_grad():
+        logits = model.eval()(**tokenizer(PAIRS[0][0], PAIRS[0][1], return_tensors="pt"))
+    expected = int(logits.logits[0].argmax().item() == 2)
+    assert backend.score([PAIRS[0]])[0].label == expected
+    unnamed = _edited_copy(tmp_path / "tasksource", tmp_path / "unnamed", lambda c: c.update(
+        id2label={"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"},
+        label2id={"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2}))
+    with pytest.raises(PresenceBackendError, match=r"id2label \{0: 'LABEL_0', 1: 'LABEL_1', "
+                                                   r"2: 'LABEL_2'\} has no single 'entailment'"):
+        build_backend("nli", model=str(unnamed))
