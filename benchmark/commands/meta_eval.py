@@ -40,7 +40,7 @@ import re
 import sys
 from pathlib import Path
 
-from benchmark.commands import command_help, key_value
+from benchmark.commands import command_help, key_value, positive_int
 from benchmark.commands.options import add_option
 from benchmark.commands.out_file import check_out_file
 from leaderboard.evaluators.pyramid.scoring import pyramid_scores
@@ -54,6 +54,15 @@ from leaderboard.meta_eval import (
     load_metric_file,
     load_scores,
     qapyramid_human,
+)
+from leaderboard.meta_eval_stats import (
+    CI_METHODS,
+    CORRECTIONS,
+    TESTS,
+    check_statistics,
+    format_statistics,
+    intervals,
+    pairwise_tests,
 )
 from tasks.metrics.correlation import UNDEFINED_RULES
 from tasks.metrics.evaluators import evaluator_settings, score_summaries
@@ -88,9 +97,29 @@ def register(subparsers) -> None:
     add_option(parser, "systems")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
                         default=list(METHOD_CHOICES), help="correlation methods")
-    parser.add_argument("--undefined-rule", choices=UNDEFINED_RULES, default="zero",
-                        help="summary level, constant scores: count the example as 0 "
-                             "(zero, default) or perturb as Lite²/³Pyramid (lite-pyramid)")
+    parser.add_argument("--summary-undefined", "--undefined-rule", dest="undefined_rule",
+                        choices=UNDEFINED_RULES, default="zero",
+                        help="summary level, an example whose correlation is undefined "
+                             "(constant scores): count it as 0 (zero, default), leave it out "
+                             "(skip, as nlpstats and SacreROUGE) or perturb as Lite²/³Pyramid "
+                             "(lite-pyramid)")
+    parser.add_argument("--ci", choices=CI_METHODS, default="none",
+                        help="confidence intervals: bootstrap over systems, inputs or both, "
+                             "Fisher's z, or none (default)")
+    parser.add_argument("--test", choices=TESTS, default="none",
+                        help="p-values for every pair of metrics: permutation (systems, "
+                             "inputs or both) or Williams' test; none (default)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                        help="adjust the p-values of a level and method together (default "
+                             "holm)")
+    parser.add_argument("--alternative", choices=("two-sided", "greater", "less"),
+                        default="two-sided", help="the tests' alternative (default two-sided)")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="the intervals' confidence (default 0.95)")
+    parser.add_argument("--n-resamples", type=positive_int, default=1000,
+                        help="bootstrap and permutation resamples (default 1000, as "
+                             "SacreROUGE)")
+    add_option(parser, "seed")
     parser.add_argument("--table", choices=("plain", "markdown"), default="plain",
                         help="the table printed to stderr: aligned columns or Markdown")
     add_option(parser, "out_file")
@@ -246,6 +275,7 @@ def run(args) -> int:
     groups = load_groups(args.groups, systems) if args.groups else None
     metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
                              registry) for name in args.metric]
+    check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics)
     results = compare(metrics, human, groups, args.methods, args.undefined_rule)
     single = len(metrics) == 1
     correlations = results[metrics[0].label] if single else results
@@ -253,6 +283,28 @@ def run(args) -> int:
     markdown = args.table == "markdown"
     print(format_table(correlations, markdown=markdown) if single else
           format_comparison(results, markdown=markdown), file=sys.stderr)
+    statistics = run_statistics(args, metrics, human, systems)
+    if statistics:
+        print(format_statistics(statistics), file=sys.stderr)
     if args.out:
-        write_json(args.out, _report(args, metrics, human, correlations, systems))
+        report = _report(args, metrics, human, correlations, systems)
+        if statistics:
+            report["statistics"] = _json_ready(statistics)
+        write_json(args.out, report)
     return 0
+
+
+def run_statistics(args, metrics, human, systems) -> dict:
+    """--ci and --test over all systems (see leaderboard.meta_eval_stats)."""
+    seed = args.seed or 0
+    found: dict = {}
+    if args.ci != "none":
+        found["intervals"] = intervals(metrics, human, systems, args.methods, ci=args.ci,
+                                       confidence=args.confidence, n_resamples=args.n_resamples,
+                                       seed=seed, rule=args.undefined_rule)
+    if args.test != "none":
+        found["tests"] = pairwise_tests(metrics, human, systems, args.methods, test=args.test,
+                                        correction=args.correction, alternative=args.alternative,
+                                        n_resamples=args.n_resamples, seed=seed,
+                                        rule=args.undefined_rule)
+    return found

@@ -6,11 +6,12 @@ number of examples, example i of every system is the same input document).
 - system level: the correlation between the per-system means (one point per system);
 - summary level: for each example, the correlation across systems of that example's scores,
   then the plain mean over examples. An example whose scores are constant on a side is
-  handled by a named rule: "zero" (default: its correlation is undefined and counts as 0) or
-  "lite-pyramid" (as Lite²/³Pyramid's evaluation does: 1e-10 is added to the first score of a
-  constant vector, systems in the given order, which makes the correlation defined; PyrXSum,
-  ROUGE-2 recall vs human Pyramid, Pearson: 0.5463 instead of 0.5251). That rule depends on
-  the systems' order (the official code's is its human score file's); "zero" does not.
+  handled by a named rule: "zero" (default: its correlation is undefined and counts as 0),
+  "skip" (left out of the mean, as nlpstats and SacreROUGE) or "lite-pyramid" (as
+  Lite²/³Pyramid's evaluation does: 1e-10 is added to the first score of a constant vector,
+  systems in the given order, which makes the correlation defined; PyrXSum, ROUGE-2 recall vs
+  human Pyramid, Pearson: 0.5463 instead of 0.5251). That rule depends on the systems' order
+  (the official code's is its human score file's); "zero" and "skip" do not.
 
 Methods: "kendall" (scipy.stats.kendalltau, its default tau-b, which corrects for ties),
 "pearson" (scipy.stats.pearsonr), "spearman" (scipy.stats.spearmanr). `correlation` returns
@@ -27,7 +28,7 @@ from tasks.plumbing.errors import SumbenchError, check_choice
 
 METHODS = ("kendall", "pearson", "spearman")
 #: how summary-level correlation treats an example with constant scores on a side
-UNDEFINED_RULES = ("zero", "lite-pyramid")
+UNDEFINED_RULES = ("zero", "lite-pyramid", "skip")
 LITE_PYRAMID_EPSILON = 1e-10
 Scores = Mapping[str, Sequence[float]]
 
@@ -105,8 +106,11 @@ def per_example(metric: Scores, human: Scores, method: str,
 def summary_level(metric: Scores, human: Scores, method: str,
                   systems: Sequence[str] | None = None, rule: str = "zero") -> float:
     """Mean over examples of the across-system correlation; constant examples by `rule`
-    (undefined ones count as 0)."""
+    (undefined ones count as 0, or with "skip" are left out, as nlpstats and SacreROUGE
+    leave them out)."""
     values = per_example(metric, human, method, systems, rule)
+    if rule == "skip":
+        values = [v for v in values if not math.isnan(v)]
     if not values:
         return math.nan
     return float(np.mean([0.0 if math.isnan(v) else v for v in values]))

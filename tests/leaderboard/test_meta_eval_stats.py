@@ -1,0 +1,110 @@
+"""`sumbench meta-eval --ci/--test/--correction` (leaderboard/meta_eval_stats.py) on
+REALSumm: the intervals and p-values it writes are tasks.metrics.resampling's over the same
+matrices and the same seeded draws, every number recorded with how it was made; per-system
+metrics take Fisher and Williams only; what cannot be computed is one line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tasks.metrics.recall import rouge_recall_by_system
+from tasks.metrics.resampling import (
+    bootstrap_draws,
+    bootstrap_interval,
+    fisher_interval,
+    holm,
+    permutation_masks,
+    permutation_pvalue,
+    williams_pvalue,
+)
+from tasks.qapyramid.pyramid_data import load_pyramid_dataset
+
+from helpers import sumbench
+
+METRICS = ("rouge1_recall", "rouge2_recall")
+
+
+@pytest.fixture(scope="module")
+def realsumm(pyramid_data_dir):
+    folder = pyramid_data_dir / "realsumm"
+    data = load_pyramid_dataset(folder)
+    systems = list(data.systems)
+    rouge = rouge_recall_by_system(data.summaries, data.references, METRICS)
+    matrices = {metric: np.array([rouge[metric][s] for s in systems]) for metric in METRICS}
+    human = np.array([[float(np.mean(labels)) for labels in data.labels[s]] for s in systems])
+    return folder, systems, matrices, human
+
+
+def test_intervals_and_tests_are_the_statistics_of_the_same_draws(realsumm, tmp_path, capsys):
+    folder, _, matrices, Z = realsumm
+    out = tmp_path / "stats.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
+                               "--metric", METRICS[1], "--methods", "kendall", "pearson",
+                               "--ci", "boot-both", "--test", "perm-both", "--n-resamples",
+                               "20", "--seed", "3", "--summary-undefined", "skip", "--out", out)
+    assert code == 0, stderr
+    assert "boot-both 95% intervals:" in stderr and "holm-adjusted p-values:" in stderr
+    statistics = json.loads(out.read_text())["statistics"]
+    found = statistics["intervals"]
+    assert (found["method"], found["n_resamples"], found["seed"], found["confidence"]) == (
+        "boot-both", 20, 3, 0.95)
+    for li, level in enumerate(("system", "summary")):
+        for mi, method in enumerate(("kendall", "pearson")):
+            draws = bootstrap_draws(np.random.default_rng([3, li, mi]), Z.shape, "both", 20)
+            for metric in METRICS:
+                expected = bootstrap_interval(matrices[metric], Z, level, method,
+                                              summary_undefined="skip", draws=draws)
+                assert found["intervals"][metric][level][method] == pytest.approx(
+                    [expected["lower"], expected["upper"]], abs=1e-12)
+                lower, upper = found["intervals"][metric][level][method]
+                assert -1 <= lower < upper <= 1
+            masks = permutation_masks(np.random.default_rng([3, li, mi]), Z.shape, "both", 20)
+            p = permutation_pvalue(*matrices.values(), Z, level, method, masks=masks,
+                                   summary_undefined="skip")
+            row = next(row for row in statistics["tests"]["pairs"]
+                       if (row["level"], row["method"]) == (level, method))
+            assert (row["a"], row["b"], row["p"], row["p_adjusted"]) == (
+                METRICS[0], METRICS[1], p, holm([p])[0])
+    assert statistics["tests"]["n_resamples"] == 20 and statistics["tests"]["standardised"]
+
+
+def test_per_system_metrics_take_fisher_and_williams(realsumm, tmp_path, capsys):
+    folder, systems, matrices, Z = realsumm
+    files = []
+    for metric in METRICS:   # one value per system: the system means
+        path = tmp_path / f"{metric}.json"
+        path.write_text(json.dumps({s: float(v) for s, v in
+                                    zip(systems, matrices[metric].mean(axis=1))}))
+        files += ["--metric", str(path)]
+    out = tmp_path / "fisher.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, *files, "--methods",
+                               "pearson", "--ci", "fisher", "--test", "williams",
+                               "--correction", "bonferroni", "--out", out)
+    assert code == 0, stderr
+    statistics = json.loads(out.read_text())["statistics"]
+    means = {metric: matrices[metric].mean(axis=1, keepdims=True) for metric in METRICS}
+    human = Z.mean(axis=1, keepdims=True)
+    assert statistics["intervals"]["intervals"][METRICS[0]]["system"]["pearson"] == \
+        pytest.approx(list(fisher_interval(means[METRICS[0]], human, "system", "pearson")))
+    (row,) = statistics["tests"]["pairs"]
+    assert row["p"] == pytest.approx(williams_pvalue(*means.values(), human, "system",
+                                                     "pearson"))
+    assert row["p_adjusted"] == pytest.approx(min(1.0, row["p"]))
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, *files, "--ci",
+                               "boot-both")
+    assert code == 2 and "has one value per system: use --ci fisher" in stderr
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--metric", "rouge1_recall", "--test", "williams"], "compares metrics: give two"),
+    (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--ci", "fisher",
+      "--summary-undefined", "lite-pyramid"], "intervals and tests take zero or skip"),
+])
+def test_what_cannot_be_computed_is_one_line(realsumm, tmp_path, capsys, extra, needle):
+    out = tmp_path / "out.json"
+    code, stdout, stderr = sumbench(capsys, "meta-eval", "--pyramid", realsumm[0], *extra,
+                                    "--out", out)
+    assert code == 2 and stdout == "" and not out.exists()
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
