@@ -108,7 +108,8 @@ def test_a_backend_name_is_matched_in_any_case_before_the_check():
 
     assert canonical_backend("LEXICAL") == "lexical"
     with pytest.raises(UnknownNameError, match=r"^unknown presence backend 'lexcal'; did you "
-                                               r"mean 'lexical'\? \(known: causal-lm, chat, "):
+                                               r"mean 'lexical'\? \(known: alignscore, "
+                                               r"causal-lm, chat, "):
         canonical_backend("lexcal")
 
 
