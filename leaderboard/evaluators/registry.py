@@ -1,11 +1,12 @@
 """Every evaluator by name: the built-in ones of tasks.metrics.evaluators (ROUGE, METEOR,
 chrF), the methods of these folders that register beside their definitions (`questeval`,
-`pyramid` over a units file, the `geval` judge, `bartscore-r|p|f`, `bertscore-r|p|f`), and
-the plug-ins of installed packages (`sumbench.evaluators` entry points). What `meta-eval
---metric` and the summaries track's columns (`NAME=evaluator:EVALUATOR[,KEY=VALUE...]`)
-look names up in."""
+`pyramid` over a units file, the `geval` judge, `bartscore-r|p|f`, `bertscore-r|p|f`, AutoACU's
+`a2cu-*`, `a3cu*` and `semiautoacu`), and the plug-ins of installed packages
+(`sumbench.evaluators` entry points). What `meta-eval --metric` and the summaries track's
+columns (`NAME=evaluator:EVALUATOR[,KEY=VALUE...]`) look names up in."""
 from __future__ import annotations
 
+from leaderboard.evaluators.acu import evaluator as acu_evaluator
 from leaderboard.evaluators.bartscore import evaluator as bartscore_evaluator
 from leaderboard.evaluators.bertscore import evaluator as bertscore_evaluator
 from leaderboard.evaluators.geval import evaluator as geval_evaluator
@@ -17,7 +18,7 @@ from tasks.plumbing.registry import Registry
 
 #: each method's registration, beside its definition
 METHODS = (questeval_evaluator.register, pyramid_evaluator.register, geval_evaluator.register,
-           bartscore_evaluator.register, bertscore_evaluator.register)
+           bartscore_evaluator.register, bertscore_evaluator.register, acu_evaluator.register)
 
 
 def load_evaluators() -> Registry:
