@@ -38,6 +38,7 @@ from leaderboard.evaluators.acu.a2cu import (
     unit_recall,
 )
 from leaderboard.evaluators.acu.a3cu import A3CU, float32_f1
+from tasks.metrics.evaluator_base import positive_int
 from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
 from tasks.plumbing.errors import SumbenchError, check_choice, check_choices
 from tasks.plumbing.io import file_sha256
@@ -47,27 +48,20 @@ from tasks.units.unit_files import read_example_units
 SIDES = {"r": "recall", "p": "precision", "f": "f1"}
 
 
-def _count(text: Any) -> int:
-    value = int(str(text).strip())
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
-
-
 def _variant(text: Any) -> str:
     return check_choice(str(text).strip(), VARIANTS, "A2CU variant")
 
 
 CLASSIFIER_OPTIONS = {"classifier": (str, models.CLASSIFIER),
                       "classifier_tokenizer": (str, models.CLASSIFIER_TOKENIZER),
-                      "batch_size": (_count, 32), "device": (str, "auto")}
+                      "batch_size": (positive_int, 32), "device": (str, "auto")}
 #: option -> (parser of its text, default), per evaluator family
 OPTIONS = {
     "a2cu": {"generator": (str, models.GENERATOR),
              "generator_tokenizer": (str, models.GENERATOR_TOKENIZER),
-             **CLASSIFIER_OPTIONS, "generation_batch_size": (_count, 1),
+             **CLASSIFIER_OPTIONS, "generation_batch_size": (positive_int, 1),
              "variant": (_variant, "pypi")},
-    "a3cu": {"model": (str, models.A3CU_MODEL), "batch_size": (_count, 16),
+    "a3cu": {"model": (str, models.A3CU_MODEL), "batch_size": (positive_int, 16),
              "device": (str, "auto")},
     "semiautoacu": {"units": (str, None), **CLASSIFIER_OPTIONS},
 }

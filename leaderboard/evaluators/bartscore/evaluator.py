@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from leaderboard.evaluators.bartscore.scoring import BartScorer
+from tasks.metrics.evaluator_base import one_of, option_values, positive_int
 from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError, UnknownNameError
 from tasks.plumbing.kept import kept_model
 from trainers.inference.generation import resolve_device
 from trainers.models.disk_cache import model_revision
@@ -40,27 +41,11 @@ DIRECTION_TEXT = {"recall": "hypo_ref: log P(reference | summary)",
                   "f": "from hypo_ref (R) and ref_hypo (P)"}
 
 
-def _count(text: str) -> int:
-    value = int(str(text).strip())
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
-
-
-def _one_of(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = str(text).strip().lower()
-        if value not in choices:
-            raise ValueError(f"expected {' or '.join(choices)}")
-        return value
-    return parse
-
-
 #: option -> (parser of its text, default)
 OPTIONS: dict[str, tuple[Callable[[str], Any], Any]] = {
-    "model": (str, DEFAULT_MODEL), "max_length": (_count, 1024), "batch_size": (_count, 16),
-    "device": (str, "auto"), "refs": (_one_of("mean", "max"), "mean"),
-    "f": (_one_of("avg", "harm"), "avg"),
+    "model": (str, DEFAULT_MODEL), "max_length": (positive_int, 1024),
+    "batch_size": (positive_int, 16), "device": (str, "auto"),
+    "refs": (one_of("mean", "max"), "mean"), "f": (one_of("avg", "harm"), "avg"),
 }
 
 
@@ -71,19 +56,7 @@ def option_names(direction: str) -> tuple[str, ...]:
 def parse_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Every option's value for evaluator `name`, `options` (text or parsed) over the
     defaults; an unknown option or a bad value is a one-line SumbenchError."""
-    known = option_names(DIRECTIONS[name])
-    unknown = [option for option in options if option not in known]
-    if unknown:
-        raise UnknownNameError(f"unknown {name} option {unknown[0]!r} (known: "
-                               f"{', '.join(known)}){did_you_mean(unknown[:1], known)}")
-    values = {option: OPTIONS[option][1] for option in known}
-    for option, value in options.items():
-        parse = OPTIONS[option][0]
-        try:
-            values[option] = parse(value) if isinstance(value, str) else value
-        except ValueError as error:
-            raise SumbenchError(f"{name} option {option}={value!r}: {error}") from None
-    return values
+    return option_values(options, OPTIONS, name, option_names(DIRECTIONS[name]))
 
 
 def load_scorer(model: str, device: str, max_length: int) -> tuple[BartScorer, str]:

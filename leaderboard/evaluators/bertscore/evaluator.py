@@ -24,21 +24,15 @@ from leaderboard.evaluators.bertscore.encoder import (
     load_encoder,
 )
 from leaderboard.evaluators.bertscore.matching import best_over_references, match_pairs
+from tasks.metrics.evaluator_base import option_values, positive_int
 from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.kept import kept_model
 from trainers.inference.generation import resolve_device
 
 #: side -> its position in (P, R, F)
 SIDES = {"p": 0, "r": 1, "f": 2}
 SIDE_NAMES = {"p": "precision", "r": "recall", "f": "F1"}
-
-
-def _count(text: str) -> int:
-    value = int(str(text).strip())
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
 
 
 def _layer(text: str) -> int:
@@ -50,7 +44,7 @@ def _layer(text: str) -> int:
 
 #: option -> (parser of its text, default)
 OPTIONS: dict[str, tuple[Any, Any]] = {
-    "model": (str, DEFAULT_MODEL), "layer": (_layer, None), "batch_size": (_count, 64),
+    "model": (str, DEFAULT_MODEL), "layer": (_layer, None), "batch_size": (positive_int, 64),
     "device": (str, "auto"),
 }
 
@@ -58,17 +52,7 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
 def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Every option's value, `options` (text or already parsed) over the defaults; the layer
     filled in from bert-score's table when not given."""
-    unknown = [name for name in options if name not in OPTIONS]
-    if unknown:
-        raise UnknownNameError(f"unknown BERTScore option {unknown[0]!r} (known: "
-                               f"{', '.join(OPTIONS)}){did_you_mean(unknown[:1], OPTIONS)}")
-    values = {name: default for name, (_, default) in OPTIONS.items()}
-    for name, value in options.items():
-        parse = OPTIONS[name][0]
-        try:
-            values[name] = parse(value) if isinstance(value, str) else value
-        except (ValueError, TypeError) as error:
-            raise SumbenchError(f"BERTScore option {name}={value!r}: {error}") from None
+    values = option_values(options, OPTIONS, "BERTScore")
     if values["layer"] is None:
         values["layer"] = default_layer(values["model"])
     return values

@@ -35,8 +35,9 @@ from typing import Any
 
 from leaderboard.evaluators.geval.prompts import DEFAULT_PROMPT, GEvalPrompt, load_prompt
 from leaderboard.evaluators.geval.scoring import logprob_score, parse_scale, sample_score
+from tasks.metrics.evaluator_base import one_of, option_values, positive_int
 from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError
 from trainers.fewshot.chat_client import DEFAULT_BASE_URL, ChatClient, ChatError
 from trainers.models.disk_cache import open_cache
 
@@ -48,13 +49,6 @@ IMPLEMENTATION = ("nlpyang/geval 6f84404: gpt4_eval.py's request, meta_eval_summ
 MODE_DEFAULTS = {"sample": (20, 2.0), "logprobs": (1, 0.0)}
 
 
-def _count(text: str) -> int:
-    value = int(str(text).strip())
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
-
-
 def _temperature(text: str) -> float:
     value = float(str(text).strip())
     if not 0 <= value <= 2:
@@ -62,42 +56,22 @@ def _temperature(text: str) -> float:
     return value
 
 
-def _one_of(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = str(text).strip().lower()
-        if value not in choices:
-            raise ValueError(f"expected {' or '.join(choices)}")
-        return value
-    return parse
-
-
 #: option -> (parser of its text, default); n and temperature default by mode (MODE_DEFAULTS)
 OPTIONS: dict[str, tuple[Callable[[str], Any], Any]] = {
     "prompt": (str, str(DEFAULT_PROMPT)), "model": (str, DEFAULT_MODEL),
-    "mode": (_one_of("sample", "logprobs"), "sample"), "n": (_count, None),
-    "temperature": (_temperature, None), "max_tokens": (_count, 5),
-    "top_logprobs": (_count, 20), "scale": (parse_scale, (1, 2, 3, 4, 5)),
-    "references": (_one_of("mean", "max"), "mean"), "base_url": (str, None),
+    "mode": (one_of("sample", "logprobs"), "sample"), "n": (positive_int, None),
+    "temperature": (_temperature, None), "max_tokens": (positive_int, 5),
+    "top_logprobs": (positive_int, 20), "scale": (parse_scale, (1, 2, 3, 4, 5)),
+    "references": (one_of("mean", "max"), "mean"), "base_url": (str, None),
     "api_key_env": (str, "OPENAI_API_KEY"), "cache": (str, None),
-    "max_concurrency": (_count, 1), "max_attempts": (_count, 5),
+    "max_concurrency": (positive_int, 1), "max_attempts": (positive_int, 5),
 }
 
 
 def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Every option's value, `options` (text or already parsed) over the defaults; an
     unknown option or a bad value is a one-line SumbenchError."""
-    unknown = [name for name in options if name not in OPTIONS]
-    if unknown:
-        raise UnknownNameError(f"unknown {NAME} option {unknown[0]!r} (known: "
-                               f"{', '.join(OPTIONS)}){did_you_mean(unknown[:1], OPTIONS)}")
-    values = {name: default for name, (_, default) in OPTIONS.items()}
-    for name, value in options.items():
-        parse = OPTIONS[name][0]
-        try:
-            values[name] = value if not isinstance(value, str) or parse is str else \
-                parse(value)
-        except ValueError as error:
-            raise SumbenchError(f"{NAME} option {name}={value!r}: {error}") from None
+    values = option_values(options, OPTIONS, NAME)
     n, temperature = MODE_DEFAULTS[values["mode"]]
     values["n"] = n if values["n"] is None else values["n"]
     values["temperature"] = temperature if values["temperature"] is None \

@@ -29,9 +29,10 @@ from leaderboard.evaluators.questeval.models import (
     load_t2t,
 )
 from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
+from tasks.metrics.evaluator_base import option_values, positive_int
 from tasks.metrics.evaluators import EVALUATORS, Evaluator, register_evaluator
 from tasks.metrics.questeval import check_score_types
-from tasks.plumbing.errors import SumbenchError, UnknownNameError, did_you_mean
+from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.kept import kept_model
 from tasks.plumbing.spacy_loader import DEFAULT_PIPELINE
 from trainers.models.disk_cache import open_cache
@@ -48,13 +49,6 @@ def _flag(text: str) -> bool:
     return lowered == "true"
 
 
-def _count(text: str) -> int:
-    value = int(str(text).strip())
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
-
-
 def _scores(text: str) -> tuple[str, ...]:
     """Score types joined by "," or "+" (a board column's options are comma-separated)."""
     parts = str(text).replace("+", ",").split(",")
@@ -69,26 +63,15 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "answers": (str, None), "spacy_pipeline": (str, DEFAULT_PIPELINE),
     "question_generator": (str, QUESTION_GENERATOR),
     "question_answerer": (str, QUESTION_ANSWERER), "weighter_model": (str, WEIGHTER),
-    "bertscore_model": (str, BERTSCORE_MODEL), "bertscore_layer": (_count, None),
-    "source_windows": (_flag, False), "window_stride": (_count, DEFAULTS.window_stride),
-    "batch_size": (_count, None), "device": (str, "auto"), "cache": (str, None),
+    "bertscore_model": (str, BERTSCORE_MODEL), "bertscore_layer": (positive_int, None),
+    "source_windows": (_flag, False), "window_stride": (positive_int, DEFAULTS.window_stride),
+    "batch_size": (positive_int, None), "device": (str, "auto"), "cache": (str, None),
 }
 
 
 def parse_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """Every option's value, `options` (text or already parsed) over the defaults."""
-    unknown = [name for name in options if name not in OPTIONS]
-    if unknown:
-        raise UnknownNameError(f"unknown QuestEval option {unknown[0]!r} (known: "
-                               f"{', '.join(OPTIONS)}){did_you_mean(unknown[:1], OPTIONS)}")
-    values = {name: default for name, (_, default) in OPTIONS.items()}
-    for name, value in options.items():
-        parse = OPTIONS[name][0]
-        try:
-            values[name] = value if not isinstance(value, str) or parse is str else \
-                parse(value)
-        except (ValueError, SumbenchError) as error:
-            raise SumbenchError(f"QuestEval option {name}={value!r}: {error}") from None
+    values = option_values(options, OPTIONS, "QuestEval")
     settings_of(values)  # the protocol, scores and windows checked here, once
     return values
 
