@@ -166,3 +166,24 @@ def built_once_per_run(tmp_path_factory, name: str, build) -> Path:
             (staging / ".built").touch()
             staging.rename(folder)
     return folder
+
+
+def recorded_models(tmp_path_factory, data_folder: str, builder: str) -> Path:
+    """The tiny models that `tests/data/<data_folder>/record.py` recorded an official
+    package's outputs on, rebuilt by that script's seeded `builder(folder)` once per run: the
+    repository keeps no weights, and the rebuild is the recording's models byte for byte (the
+    caller's random state is left as it was)."""
+    import importlib.util
+
+    import torch
+
+    script = Path(__file__).resolve().parent / "data" / data_folder / "record.py"
+
+    def build(folder: Path) -> None:
+        spec = importlib.util.spec_from_file_location(f"record_{data_folder}", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with torch.random.fork_rng(devices=[]):
+            getattr(module, builder)(folder)
+
+    return built_once_per_run(tmp_path_factory, f"recorded-{data_folder}", build)

@@ -1,12 +1,12 @@
 """`--presence minicheck` against MiniCheck's official `Inferencer` (recorded outputs).
 
-tests/data/minicheck_official/ holds three tiny models (RoBERTa and DeBERTa-v2 classifiers
-with 2 labels, a T5 whose vocabulary has ids 3 and 209) and what the official code at b58b9fa
-computed on them (README.md there says how): per pair the max support probability, the
-per-chunk probabilities and the label; per document the chunks it scored; for an empty
-document the error it raised. Every variant is recorded with the default chunk size, a small
-one (multi-sentence chunks and a sentence over the size) and a small model maximum (inputs
-cut at 40 tokens).
+tests/data/minicheck_official/ holds what the official code at b58b9fa computed on three tiny
+models (RoBERTa and DeBERTa-v2 classifiers with 2 labels, a T5 whose vocabulary has ids 3 and
+209), which its record.py builds from a seed and the tests rebuild (README.md there says
+how): per pair the max support probability, the per-chunk probabilities and the label; per
+document the chunks it scored; for an empty document the error it raised. Every variant is
+recorded with the default chunk size, a small one (multi-sentence chunks and a sentence over
+the size) and a small model maximum (inputs cut at 40 tokens).
 """
 from __future__ import annotations
 
@@ -27,9 +27,12 @@ from leaderboard.evaluators.pyramid.presence import (
     presence_values,
 )
 
+from helpers import recorded_models
+
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "minicheck_official"
 RECORDED = json.loads((FIXTURE / "recorded.json").read_text(encoding="utf-8"))
-MODELS = FIXTURE / "models"
+#: the tiny models the recording ran on, rebuilt by record.py's builder (`_recorded_models`)
+MODELS = Path()
 FOLDERS = RECORDED["models"]
 RUNS = RECORDED["runs"]
 TOLERANCE = 1e-6
@@ -45,8 +48,14 @@ def backend_for(run: dict, **options) -> MiniCheckBackend:
                             **options)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _recorded_models(tmp_path_factory):
+    global MODELS
+    MODELS = recorded_models(tmp_path_factory, "minicheck_official", "build_models")
+
+
 @pytest.fixture(scope="module", params=RUNS, ids=run_id)
-def scored(request):
+def scored(request, _recorded_models):
     """(run, backend, results of every recorded pair) per recorded run."""
     run = request.param
     backend = backend_for(run, batch_size=3)

@@ -1,12 +1,12 @@
-"""Record the official BARTScore's outputs on the tiny BART of this folder (run by hand, never
-by the tests; tests/data/bartscore_official/README.md says when and how it was run).
+"""Record the official BARTScore's outputs on a tiny BART (run by hand; the tests
+call only `build_model`, to rebuild it; tests/data/bartscore_official/README.md says how).
 
     python tests/data/bartscore_official/record.py --official /tmp/bs/bart_score.py [--build]
 
 `--official`: the official `bart_score.py` (neulab/BARTScore, copied out of a clone; it is
 imported from there, never copied into the repository). `--build`: (re)build `model/` (the
 tiny BART of trainers.models.tiny_bart, seed 0, its tokenizer trained on TEXTS); otherwise
-the model already here is used. Writes `recorded.json`: every case's inputs and the
+a model built here before is used. Writes `recorded.json`: every case's inputs and the
 official outputs.
 """
 from __future__ import annotations

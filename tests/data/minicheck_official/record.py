@@ -1,5 +1,5 @@
-"""Record MiniCheck's official `Inferencer` outputs on tiny local models (run by hand, never
-by the tests; README.md says how).
+"""Record MiniCheck's official `Inferencer` outputs on tiny local models (run by hand; the
+tests call only `build_models`, to rebuild the models; README.md says how).
 
     python tests/data/minicheck_official/record.py --official DIR [--out FOLDER]
 
