@@ -187,3 +187,16 @@ def recorded_models(tmp_path_factory, data_folder: str, builder: str) -> Path:
             getattr(module, builder)(folder)
 
     return built_once_per_run(tmp_path_factory, f"recorded-{data_folder}", build)
+
+
+def official_or_skip(folder: Path | None, require_env: str, reason: str) -> Path:
+    """`folder`, where an official package the tests compare with is installed; without it
+    the test skips with `reason` (how to install it), or fails where CI requires the package
+    (`require_env` set)."""
+    import pytest
+
+    if folder is not None:
+        return folder
+    if os.environ.get(require_env):
+        pytest.fail(reason)
+    pytest.skip(reason)

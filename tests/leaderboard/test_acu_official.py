@@ -5,7 +5,6 @@ load here shimmed (bench/acu_official.py says what). GitHub HEAD's generation is
 HEAD's two changes applied (no `min_length`, units through a set)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,8 @@ from leaderboard.evaluators.acu.evaluator import (
 )
 from tasks.plumbing.kept import forget_models
 
+from helpers import official_or_skip
+
 pytestmark = pytest.mark.slow
 
 REFERENCES = ["Ada Lovelace wrote the first program. She worked with Babbage in London.",
@@ -42,14 +43,10 @@ HUMAN_UNITS = [["Lovelace wrote a program.", "She worked with Babbage."],
 
 
 def _official() -> Path:
-    folder = official_folder()
-    if folder is not None:
-        return folder
-    reason = ("the official autoacu 0.1.0 is not installed (pip install --no-deps --target "
-              ".ci-autoacu autoacu==0.1.0, or SUMBENCH_AUTOACU_OFFICIAL=DIR)")
-    if os.environ.get(REQUIRE_ENV):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return official_or_skip(official_folder(), REQUIRE_ENV,
+                            "the official autoacu 0.1.0 is not installed (pip install --no-deps "
+                            "--target .ci-autoacu autoacu==0.1.0, or SUMBENCH_AUTOACU_OFFICIAL="
+                            "DIR)")
 
 
 @pytest.fixture(scope="module")

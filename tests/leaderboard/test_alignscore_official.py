@@ -8,7 +8,6 @@ Per-pair values within 1e-6 and chunk boundaries identical, on multi-sentence an
 premises, multi-sentence, "question? answer", over-long and empty claims."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,8 @@ from bench.alignscore_speed import (
 )
 from leaderboard.evaluators.pyramid.alignscore import AlignScoreBackend, premise_chunks
 from leaderboard.evaluators.pyramid.presence import PresenceBackendError
+
+from helpers import official_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -55,15 +56,11 @@ CLAIMS = {
 
 
 def _official_folder() -> Path:
-    folder = official_folder()
-    if folder is not None:
-        return folder
-    reason = ("the official alignscore-speedofmagic 0.1.4 is not installed (pip install "
-              "--no-deps --target DIR alignscore-speedofmagic==0.1.4 pytorch-lightning "
-              "torchmetrics lightning-utilities; SUMBENCH_ALIGNSCORE_OFFICIAL=DIR)")
-    if os.environ.get("SUMBENCH_REQUIRE_ALIGNSCORE"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return official_or_skip(official_folder(), "SUMBENCH_REQUIRE_ALIGNSCORE",
+                            "the official alignscore-speedofmagic 0.1.4 is not installed (pip "
+                            "install --no-deps --target DIR alignscore-speedofmagic==0.1.4 "
+                            "pytorch-lightning torchmetrics lightning-utilities; "
+                            "SUMBENCH_ALIGNSCORE_OFFICIAL=DIR)")
 
 
 @pytest.fixture(scope="module")

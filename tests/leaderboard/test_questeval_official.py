@@ -7,7 +7,6 @@ default."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,8 @@ from leaderboard.evaluators.questeval.models import (
 )
 from leaderboard.evaluators.questeval.scoring import Models, Settings, Summary, questeval
 
+from helpers import official_or_skip
+
 pytestmark = pytest.mark.slow
 
 TEXTS = [
@@ -41,14 +42,10 @@ TEXTS = [
 
 
 def _official_folder() -> Path:
-    folder = official_folder()
-    if folder is not None:
-        return folder
-    reason = ("the official questeval 0.2.4 is not installed (pip install --no-deps --target "
-              "DIR questeval==0.2.4; SUMBENCH_QUESTEVAL_OFFICIAL=DIR)")
-    if os.environ.get("SUMBENCH_REQUIRE_QUESTEVAL"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return official_or_skip(official_folder(), "SUMBENCH_REQUIRE_QUESTEVAL",
+                            "the official questeval 0.2.4 is not installed (pip install "
+                            "--no-deps --target DIR questeval==0.2.4; "
+                            "SUMBENCH_QUESTEVAL_OFFICIAL=DIR)")
 
 
 @pytest.fixture(scope="module")

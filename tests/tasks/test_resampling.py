@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,8 @@ from tasks.metrics.resampling import (
 )
 from tasks.plumbing.errors import SumbenchError
 
+from helpers import official_or_skip
+
 METHODS = ("kendall", "pearson", "spearman")
 #: our level names -> nlpstats'
 NLPSTATS_LEVEL = {"system": "system", "summary": "input", "global": "global"}
@@ -33,18 +36,16 @@ NLPSTATS_LEVEL = {"system": "system", "summary": "input", "global": "global"}
 
 @pytest.fixture(scope="module")
 def nlpstats():
-    folder = os.environ.get("SUMBENCH_NLPSTATS_OFFICIAL")
-    if folder and os.path.isdir(folder):
-        sys.path.insert(0, folder)
-        try:
-            return importlib.import_module("nlpstats.correlations")
-        finally:
-            sys.path.remove(folder)
-    reason = ("nlpstats 0.0.1 is not installed (pip install --no-deps --target DIR "
-              "nlpstats==0.0.1; SUMBENCH_NLPSTATS_OFFICIAL=DIR)")
-    if os.environ.get("SUMBENCH_REQUIRE_NLPSTATS"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    given = os.environ.get("SUMBENCH_NLPSTATS_OFFICIAL")
+    folder = official_or_skip(Path(given) if given and os.path.isdir(given) else None,
+                              "SUMBENCH_REQUIRE_NLPSTATS",
+                              "nlpstats 0.0.1 is not installed (pip install --no-deps --target "
+                              "DIR nlpstats==0.0.1; SUMBENCH_NLPSTATS_OFFICIAL=DIR)")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module("nlpstats.correlations")
+    finally:
+        sys.path.remove(str(folder))
 
 
 @pytest.fixture(scope="module")
