@@ -338,14 +338,20 @@ def read_description(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise SumbenchError(f"{folder} is no sumbench encoder model folder (no {HEAD_FILE}); "
                             f"a plain RoBERTa folder loads with load_encoder")
+    return read_tagged_json(path, HEAD_FORMAT)
+
+
+def read_tagged_json(path: Path, format_tag: str) -> dict[str, Any]:
+    """A JSON object whose "format" is `format_tag` and "version" 1 (the files sumbench's
+    encoder runs write); anything else is a one-line SumbenchError naming the file."""
     try:
-        description = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise SumbenchError(f"cannot read {path}: {error}") from None
-    if not isinstance(description, dict) or description.get("format") != HEAD_FORMAT or \
-            description.get("version") != 1:
-        raise SumbenchError(f"{path} is not a {HEAD_FORMAT} file of version 1")
-    return description
+    if not isinstance(data, dict) or data.get("format") != format_tag or \
+            data.get("version") != 1:
+        raise SumbenchError(f"{path} is not a {format_tag} file of version 1")
+    return data
 
 
 def load_model(folder: str | Path):

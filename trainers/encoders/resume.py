@@ -26,6 +26,7 @@ from typing import Any
 
 from tasks.plumbing.atomic import atomic_directory
 from tasks.plumbing.errors import SumbenchError
+from trainers.encoders.heads import read_tagged_json
 from trainers.finetuning.interrupts import deferred_interrupts
 
 RESUME_FOLDER = "resume"
@@ -98,13 +99,7 @@ def read_resume_state(out_dir: Path, identity: dict) -> dict | None:
     path = out_dir / RESUME_FOLDER / STATE_FILE
     if not path.is_file():
         return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"cannot read {path}: {error}") from None
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or \
-            state.get("version") != 1:
-        raise SumbenchError(f"{path} is not a {STATE_FORMAT} file of version 1")
+    state = read_tagged_json(path, STATE_FORMAT)
     saved = state.get("identity") if isinstance(state.get("identity"), dict) else {}
     differing = _differing(saved, identity)
     if differing:
