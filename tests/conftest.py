@@ -249,3 +249,21 @@ def roberta_tokenizer(data_dir):
              for path in sorted((data_dir / "all").glob("*/train.jsonl"))
              for record in read_jsonl(path)]
     return build_tiny_roberta_tokenizer(texts)
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta(tmp_path_factory, roberta_tokenizer) -> Path:
+    """A tiny random RoBERTa (512 positions, seeded 0) saved as published
+    (RobertaForMaskedLM) with `roberta_tokenizer` (built once; read-only)."""
+    import torch
+    from transformers import RobertaForMaskedLM
+
+    from trainers.models.tiny import tiny_roberta_config
+
+    folder = tmp_path_factory.mktemp("tiny-roberta") / "roberta"
+    config = tiny_roberta_config(len(roberta_tokenizer), roberta_tokenizer.pad_token_id)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        RobertaForMaskedLM(config).save_pretrained(str(folder))
+    roberta_tokenizer.save_pretrained(str(folder))
+    return folder

@@ -164,7 +164,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("benchmark.commands.experiment",
                    "cross-domain transfer, data-size curves, heuristic vs human labels"),
     "export": ("benchmark.commands.lm_eval",
-               "USB tasks for other harnesses (lm-eval)"),
+               "USB tasks for other harnesses (lm-eval), fine-tuned encoders for leaderboards"),
     "import": ("benchmark.commands.lm_eval",
                "predictions from other harnesses (lm-eval)"),
     "view": ("benchmark.commands.view",

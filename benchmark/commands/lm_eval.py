@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmark.commands import command_help
+from benchmark.commands import command_help, export_encoders
 from benchmark.commands.options import add_option, given_or_default
 from tasks import parse_task_list
 from tasks.plumbing.atomic import atomic_directory
@@ -50,6 +50,7 @@ def register(subparsers) -> None:
     add_option(task_folder, "max_new_tokens")
     add_option(task_folder, "out_dir", required=True)
     task_folder.set_defaults(handler=run_export)
+    export_encoders.register(export_targets)
 
     imported = subparsers.add_parser("import", help=command_help("import"))
     import_targets = imported.add_subparsers(dest="source", metavar="SOURCE")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from leaderboard.service.encoder_models import evaluate_encoders, is_encoder_evaluation
 from tasks import get_task
 from tasks.plumbing.errors import SumbenchError
 from tasks.plumbing.io import read_json, write_json
@@ -35,6 +36,8 @@ EXIT_UNLOADABLE, EXIT_MEMORY = 3, 4
 def evaluate(request: dict, progress: dict) -> dict:
     """Predict every task of the board; `progress` holds the device and each finished
     task's counts as they come (what a failed evaluation still reports of its cost)."""
+    if is_encoder_evaluation(request["spec"]):
+        return evaluate_encoders(request, progress, measured)
     out = Path(request["out"])
     model, tokenizer, info = load_model(request["model"], safetensors_only=True)
     spec = PredictSpec.from_dict(request["spec"])

@@ -5,7 +5,8 @@ quota, the user's waiting evaluations (leaderboard.service.compute) and a plain 
 (the same source, revision and settings), and queues an
 "evaluate" job. The job (`evaluate_job`) copies the model into the worker's scratch folder,
 checked and hashed as it is copied (leaderboard.service.model_fetch); fails it as a duplicate
-of an earlier evaluation on the board of the same model (`same_model`); writes the
+of an earlier evaluation on the board of the same model
+(leaderboard.service.same_model); writes the
 board's public inputs; and runs leaderboard.service.evaluate_child in a process of its own
 (no network, none of the worker's credentials; leaderboard.service.evaluation_process) under
 the board's wall-clock and token budget (leaderboard.service.compute) and the instance's
@@ -39,6 +40,14 @@ from leaderboard.intake.validate import Upload, validate_submission
 from leaderboard.service.auth import audit
 from leaderboard.service.compute import check_evaluation_slots, evaluation_budget
 from leaderboard.service.db import Database, Job, Submission, User, pack
+from leaderboard.service.encoder_models import (
+    encoder_budget,
+    encoder_predict_settings,
+    evaluated_tasks,
+    fetch_encoder_models,
+    is_encoder_evaluation,
+    submitted_listing,
+)
 from leaderboard.service.evaluate_child import board_instances, planned_generations
 from leaderboard.service.evaluation_process import (
     EvaluationFailed,
@@ -55,6 +64,7 @@ from leaderboard.service.model_source import (
     resolve_source,
 )
 from leaderboard.service.probing import item_digests
+from leaderboard.service.same_model import claim_content
 from leaderboard.service.settings import InstanceSettings, load_settings
 from leaderboard.service.submissions import (
     Identical,
@@ -67,6 +77,7 @@ from leaderboard.service.system_rows import TRUSTED_LIMITS
 from leaderboard.tracks.usb import UsbTrack
 from tasks import get_task
 from tasks.plumbing.errors import DataError, SumbenchError
+from trainers.encoders.pipeline import is_encoder_profile
 from trainers.finetuning.profiles import get_profile
 from trainers.inference.predict import PredictSpec
 
@@ -83,7 +94,10 @@ class EvaluateOptions:
 
 def predict_settings(profile: str | None) -> dict:
     """The prediction settings of an evaluation: `sumbench predict`'s defaults (the USB
-    release's), whatever the fine-tuning profile; `profile` is checked and recorded."""
+    release's), whatever the seq2seq fine-tuning profile; an encoder profile's own
+    (leaderboard.service.encoder_models); `profile` is checked and recorded."""
+    if is_encoder_profile(profile):
+        return encoder_predict_settings(profile)
     if profile is not None:
         try:
             get_profile(profile)
@@ -114,7 +128,9 @@ def accept_evaluation(database: Database, settings: InstanceSettings, user: User
             raise DataError("a revision names a version of a hub model; a folder is "
                             "evaluated as it is now", field="revision")
         listing = None
-        if resolved.kind == "folder":  # what can be seen without reading the weights
+        if is_encoder_profile(profile):
+            listing = submitted_listing(resolved, model_root, model_limits(settings))
+        elif resolved.kind == "folder":  # what can be seen without reading the weights
             with open_source(resolved.name, model_root) as folder:
                 listing = plan_folder(folder, model_limits(settings)).listing_key
         evaluation = describe(resolved, profile)
@@ -214,10 +230,11 @@ def fetch_checked(evaluation: dict, options: EvaluateOptions, settings: Instance
     """The model copied into `scratch`, or EvaluationFailed (once: the same files would fail
     again). An evaluation run again (a rescore) must find the files it evaluated before."""
 
+    fetch = fetch_encoder_models if is_encoder_evaluation(evaluation.get("predict")) else \
+        fetch_model
     try:
-        fetched = fetch_model(evaluation["source"], evaluation["revision"], options.model_root,
-                              model_limits(settings), scratch / "fetched",
-                              kind=evaluation.get("kind"))
+        fetched = fetch(evaluation["source"], evaluation["revision"], options.model_root,
+                        model_limits(settings), scratch / "fetched", kind=evaluation.get("kind"))
     except DataError as error:  # about the model's own files, named as submitted
         raise EvaluationFailed(f"the model cannot be fetched: {error.reason}") from None
     except OSError as error:
@@ -245,50 +262,6 @@ def redact(text: str, scratch: str, model_root: str | None) -> str:
     return text
 
 
-def claim_content(database: Database, job, evaluation: dict) -> None:
-    """Record the digests on the submission, unless an earlier evaluation on the board of the
-    same model blocks it (`same_model`): then fail, naming it."""
-    with database.write_session() as session:
-        submission = session.scalars(select(Submission).where(
-            Submission.id == job.submission_id).with_for_update()).one()
-        earlier = same_model(session, submission, evaluation)
-        shown = earlier is not None and not earlier.hidden  # a hidden one is never named
-        duplicate = {"duplicate_of": earlier.id} if shown else {}
-        submission.evaluation = json.dumps({**evaluation, **duplicate}, sort_keys=True)
-        which = None if earlier is None else f"submission {earlier.id}" if shown else \
-            "one of your hidden submissions (unhide it to show it)"
-    if which is not None:
-        raise EvaluationFailed(f"{which} already evaluated the same model (the same weights, "
-                               f"files and predict settings): not evaluated again")
-
-
-#: the states of an evaluation that block the same model's evaluation by its own user (any
-#: but failed); another user's blocks only once scored and while it is shown
-BLOCKING_STATES = ("queued", "evaluating", "scoring", "scored")
-
-
-def same_model(session, submission: Submission, evaluation: dict) -> Submission | None:
-    """The earliest other evaluation on the board of the same model (the same weights
-    fingerprint, files key and predict settings, whatever its name or files beside them)
-    that blocks this one: the user's own, hidden or not, unless deleted or failed; another
-    user's only when scored and shown (so no one can squat a public model by evaluating it
-    and hiding the entry, and no answer names another user's hidden entry). A shown one is
-    preferred, so that the answer can name it."""
-    blocking = []
-    for other in session.scalars(select(Submission).where(
-            Submission.kind == "evaluation", Submission.track == submission.track,
-            Submission.board == submission.board, Submission.id != submission.id,
-            Submission.deleted.is_(False), Submission.status.in_(BLOCKING_STATES))
-            .order_by(Submission.id)):
-        if other.user_id != submission.user_id and (other.hidden or other.status != "scored"):
-            continue
-        stored = json.loads(other.evaluation or "{}")
-        if all(stored.get(key) == evaluation[key] for key in ("weights", "files_key",
-                                                               "predict")):
-            blocking.append(other)
-    return min(blocking, key=lambda other: (other.hidden, other.id), default=None)
-
-
 def run_child(database: Database, track, board: str, evaluation: dict,
               settings: InstanceSettings, options: EvaluateOptions, folder: Path,
               model: Path, stop) -> dict:
@@ -297,10 +270,18 @@ def run_child(database: Database, track, board: str, evaluation: dict,
     inputs = board_inputs(database, track, board)
     write_inputs(folder / "inputs", inputs)
     tasks = {name: get_task(name) for name in sorted(inputs["parts"])}
-    budget = evaluation_budget(settings, planned_generations(
-        tasks, board_instances(tasks, board, folder / "inputs"), None,
-        PredictSpec.from_dict(evaluation["predict"])),
-        int(evaluation["predict"]["max_new_tokens"]))
+    if is_encoder_evaluation(evaluation.get("predict")):
+        try:
+            tasks = {name: tasks[name] for name in evaluated_tasks(tasks, model)}
+        except DataError as error:
+            raise EvaluationFailed(f"the model cannot be evaluated: {error.reason}") from None
+        budget = encoder_budget(settings, sum(map(len, board_instances(
+            tasks, board, folder / "inputs").values())))
+    else:
+        budget = evaluation_budget(settings, planned_generations(
+            tasks, board_instances(tasks, board, folder / "inputs"), None,
+            PredictSpec.from_dict(evaluation["predict"])),
+            int(evaluation["predict"]["max_new_tokens"]))
     request = {"model": str(model), "inputs": str(folder / "inputs"), "board": board,
                "tasks": list(tasks), "out": str(folder / "run"),
                "spec": {**evaluation["predict"], "device": options.device},

@@ -39,6 +39,7 @@ from leaderboard.service.model_source import (
     ADAPTER_CONFIG,
     HUB_PATTERNS,
     INDEX,
+    LOADED_NAMES,
     ModelLimits,
     check_hub_size,
     model_card,
@@ -187,8 +188,9 @@ def fetch_one(name: str, revision: str | None, model_root: str | None, limits: M
         return copy_folder(folder, limits, dest, budget)
 
 
-def copy_folder(folder: Folder, limits: ModelLimits, dest: Path, budget: Budget) -> Copied:
-    plan = plan_folder(folder, limits)
+def copy_folder(folder: Folder, limits: ModelLimits, dest: Path, budget: Budget,
+                loaded_names: frozenset[str] = LOADED_NAMES) -> Copied:
+    plan = plan_folder(folder, limits, loaded_names)
     dest.mkdir(parents=True)
     hashes = [(name, folder.copy(name, dest / name, budget)) for name in plan.files]
     card = model_card(folder) if plan.has_card else None

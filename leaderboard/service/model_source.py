@@ -100,16 +100,17 @@ def open_source(source: str, model_root: str | None) -> Folder:
     return folder
 
 
-def plan_folder(folder: Folder, limits: ModelLimits) -> ModelPlan:
-    """The folder's loaded files, checked: plain files (no link, hard link or device), no
-    pickled weights, safetensors weights present, the index's shards named plainly, within
-    the limits."""
+def plan_folder(folder: Folder, limits: ModelLimits,
+                loaded_names: frozenset[str] = LOADED_NAMES) -> ModelPlan:
+    """The folder's loaded files (`loaded_names` and the index's shards), checked: plain
+    files (no link, hard link or device), no pickled weights, safetensors weights present,
+    the index's shards named plainly, within the limits."""
     entries = {entry.name: entry for entry in folder.entries(limits.max_files)}
     pickled = [name for name in entries if name.lower().endswith(PICKLED)]
     if pickled:
         raise refuse(f"pickled weights ({', '.join(pickled[:3])}) are never loaded here: "
                      f"save the model with safetensors")
-    names = sorted(name for name in entries if name in LOADED_NAMES)
+    names = sorted(name for name in entries if name in loaded_names)
     for name in [*names, *([CARD] if CARD in entries else [])]:
         plain_entry(entries[name])
     if INDEX in names:

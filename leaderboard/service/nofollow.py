@@ -97,6 +97,19 @@ class Folder:
         """A folder the server made itself (a hub download in its scratch folder)."""
         return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), shown)
 
+    def child(self, name: str) -> Folder:
+        """The sub-folder `name` of this folder, opened without following a link (a link or
+        anything but a folder is a DataError naming it)."""
+        if not name or "/" in name or name in (".", ".."):
+            raise refuse(f"{name!r} is not a folder of the model folder")
+        try:
+            descriptor = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW | os.O_CLOEXEC,
+                                 dir_fd=self.descriptor)
+        except OSError:
+            raise refuse(f"{self.shown}/{name} is not a folder (links are never "
+                         f"followed)") from None
+        return Folder(descriptor, f"{self.shown}/{name}")
+
     def close(self) -> None:
         if self.descriptor >= 0:
             os.close(self.descriptor)

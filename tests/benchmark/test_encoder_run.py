@@ -12,7 +12,7 @@ import pytest
 
 from tasks.plumbing.io import read_jsonl
 from tasks.scoring import score_files
-from trainers.encoders.heads import HEAD_FILE
+from trainers.encoders.model_files import HEAD_FILE
 from trainers.encoders.pipeline import checkpoint_kind, fraction_records
 from trainers.encoders.spec import TABLE_10
 
@@ -25,25 +25,14 @@ FOUR = ("factuality_classification", "evidence_extraction", "extractive_summariz
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory, roberta_tokenizer) -> dict[str, Path]:
-    """A tiny random RoBERTa saved as published (RobertaForMaskedLM) with its tokenizer, and a
-    folder whose config.json says T5 (no weights: the check reads the config only)."""
-    import torch
-    from transformers import RobertaForMaskedLM
-
-    from trainers.models.tiny import tiny_roberta_config
-
+def models(tmp_path_factory, tiny_roberta) -> dict[str, Path]:
+    """The tiny random RoBERTa saved as published (RobertaForMaskedLM) with its tokenizer, and
+    a folder whose config.json says T5 (no weights: the check reads the config only)."""
     root = tmp_path_factory.mktemp("encoder-models")
-    config = tiny_roberta_config(len(roberta_tokenizer), roberta_tokenizer.pad_token_id)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = RobertaForMaskedLM(config)
-    model.save_pretrained(str(root / "roberta"))
-    roberta_tokenizer.save_pretrained(str(root / "roberta"))
     (root / "t5").mkdir()
     (root / "t5" / "config.json").write_text(json.dumps({"model_type": "t5",
                                                          "architectures": ["T5Model"]}))
-    return {"roberta": root / "roberta", "t5": root / "t5"}
+    return {"roberta": tiny_roberta, "t5": root / "t5"}
 
 
 def run_args(model, data, out, tasks="FAC,EVEXT,EXT,UNSUP", *extra) -> list:

@@ -129,6 +129,121 @@ def test_a_peft_adapter_is_evaluated_on_the_base_model_it_names(lab, tmp_path, b
         assert "is not under the model root" in view["errors"][0]["message"]
 
 
+@pytest.fixture(scope="module")
+def encoders(lab, tmp_path_factory, tiny_roberta, roberta_tokenizer) -> Path:
+    """Seeded FAC, EXT and UNSUP models exported flat (`sumbench export encoders`) to
+    team/encoders under the model root; UNSUP is not on the test board."""
+    from trainers.encoders.model_files import export_models, save_model
+    from trainers.encoders.pipeline import start_model
+    from trainers.encoders.spec import encoder_spec
+
+    runs = tmp_path_factory.mktemp("encoder-runs")
+    for short in ("FAC", "EXT", "UNSUP"):
+        spec = encoder_spec("roberta-large", short, model=str(tiny_roberta), seed=1)
+        save_model(start_model(spec, str(tiny_roberta)).eval(), runs / spec.task,
+                   roberta_tokenizer)
+    export = lab["models"] / "team" / "encoders"
+    export_models({task.name: task for task in sorted(runs.iterdir())}, export)
+    (export / "README.md").write_text("# tiny RoBERTa\nRandom heads.\n")
+    return export
+
+
+@pytest.mark.slow
+def test_an_encoder_model_is_evaluated_on_the_board_tasks_it_holds(lab, encoders, capsys,
+                                                                  tmp_path):
+    """USB Table 2's RoBERTa rows evaluated here: a folder of flat task folders, predicted
+    with the profile's settings, scored exactly as the same folder's `sumbench predict`
+    files on the board's public inputs (which hold no gold field)."""
+    answer = _submit(lab, evaluate="team/encoders", model="tiny roberta",
+                     profile="roberta-large")
+    assert answer.status_code == 202, answer.text
+    _drain(lab)
+    evaluated = _view(lab, answer.json()["id"])
+    assert evaluated["status"] == "scored", evaluated["errors"]
+    assert sorted(evaluated["scores"]) == ["extractive_summarization",
+                                          "factuality_classification"]
+    recorded = evaluated["evaluation"]
+    assert recorded["predict"]["kind"] == "encoder" and recorded["profile"] == "roberta-large"
+    assert recorded["predict"]["tasks"]["factuality_classification"]["max_input_tokens"] == 512
+    assert recorded["cost"]["generated_tokens"] == 0
+    assert recorded["model_card"].startswith("# tiny RoBERTa")
+    inputs, run = tmp_path / "inputs", tmp_path / "run"
+    _write_inputs(lab, inputs)
+    code, _, err = sumbench(capsys, "predict", "--model", encoders, "--profile",
+                            "roberta-large", "--tasks", "FAC", "EXT", "--data", inputs,
+                            "--variant", "all", "--split", "test", "--out", run,
+                            "--device", "cpu")
+    assert code == 0, err
+    files = [("files", (path.name, path.read_bytes()))
+             for path in sorted((run / "predictions").glob("*.jsonl"))]
+    sent = lab["client"].post("/api/v1/submissions", files=files, data={"model": "files"},
+                              headers={"Authorization": f"Bearer {lab['tokens']['root']}"})
+    assert sent.status_code == 202, sent.text
+    _drain(lab)
+    assert _view(lab, sent.json()["id"])["scores"] == evaluated["scores"]
+
+
+def _encoder_variant(encoders: Path, name: str, change) -> str:
+    """A copy of the exported encoders (team/<name>), changed by `change(folder)`."""
+    folder = encoders.parent / name
+    if not folder.exists():
+        shutil.copytree(encoders, folder)
+        change(folder)
+    return f"team/{name}"
+
+
+def _linked_task(folder: Path) -> None:
+    shutil.rmtree(folder / "extractive_summarization")
+    (folder / "extractive_summarization").symlink_to(folder / "factuality_classification")
+
+
+def _pickled_task(folder: Path) -> None:
+    (folder / "extractive_summarization" / "pytorch_model.bin").write_bytes(b"pickle")
+
+
+def _headless_task(folder: Path) -> None:
+    (folder / "factuality_classification" / "sumbench_head.json").unlink()
+
+
+def _adapter_task(folder: Path) -> None:
+    (folder / "factuality_classification" / "adapter_config.json").write_text("{}")
+
+
+def _not_on_board(folder: Path) -> None:
+    for task in ("factuality_classification", "extractive_summarization"):
+        shutil.rmtree(folder / task)
+
+
+@pytest.mark.parametrize("source, change, message", [
+    ("team/tiny", None, "the folder holds no task folder (factuality_classification, "),
+    ("FacebookAI/roberta-large", None, "a hub model holds no task folders"),
+    ("linked-task", _linked_task, "extractive_summarization is not a folder (links are nev"),
+    ("pickled-task", _pickled_task, "pickled weights (pytorch_model.bin) are never loaded"),
+    ("headless-task", _headless_task, "factuality_classification: no sumbench_head.json"),
+    ("adapter-task", _adapter_task, "factuality_classification: an encoder model is a full"),
+])
+def test_encoder_folders_the_server_may_not_load_are_refused_at_once(lab, encoders, source,
+                                                                    change, message):
+    if change is not None:
+        source = _encoder_variant(encoders, source, change)
+    answer = _submit(lab, evaluate=source, model=f"bad {source}", profile="roberta-large")
+    assert answer.status_code == 422, answer.text
+    (error,) = answer.json()["errors"]
+    assert error["field"] == "evaluate" and message in error["message"]
+
+
+def test_an_encoder_model_of_no_board_task_fails_naming_both(lab, encoders):
+    source = _encoder_variant(encoders, "unsup-only", _not_on_board)
+    answer = _submit(lab, evaluate=source, model="unsup only", profile="roberta-large")
+    assert answer.status_code == 202, answer.text
+    _drain(lab)
+    view = _view(lab, answer.json()["id"])
+    assert view["status"] == "failed"
+    assert "holds unsupported_span_prediction, none of this board's tasks " \
+        "(extractive_summarization, factuality_classification, fixing_factuality)" in \
+        view["errors"][0]["message"]
+
+
 def _write_inputs(lab, out: Path) -> None:
     """The board's public inputs as `sumbench leaderboard inputs` writes them."""
     answer = lab["client"].get("/api/v1/inputs/usb", params={"variant": "all"}).json()

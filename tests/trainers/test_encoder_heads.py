@@ -10,14 +10,8 @@ import torch
 
 from tasks.plumbing.errors import SumbenchError
 from trainers.encoders import heads
-from trainers.encoders.heads import (
-    bce_loss,
-    build_random_encoder,
-    load_encoder,
-    load_model,
-    pool_sentences,
-    save_model,
-)
+from trainers.encoders.heads import bce_loss, build_random_encoder, load_encoder, pool_sentences
+from trainers.encoders.model_files import load_model, save_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

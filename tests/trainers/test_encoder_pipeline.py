@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tasks.plumbing.errors import SumbenchError
-from trainers.encoders.heads import save_model
+from trainers.encoders.model_files import save_model
 from trainers.encoders.pipeline import (
     check_profile_fits,
     checkpoint_kind,
@@ -135,3 +135,29 @@ def test_long_articles_is_an_ext_setting(roberta):
         encoder_spec("roberta-large", "FAC", long_articles="windows")
     with pytest.raises(SumbenchError, match="unknown long_articles 'stitch'"):
         encoder_spec("roberta-large", "EXT", long_articles="stitch")
+
+
+#: the gold fields of each encoder task's records (what a board's public inputs withhold)
+GOLD_FIELDS = {"FAC": "label", "EVEXT": "evidence_labels", "EXT": "labels",
+               "UNSUP": "annotated_summary"}
+
+
+@pytest.mark.parametrize("task", sorted(GOLD_FIELDS))
+def test_prediction_reads_no_gold_field(roberta, roberta_tokenizer, data_dir, tmp_path, task):
+    """Records without their gold fields (a board's public inputs) predict exactly as with
+    them; training still requires them."""
+    from tasks.plumbing.io import read_jsonl
+
+    spec = encoder_spec("roberta-large", task, model=str(roberta), max_input_tokens=128)
+    save_model(start_model(spec, str(roberta)).eval(), tmp_path / "model", roberta_tokenizer)
+    records = read_jsonl(data_dir / "all" / spec.task / "test.jsonl")[:4]
+    public = [{key: value for key, value in record.items() if key != GOLD_FIELDS[task]}
+              for record in records]
+    predicted = [predict_task(spec, tmp_path / "model", given, device="cpu")
+                 for given in (public, records)]
+    assert [[(r["id"], r["prediction"]) for r in made] for made in predicted] == \
+        [[(r["id"], r["prediction"]) for r in predicted[1]]] * 2
+    assert len(predicted[1]) >= 3
+    with pytest.raises(SumbenchError, match=f"field '{GOLD_FIELDS[task]}'"):
+        train_task(spec, str(roberta), public, None, tmp_path / "train", device="cpu",
+                   progress=False)

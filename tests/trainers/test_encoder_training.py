@@ -24,7 +24,7 @@ from trainers.encoders.batches import (
     feature_sizes,
     padded_size,
 )
-from trainers.encoders.heads import build_random_encoder, load_model
+from trainers.encoders.heads import build_random_encoder
 from trainers.encoders.inputs import (
     IGNORED,
     ArticleInput,
@@ -34,6 +34,7 @@ from trainers.encoders.inputs import (
     fac_inputs,
     unsup_inputs,
 )
+from trainers.encoders.model_files import load_model
 from trainers.encoders.prediction import predict_probabilities
 from trainers.encoders.records import evext_records, ext_records, fac_records, unsup_records
 from trainers.encoders.spec import EncoderSpec, encoder_spec

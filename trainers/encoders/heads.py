@@ -12,8 +12,8 @@
 
 `bce_loss` is binary cross-entropy with logits over the positions that count. `load_encoder`
 takes the encoder from a RoBERTa folder or hub id (a `RobertaModel` or `RobertaForMaskedLM`,
-as published) from safetensors only; `save_model` / `load_model` keep a fine-tuned model with
-its head in a sumbench folder.
+as published) from safetensors only; trainers.encoders.model_files keeps a fine-tuned model
+with its head in a sumbench folder.
 
 torch and transformers load only when a model is made: the classes are built on first use
 (`PairClassifier` and the others are module attributes made by `__getattr__`).
@@ -21,8 +21,6 @@ torch and transformers load only when a model is made: the classes are built on 
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
 from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
@@ -34,11 +32,6 @@ IGNORE_LABEL = -100
 POOLINGS = ("mean", "cls")
 #: the sentence LSTM's size per direction (H-LSTM's 256)
 LSTM_SIZE = 256
-#: the file that makes a folder a sumbench encoder model, and its format tag
-HEAD_FILE = "sumbench_head.json"
-HEAD_FORMAT = "sumbench-encoder-head"
-HEAD_WEIGHTS = "head.safetensors"
-ENCODER_FOLDER = "encoder"
 
 
 def bce_loss(logits, labels, mask=None):
@@ -310,69 +303,3 @@ def __getattr__(name: str):
     if name in _FACTORIES:
         return _FACTORIES[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def save_model(model, folder: str | Path, tokenizer=None) -> Path:
-    """Save a model with its head: `encoder/` (the RobertaModel's `save_pretrained`, and the
-    tokenizer when given), `head.safetensors` (every weight outside the encoder) and
-    `sumbench_head.json` (the class and its options). Returns the folder."""
-    from safetensors.torch import save_file
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    model.encoder.save_pretrained(str(folder / ENCODER_FOLDER))
-    if tokenizer is not None:
-        tokenizer.save_pretrained(str(folder / ENCODER_FOLDER))
-    head = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()
-            if not key.startswith("encoder.")}
-    save_file(head, str(folder / HEAD_WEIGHTS))
-    description = {"format": HEAD_FORMAT, "version": 1, "kind": model.kind,
-                   "options": model.options()}
-    (folder / HEAD_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
-    return folder
-
-
-def read_description(folder: Path) -> dict[str, Any]:
-    """The `sumbench_head.json` of a saved model folder, checked."""
-    path = folder / HEAD_FILE
-    if not path.is_file():
-        raise SumbenchError(f"{folder} is no sumbench encoder model folder (no {HEAD_FILE}); "
-                            f"a plain RoBERTa folder loads with load_encoder")
-    return read_tagged_json(path, HEAD_FORMAT)
-
-
-def read_tagged_json(path: Path, format_tag: str) -> dict[str, Any]:
-    """A JSON object whose "format" is `format_tag` and "version" 1 (the files sumbench's
-    encoder runs write); anything else is a one-line SumbenchError naming the file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SumbenchError(f"cannot read {path}: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != format_tag or \
-            data.get("version") != 1:
-        raise SumbenchError(f"{path} is not a {format_tag} file of version 1")
-    return data
-
-
-def load_model(folder: str | Path):
-    """A model saved by `save_model`, in eval mode: its encoder, its class and options, and its
-    head weights (safetensors only; a missing or extra head weight is a SumbenchError)."""
-    from safetensors.torch import load_file
-
-    folder = Path(folder)
-    description = read_description(folder)
-    cls = model_class(str(description.get("kind", "")))
-    model = cls(load_encoder(str(folder / ENCODER_FOLDER)), **description.get("options", {}))
-    try:
-        head = load_file(str(folder / HEAD_WEIGHTS))
-    except load_errors() as error:
-        raise load_failure(str(folder), error, "encoder model head") from None
-    try:
-        missing, unexpected = model.load_state_dict(head, strict=False)
-    except RuntimeError as error:  # a weight of another shape
-        raise load_failure(str(folder), error, "encoder model head") from None
-    missing = [key for key in missing if not key.startswith("encoder.")]
-    if missing or unexpected:
-        raise SumbenchError(f"{folder / HEAD_WEIGHTS} does not fit a {cls.kind}: missing "
-                            f"{missing[:3]}, unexpected {list(unexpected)[:3]}")
-    return model.eval()

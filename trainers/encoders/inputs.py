@@ -12,6 +12,9 @@ and a RoBERTa-style tokenizer in, token ids and gold labels out (plain lists, no
   B or I by the official scorer's word tags (tasks.metrics.spans.bio_tags); special and
   evidence tokens are masked with `IGNORED`.
 
+Inputs to predict (`gold=False`: records without their gold fields, as a board's public inputs
+are) read no label: every label is `IGNORED`.
+
 Bad records raise a one-line DataError naming the file, line and field when `path` is given
 (line = record index + 1, as read from a JSONL file), else the record's index.
 """
@@ -140,19 +143,20 @@ def _check_fits(tokenizer, kept: str, cut: str, max_tokens: int, where: tuple) -
 
 
 def fac_input(record: dict, tokenizer, max_tokens: int = FAC_MAX_TOKENS, index: int = 0,
-              path: str | None = None) -> PairInput:
+              path: str | None = None, gold: bool = True) -> PairInput:
     """(evidence, summary_sent), the evidence cut from its end; label 1 = unsupported."""
     evidence = joined_evidence(_lines(record, "input_lines", index, path))
     summary = _field(record, "summary_sent", str, index, path)
-    label = _binary(_field(record, "label", int, index, path), index, "label", path)
+    label = _binary(_field(record, "label", int, index, path), index, "label", path) \
+        if gold else IGNORED
     _check_fits(tokenizer, summary, evidence, max_tokens, (index, "summary_sent", path))
     encoded = tokenizer(evidence, summary, truncation="only_first", max_length=max_tokens)
     return PairInput(list(encoded["input_ids"]), label)
 
 
 def fac_inputs(records: Sequence[dict], tokenizer, max_tokens: int = FAC_MAX_TOKENS,
-               path: str | None = None) -> list[PairInput]:
-    return [fac_input(record, tokenizer, max_tokens, index, path)
+               path: str | None = None, gold: bool = True) -> list[PairInput]:
+    return [fac_input(record, tokenizer, max_tokens, index, path, gold)
             for index, record in enumerate(records)]
 
 
@@ -173,20 +177,22 @@ def _evidence_sets(record: dict, n_summary: int, n_lines: int, index: int,
 
 
 def evext_inputs(records: Sequence[dict], tokenizer, max_tokens: int = EVEXT_MAX_TOKENS,
-                 path: str | None = None) -> list[EvidencePairInput]:
+                 path: str | None = None, gold: bool = True) -> list[EvidencePairInput]:
     """One pair (source line j, summary line i) per record, i and j (in that order), cut
     longest-first to `max_tokens`; label 1 iff j is in `evidence_labels[i]`."""
     pairs = []
     for index, record in enumerate(records):
         lines = _lines(record, "input_lines", index, path)
         summary_lines = _lines(record, "summary_lines", index, path)
-        evidence = _evidence_sets(record, len(summary_lines), len(lines), index, path)
+        evidence = _evidence_sets(record, len(summary_lines), len(lines), index, path) \
+            if gold else None
         if not lines:
             continue
         for i, summary_line in enumerate(summary_lines):
             encoded = tokenizer(lines, [summary_line] * len(lines), truncation="longest_first",
                                 max_length=max_tokens)
-            pairs.extend(EvidencePairInput(list(ids), int(j in evidence[i]), index, i, j)
+            pairs.extend(EvidencePairInput(list(ids), IGNORED if evidence is None else
+                                           int(j in evidence[i]), index, i, j)
                          for j, ids in enumerate(encoded["input_ids"]))
     return pairs
 
@@ -194,12 +200,13 @@ def evext_inputs(records: Sequence[dict], tokenizer, max_tokens: int = EVEXT_MAX
 # ---- EXT: sentences of an article for the hierarchical tagger -----------------------------
 def ext_input(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
               max_sentence_tokens: int = EXT_MAX_SENTENCE_TOKENS, index: int = 0,
-              path: str | None = None) -> ArticleInput:
+              path: str | None = None, gold: bool = True) -> ArticleInput:
     """The first `max_sentences` lines, each `<s> line </s>` cut from its end to
     `max_sentence_tokens`, with their labels."""
     lines = _lines(record, "input_lines", index, path)
     labels = [_binary(label, index, "labels", path)
-              for label in _field(record, "labels", list, index, path)]
+              for label in _field(record, "labels", list, index, path)] if gold else \
+        [IGNORED] * len(lines)
     if len(labels) != len(lines):
         raise record_error(f"{len(labels)} labels for {len(lines)} input lines", index,
                            "labels", path)
@@ -212,12 +219,12 @@ def ext_input(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
 
 def ext_windows(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
                 max_sentence_tokens: int = EXT_MAX_SENTENCE_TOKENS, index: int = 0,
-                path: str | None = None) -> list[ArticleInput]:
+                path: str | None = None, gold: bool = True) -> list[ArticleInput]:
     """The article in windows of `max_sentences` consecutive lines (the last may be shorter;
     an article without lines is one empty window): every line kept, each window an article
     of its own to the hierarchical tagger (usb-baselines §3.3's alternative)."""
     whole = ext_input(record, tokenizer, len(record.get("input_lines") or []) or 1,
-                      max_sentence_tokens, index, path)
+                      max_sentence_tokens, index, path, gold)
     starts = range(0, max(1, len(whole.sentence_ids)), max_sentences)
     return [ArticleInput(whole.sentence_ids[start:start + max_sentences],
                          whole.labels[start:start + max_sentences], 0, index)
@@ -226,15 +233,15 @@ def ext_windows(record: dict, tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
 
 def ext_inputs(records: Sequence[dict], tokenizer, max_sentences: int = EXT_MAX_SENTENCES,
                max_sentence_tokens: int = EXT_MAX_SENTENCE_TOKENS,
-               path: str | None = None, long_articles: str = "truncate"
+               path: str | None = None, long_articles: str = "truncate", gold: bool = True
                ) -> list[ArticleInput]:
     """Each record's article, its first `max_sentences` lines (`long_articles="truncate"`,
     one input per record) or all of them in windows (`"windows"`: `ext_windows`)."""
     if long_articles == "windows":
         return [window for index, record in enumerate(records)
                 for window in ext_windows(record, tokenizer, max_sentences,
-                                          max_sentence_tokens, index, path)]
-    return [ext_input(record, tokenizer, max_sentences, max_sentence_tokens, index, path)
+                                          max_sentence_tokens, index, path, gold)]
+    return [ext_input(record, tokenizer, max_sentences, max_sentence_tokens, index, path, gold)
             for index, record in enumerate(records)]
 
 
@@ -274,23 +281,24 @@ def token_words(offsets: Sequence[tuple[int, int]], in_summary: Sequence[bool],
 
 
 def unsup_input(record: dict, tokenizer, max_tokens: int = UNSUP_MAX_TOKENS, index: int = 0,
-                path: str | None = None) -> TokenInput:
+                path: str | None = None, gold: bool = True) -> TokenInput:
     """(summary, evidence), the evidence cut from its end; summary tokens labelled by the
     gold word tags, every other token `IGNORED`."""
     summary = _field(record, "summary", str, index, path)
-    annotated = _field(record, "annotated_summary", str, index, path)
     evidence = joined_evidence(_lines(record, "input_lines", index, path))
-    tags = gold_word_tags(summary, annotated, index, path)
+    tags = gold_word_tags(summary, _field(record, "annotated_summary", str, index, path),
+                          index, path) if gold else None
     _check_fits(tokenizer, summary, evidence, max_tokens, (index, "summary", path))
     encoded = tokenizer(summary, evidence, truncation="only_second", max_length=max_tokens,
                         return_offsets_mapping=True)
     in_summary = [sequence == 0 for sequence in encoded.sequence_ids()]
     words = token_words(encoded["offset_mapping"], in_summary, summary, word_spans(summary))
-    labels = [IGNORED if word is None else int(tags[word] != "O") for word in words]
+    labels = [IGNORED if word is None or tags is None else int(tags[word] != "O")
+              for word in words]
     return TokenInput(list(encoded["input_ids"]), labels, words)
 
 
 def unsup_inputs(records: Sequence[dict], tokenizer, max_tokens: int = UNSUP_MAX_TOKENS,
-                 path: str | None = None) -> list[TokenInput]:
-    return [unsup_input(record, tokenizer, max_tokens, index, path)
+                 path: str | None = None, gold: bool = True) -> list[TokenInput]:
+    return [unsup_input(record, tokenizer, max_tokens, index, path, gold)
             for index, record in enumerate(records)]

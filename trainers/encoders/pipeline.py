@@ -3,8 +3,9 @@ out (the glue of `inputs`, `heads`, `training` and `records` that `sumbench trai
 with an encoder profile use).
 
 - `checkpoint_kind(model)`: what a `--model` is, read from its files before any weight loads:
-  "encoder-model" (a folder `heads.save_model` wrote), "encoder-runs" (a folder of per-task
-  training folders, `<task>/best`, or a run folder, `train/<task>/best`), "roberta" (a
+  "encoder-model" (a folder `model_files.save_model` wrote), "encoder-runs" (a folder of
+  per-task training folders, `<task>/best`, a run folder, `train/<task>/best`, or an export of
+  flat `<task>/` folders), "roberta" (a
   RoBERTa folder or hub id, as published) or another config `model_type` ("t5", ...);
   `check_profile_fits` refuses a seq2seq profile with an encoder checkpoint and an encoder
   profile with any other checkpoint, in one line.
@@ -24,21 +25,19 @@ from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
 from tasks.scoring import score_records
-from trainers.encoders.heads import (
-    ENCODER_FOLDER,
-    HEAD_FILE,
-    TASK_MODELS,
-    load_encoder,
-    load_model,
-    model_class,
-    read_description,
-)
+from trainers.encoders.heads import TASK_MODELS, load_encoder, model_class
 from trainers.encoders.inputs import (
     check_encoder_tokenizer,
     evext_inputs,
     ext_inputs,
     fac_inputs,
     unsup_inputs,
+)
+from trainers.encoders.model_files import (
+    HEAD_FILE,
+    load_model,
+    model_folder_tokenizer,
+    read_description,
 )
 from trainers.encoders.prediction import predict_probabilities
 from trainers.encoders.records import evext_records, ext_records, fac_records, unsup_records
@@ -81,8 +80,8 @@ def checkpoint_kind(model: str, revision: str | None = None, *, hub: bool = True
     if folder.is_dir():
         if (folder / HEAD_FILE).is_file():
             return ENCODER_MODEL
-        if any((folder / runs / task / BEST_FOLDER / HEAD_FILE).is_file()
-               for task in ENCODER_TASKS for runs in (".", "train")):
+        if any((folder / runs / task / best / HEAD_FILE).is_file() for task in ENCODER_TASKS
+               for runs, best in ((".", BEST_FOLDER), ("train", BEST_FOLDER), (".", "."))):
             return ENCODER_RUNS
         if (folder / "config.json").is_file():
             return _config_type(folder / "config.json")
@@ -123,16 +122,17 @@ def check_profile_fits(model: str, profile: str, revision: str | None = None) ->
 
 # ---- inputs and records ------------------------------------------------------------------
 def task_features(spec: EncoderSpec, records: Sequence[dict], tokenizer,
-                  path: str | None = None) -> list:
-    """The task's encoder inputs of `records`, cut to the spec's budgets."""
+                  path: str | None = None, gold: bool = True) -> list:
+    """The task's encoder inputs of `records`, cut to the spec's budgets (`gold=False`: to
+    predict, no gold field read)."""
     if spec.task == "factuality_classification":
-        return fac_inputs(records, tokenizer, spec.max_input_tokens, path)
+        return fac_inputs(records, tokenizer, spec.max_input_tokens, path, gold)
     if spec.task == "evidence_extraction":
-        return evext_inputs(records, tokenizer, spec.max_input_tokens, path)
+        return evext_inputs(records, tokenizer, spec.max_input_tokens, path, gold)
     if spec.task == "extractive_summarization":
         return ext_inputs(records, tokenizer, spec.max_sentences or spec.max_input_tokens,
-                          spec.max_input_tokens, path, spec.long_articles)
-    return unsup_inputs(records, tokenizer, spec.max_input_tokens, path)
+                          spec.max_input_tokens, path, spec.long_articles, gold)
+    return unsup_inputs(records, tokenizer, spec.max_input_tokens, path, gold)
 
 
 def task_records(spec: EncoderSpec, records: Sequence[dict], features: Sequence[Any],
@@ -157,7 +157,7 @@ def load_tokenizer(model: str, revision: str | None = None):
 
     folder = Path(str(model)).expanduser()
     if (folder / HEAD_FILE).is_file():
-        folder = folder / ENCODER_FOLDER
+        folder = model_folder_tokenizer(folder)
     local = folder.is_dir()
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder) if local else str(model),
@@ -205,15 +205,17 @@ def start_model(spec: EncoderSpec, model: str, revision: str | None = None):
 
 def trained_folder(model: str, task: str) -> Path:
     """The fine-tuned model of `task` in `model`: the folder itself (a sumbench encoder model),
-    or its `<task>/best` (a folder of training runs, as `sumbench train` writes), or its
-    `train/<task>/best` (a `sumbench run` folder)."""
+    or its `<task>/best` (a folder of training runs, as `sumbench train` writes), its
+    `train/<task>/best` (a `sumbench run` folder) or its `<task>` (an export,
+    `sumbench encoders export`)."""
     folder = Path(str(model)).expanduser()
-    for candidate in (folder, folder / task / BEST_FOLDER, folder / "train" / task / BEST_FOLDER):
+    for candidate in (folder, folder / task / BEST_FOLDER, folder / "train" / task / BEST_FOLDER,
+                      folder / task):
         if (candidate / HEAD_FILE).is_file():
             read_description(candidate)
             return candidate
     raise SumbenchError(f"{model} holds no fine-tuned encoder model for {task} (a folder with "
-                        f"{HEAD_FILE}, or {task}/{BEST_FOLDER}/ in it); train one with "
+                        f"{HEAD_FILE}, or {task}/{BEST_FOLDER}/ or {task}/ in it); train one with "
                         f"`sumbench train --profile roberta-large`")
 
 
@@ -287,7 +289,7 @@ def predict_task(spec: EncoderSpec, folder: str | Path, records: Sequence[dict],
     check_task_model(model, spec, str(folder))
     model = model.to(resolve_device(device))
     tokenizer = load_tokenizer(str(folder))
-    features = task_features(spec, records, tokenizer, path)
+    features = task_features(spec, records, tokenizer, path, gold=False)
     probabilities = predict_probabilities(model, features, tokenizer, batch_size,
                                           precision=spec.precision, progress=progress)
     return task_records(spec, records, features, probabilities)

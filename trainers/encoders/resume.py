@@ -26,7 +26,7 @@ from typing import Any
 
 from tasks.plumbing.atomic import atomic_directory
 from tasks.plumbing.errors import SumbenchError
-from trainers.encoders.heads import read_tagged_json
+from trainers.encoders.model_files import read_tagged_json
 from trainers.finetuning.interrupts import deferred_interrupts
 
 RESUME_FOLDER = "resume"

@@ -8,7 +8,7 @@ the sum over its micro-batches of their per-position BCE sums divided by the pos
 whole step counts (`batches.counted_positions`), so the micro-batch cut does not change it.
 After each epoch `evaluate(model)` (the task's Table 2 metric on validation, higher is better)
 decides whether the epoch is the best so far; the best epoch's model is saved to `best/`
-(`heads.save_model`, written atomically). `train_log.jsonl` gets a line per epoch and
+(`model_files.save_model`, written atomically). `train_log.jsonl` gets a line per epoch and
 `train_result.json` the spec, the best epoch and metric, and provenance. Each epoch's loss is
 read before anything is saved: a non-finite loss stops the run with a one-line error.
 
@@ -43,8 +43,9 @@ from trainers.encoders.batches import (
     steps_per_epoch,
     trainable_indices,
 )
-from trainers.encoders.heads import TASK_MODELS, save_model
+from trainers.encoders.heads import TASK_MODELS
 from trainers.encoders.inputs import IGNORED
+from trainers.encoders.model_files import save_model
 from trainers.encoders.resume import (
     RESUME_FOLDER,
     InterruptSave,
