@@ -75,6 +75,14 @@ WHAT = {
                      "size in bzip2 and deflate, 60 lines of 333,000 empty lists, plain and "
                      "zipped, 500,000 records), alone and three at once",
                      "refused, peak RSS <= 150 MiB over idle, each attack < 1 s"),
+    "bertscore_speed@roberta-base": ("BERTScore P, R and F of synthetic REALSumm-length "
+                                 "systems at roberta-base's shape (random weights): the "
+                                 "evaluators (references embedded once) vs "
+                                 "`bert_score.score` per system; within 1e-5", ">= 1.5"),
+    "bertscore_speed@roberta-large": ("BERTScore P, R and F of synthetic REALSumm-length "
+                                 "systems at roberta-large's shape (random weights): the "
+                                 "evaluators (references embedded once) vs "
+                                 "`bert_score.score` per system; within 1e-5", ">= 1.5"),
     "encoder_train_speed@roberta-large": ("EVEXT fine-tuning at roberta-large's shape (random "
                                           "weights, fp32 on CPU): pairs/s of sumbench's "
                                           "encoder trainer (length-sorted token-budget "

@@ -6,9 +6,14 @@ statistics of tasks.metrics.resampling over the metrics' and the humans' score m
   percentile bootstrap over the systems, the inputs or both (`boot-systems`, `boot-inputs`,
   `boot-both`). Every metric is resampled with the same draws (one generator seeded with
   `--seed` per level and method), so their intervals are paired.
-- Tests, for every pair of metrics, level and method: a permutation test (`perm-systems`,
-  `perm-inputs`, `perm-both`: rows then columns swapped, nlpstats' order) or Williams' test;
-  the p-values of a level and method are adjusted together (`holm`, `bonferroni`, `none`).
+- Tests, for every pair of metrics, level and method, the pair ordered by decreasing
+  correlation (a tests "a correlates better than b" under `--alternative greater`): a
+  permutation test (`perm-systems`, `perm-inputs`, `perm-both`: rows then columns swapped,
+  nlpstats' test; `perm-cells`: single cells swapped, SacreROUGE's "permutation-both" and its
+  (hits + 1) / (n + 1)), SacreROUGE's paired bootstrap test (`boot-systems`, `boot-inputs`,
+  `boot-both`) or Williams' test; the p-values of a level and method are adjusted together
+  (`holm`, `bonferroni`, `none`), and the adjusted ones cluster the metrics as
+  mt-metrics-eval's `AssignRanks` does at `alpha` (tasks.metrics.metric_tests).
 - A metric with one value per system (a per-system score file) has the system level only,
   and only Fisher intervals and Williams' test there (nothing to resample by input).
 
@@ -23,21 +28,27 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.meta_eval import MetricScores
+from leaderboard.meta_eval import MetricScores, render_table
+from tasks.metrics.metric_tests import (
+    bootstrap_difference_pvalue,
+    permutation_masks,
+    permutation_pvalue,
+    significance_clusters,
+)
 from tasks.metrics.resampling import (
     bonferroni,
     bootstrap_draws,
     bootstrap_interval,
+    correlate,
     fisher_interval,
     holm,
-    permutation_masks,
-    permutation_pvalue,
     williams_pvalue,
 )
 from tasks.plumbing.errors import SumbenchError, check_choice
 
 CI_METHODS = ("boot-systems", "boot-inputs", "boot-both", "fisher", "none")
-TESTS = ("perm-both", "perm-systems", "perm-inputs", "williams", "none")
+TESTS = ("perm-both", "perm-systems", "perm-inputs", "perm-cells", "boot-both",
+         "boot-systems", "boot-inputs", "williams", "none")
 CORRECTIONS = ("holm", "bonferroni", "none")
 LEVELS = ("system", "summary")
 #: meta-eval's summary-level rules the resampling statistics take
@@ -45,12 +56,14 @@ RESAMPLED_RULES = ("zero", "skip")
 
 
 def check_statistics(ci: str, test: str, correction: str, rule: str,
-                     metrics: Sequence[MetricScores]) -> None:
+                     metrics: Sequence[MetricScores], alpha: float = 0.05) -> None:
     """Refuse (one line) what cannot be computed: a rule the statistics do not resample, a
     resampled statistic of a per-system metric, a test with fewer than two metrics."""
     check_choice(ci, CI_METHODS, "--ci")
     check_choice(test, TESTS, "--test")
     check_choice(correction, CORRECTIONS, "--correction")
+    if not 0 < alpha < 1:
+        raise SumbenchError(f"--alpha must be between 0 and 1, got {alpha}")
     if (ci, test) == ("none", "none"):
         return
     if rule not in RESAMPLED_RULES:
@@ -58,7 +71,7 @@ def check_statistics(ci: str, test: str, correction: str, rule: str,
                             f"skip (the lite-pyramid perturbation depends on the systems' "
                             f"order, which resampling changes)")
     per_system = [m.label for m in metrics if m.per_example is None]
-    if per_system and (ci.startswith("boot") or test.startswith("perm")):
+    if per_system and (ci.startswith("boot") or test not in ("williams", "none")):
         raise SumbenchError(f"--metric {per_system[0]} has one value per system: use --ci "
                             f"fisher and --test williams (nothing to resample by input)")
     if test != "none" and len(metrics) < 2:
@@ -117,56 +130,117 @@ def intervals(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[floa
     return {"intervals": found, **made}
 
 
+def observed(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[float]],
+             systems: Sequence[str], methods: Sequence[str], rule: str) -> dict[str, Any]:
+    """{label: {level: {method: r}}}: the correlations the intervals and tests are about."""
+    Z = _human_matrix(human, systems, metrics)
+    return {m.label: {level: {method: correlate(_metric_matrix(m, systems), Z, level, method,
+                                                rule) for method in methods}
+                      for level in _levels(metrics)} for m in metrics}
+
+
+def _draws(test: str, seed: int, li: int, mi: int, shape, n_resamples: int):
+    """The seeded resamples of a level and method: permutation masks or bootstrap draws."""
+    rng = np.random.default_rng([seed, li, mi])
+    kind = test.split("-", 1)[-1]
+    if test.startswith("perm"):
+        return permutation_masks(rng, shape, kind, n_resamples)
+    return bootstrap_draws(rng, shape, kind, n_resamples) if test.startswith("boot") else None
+
+
+def _pvalue(test: str, X, Y, Z, level: str, method: str, draws, alternative: str,
+            rule: str) -> float:
+    if test == "williams":
+        return williams_pvalue(X, Y, Z, level, method, alternative)
+    if test.startswith("boot"):
+        return bootstrap_difference_pvalue(X, Y, Z, level, method, alternative=alternative,
+                                           summary_undefined=rule, draws=draws)
+    return permutation_pvalue(X, Y, Z, level, method, alternative=alternative,
+                              summary_undefined=rule, masks=draws,
+                              reference="sacrerouge" if test == "perm-cells" else "nlpstats")
+
+
 def pairwise_tests(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[float]],
                    systems: Sequence[str], methods: Sequence[str], *, test: str,
                    correction: str, alternative: str, n_resamples: int, seed: int,
-                   rule: str) -> dict[str, Any]:
-    """Every ordered-once pair (a, b) of metrics per level and method: p that a and b
-    correlate equally with the humans, adjusted within the level and method."""
+                   rule: str, alpha: float = 0.05) -> dict[str, Any]:
+    """Every pair (a, b) of metrics per level and method, a correlating at least as well as b:
+    p that they correlate equally with the humans, adjusted within the level and method, and
+    each metric's cluster there."""
     Z = _human_matrix(human, systems, metrics)
     matrices = {m.label: _metric_matrix(m, systems) for m in metrics}
-    pairs = list(itertools.combinations([m.label for m in metrics], 2))
-    rows = []
+    found = observed(metrics, human, systems, methods, rule)
+    rows, clusters = [], {}
     for (li, level), (mi, method) in itertools.product(enumerate(_levels(metrics)),
                                                         enumerate(methods)):
-        masks = permutation_masks(np.random.default_rng([seed, li, mi]), Z.shape,
-                                  test.removeprefix("perm-"), n_resamples) \
-            if test.startswith("perm") else None
-        pvalues = [williams_pvalue(matrices[a], matrices[b], Z, level, method, alternative)
-                   if test == "williams" else
-                   permutation_pvalue(matrices[a], matrices[b], Z, level, method,
-                                      alternative=alternative, summary_undefined=rule,
-                                      masks=masks)
-                   for a, b in pairs]
+        ranked = sorted(matrices, key=lambda label: -_sortable(found[label][level][method]))
+        pairs = list(itertools.combinations(ranked, 2))
+        draws = _draws(test, seed, li, mi, Z.shape, n_resamples)
+        pvalues = [_pvalue(test, matrices[a], matrices[b], Z, level, method, draws,
+                           alternative, rule) for a, b in pairs]
         adjusted = {"holm": holm, "bonferroni": bonferroni,
                     "none": list}[correction](pvalues)
         rows += [{"a": a, "b": b, "level": level, "method": method, "p": p,
                   "p_adjusted": q} for (a, b), p, q in zip(pairs, pvalues, adjusted)]
+        square = np.ones((len(ranked), len(ranked)))
+        for (a, b), q in zip(pairs, adjusted):
+            square[ranked.index(a), ranked.index(b)] = q
+        for label, cluster in zip(ranked, significance_clusters(square, alpha)):
+            clusters.setdefault(label, {}).setdefault(level, {})[method] = cluster
     made = {"test": test, "alternative": alternative, "correction": correction,
-            "summary_undefined": rule}
+            "summary_undefined": rule, "alpha": alpha,
+            "clusters_by": "mt-metrics-eval AssignRanks on the adjusted p-values"}
+    if test != "williams":
+        made.update(n_resamples=n_resamples, seed=seed)
     if test.startswith("perm"):
-        made.update(n_resamples=n_resamples, seed=seed, standardised=True)
-    return {"pairs": rows, **made}
+        made.update(standardised=True, reference="sacrerouge" if test == "perm-cells"
+                    else "nlpstats")
+    return {"pairs": rows, "clusters": clusters, **made}
 
 
-def format_statistics(statistics: Mapping[str, Any], digits: int = 3) -> str:
-    """Intervals, then the adjusted p-values, as plain lines."""
-    lines = []
-    found = statistics.get("intervals")
+def _sortable(value: float) -> float:
+    return -math.inf if value is None or math.isnan(value) else value
+
+
+def format_statistics(statistics: Mapping[str, Any], digits: int = 3,
+                      markdown: bool = False) -> str:
+    """One table: a row per metric, level and method with its correlation, interval,
+    cluster and adjusted p-value against each other metric."""
+    correlations = statistics["correlations"]
+    found, tests = statistics.get("intervals"), statistics.get("tests")
+    labels = list(correlations)
+    header = ["metric", "level", "method", "r"]
     if found:
-        lines.append(f"{found['method']} {found['confidence']:.0%} intervals:")
-        for label, levels in found["intervals"].items():
-            for level, methods in levels.items():
-                cells = [f"{method} [{_shown(lo, digits)}, {_shown(hi, digits)}]"
-                         for method, (lo, hi) in methods.items()]
-                lines.append(f"  {label} {level}: " + "  ".join(cells))
-    tests = statistics.get("tests")
+        header.append(f"{found['confidence']:.0%} CI ({found['method']})")
     if tests:
-        lines.append(f"{tests['test']} ({tests['alternative']}), {tests['correction']}-"
-                     f"adjusted p-values:")
-        lines += [f"  {row['a']} vs {row['b']} {row['level']} {row['method']}: "
-                  f"{_shown(row['p_adjusted'], digits)}" for row in tests["pairs"]]
+        header += ["cluster", *(f"p vs {label}" for label in labels)]
+    rows = []
+    for label, levels in correlations.items():
+        for level, methods in levels.items():
+            for method, r in methods.items():
+                row = [label, level, method, _shown(r, digits)]
+                if found:
+                    lower, upper = found["intervals"][label][level][method]
+                    row.append(f"[{_shown(lower, digits)}, {_shown(upper, digits)}]")
+                if tests:
+                    row.append(str(tests["clusters"][label][level][method]))
+                    row += [_pair_cell(tests["pairs"], label, other, level, method, digits)
+                            for other in labels]
+                rows.append(row)
+    lines = [render_table(header, rows, markdown)]
+    if tests:
+        lines.append(f"p: {tests['test']} ({tests['alternative']}), {tests['correction']}-"
+                     f"adjusted within a level and method; clusters at {tests['alpha']}")
     return "\n".join(lines)
+
+
+def _pair_cell(pairs: Sequence[Mapping], label: str, other: str, level: str, method: str,
+               digits: int) -> str:
+    if label == other:
+        return "-"
+    row = next(row for row in pairs if (row["level"], row["method"]) == (level, method)
+               and {row["a"], row["b"]} == {label, other})
+    return _shown(row["p_adjusted"], digits)
 
 
 def _shown(value: float, digits: int) -> str:

@@ -62,6 +62,7 @@ from leaderboard.meta_eval_stats import (
     check_statistics,
     format_statistics,
     intervals,
+    observed,
     pairwise_tests,
 )
 from tasks.metrics.correlation import UNDEFINED_RULES
@@ -107,8 +108,12 @@ def register(subparsers) -> None:
                         help="confidence intervals: bootstrap over systems, inputs or both, "
                              "Fisher's z, or none (default)")
     parser.add_argument("--test", choices=TESTS, default="none",
-                        help="p-values for every pair of metrics: permutation (systems, "
-                             "inputs or both) or Williams' test; none (default)")
+                        help="p-values for every pair of metrics and each metric's cluster: "
+                             "permutation (systems, inputs, both: nlpstats; cells: "
+                             "SacreROUGE), paired bootstrap (SacreROUGE) or Williams' test; "
+                             "none (default)")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="the significance level of the clusters (default 0.05)")
     parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
                         help="adjust the p-values of a level and method together (default "
                              "holm)")
@@ -275,7 +280,8 @@ def run(args) -> int:
     groups = load_groups(args.groups, systems) if args.groups else None
     metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
                              registry) for name in args.metric]
-    check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics)
+    check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
+                     alpha=args.alpha)
     results = compare(metrics, human, groups, args.methods, args.undefined_rule)
     single = len(metrics) == 1
     correlations = results[metrics[0].label] if single else results
@@ -285,7 +291,7 @@ def run(args) -> int:
           format_comparison(results, markdown=markdown), file=sys.stderr)
     statistics = run_statistics(args, metrics, human, systems)
     if statistics:
-        print(format_statistics(statistics), file=sys.stderr)
+        print(format_statistics(statistics, markdown=markdown), file=sys.stderr)
     if args.out:
         report = _report(args, metrics, human, correlations, systems)
         if statistics:
@@ -297,7 +303,10 @@ def run(args) -> int:
 def run_statistics(args, metrics, human, systems) -> dict:
     """--ci and --test over all systems (see leaderboard.meta_eval_stats)."""
     seed = args.seed or 0
-    found: dict = {}
+    if (args.ci, args.test) == ("none", "none"):
+        return {}
+    found: dict = {"correlations": observed(metrics, human, systems, args.methods,
+                                            args.undefined_rule)}
     if args.ci != "none":
         found["intervals"] = intervals(metrics, human, systems, args.methods, ci=args.ci,
                                        confidence=args.confidence, n_resamples=args.n_resamples,
@@ -306,5 +315,5 @@ def run_statistics(args, metrics, human, systems) -> dict:
         found["tests"] = pairwise_tests(metrics, human, systems, args.methods, test=args.test,
                                         correction=args.correction, alternative=args.alternative,
                                         n_resamples=args.n_resamples, seed=seed,
-                                        rule=args.undefined_rule)
+                                        rule=args.undefined_rule, alpha=args.alpha)
     return found

@@ -1,6 +1,6 @@
 """Statistics of meta-evaluation on score matrices: correlations at three levels, confidence
-intervals (bootstrap, Fisher) and tests between two metrics (permutation, Williams), as
-Deutsch, Dror and Roth (2021) define them and nlpstats 0.0.1 computes them.
+intervals (bootstrap, Fisher), Williams' test between two metrics and multiple-test
+corrections, as Deutsch, Dror and Roth (2021) define them and nlpstats 0.0.1 computes them.
 
 A matrix holds one row per system and one column per input (document); NaN marks a summary
 without a score. X and Y are two metrics' matrices, Z the human one, of the same shape.
@@ -16,17 +16,13 @@ without a score. X and Y are two metrics' matrices, Z the human one, of the same
 - `bootstrap_interval`: percentile interval of the correlation over resamples of the systems
   (rows), the inputs (columns) or both (rows, then columns, drawn independently); resamples
   whose correlation is undefined are left out, as nlpstats leaves them out.
-- `permutation_pvalue`: X, Y and Z standardised over all their cells; each resample swaps X's
-  and Y's rows ("systems"), columns ("inputs") or rows then columns ("both", nlpstats'
-  order) with probability 1/2 each; p = the share of resamples whose difference of
-  correlations is at least the observed one (two-sided: in absolute value).
 - `williams_pvalue`: Williams' test of r(X, Z) against r(Y, Z) given r(X, Y), with n - 3
   degrees of freedom (psych's `r.test`, as nlpstats).
 - `holm`, `bonferroni`: adjusted p-values of a family of tests.
 
 Randomness comes from an explicit `numpy.random.Generator`. The draws themselves
-(`bootstrap_draws`, `permutation_masks`) may be given instead, which is how the tests feed
-nlpstats and these functions the same resamples.
+(`bootstrap_draws`) may be given instead, which is how the tests feed nlpstats and these
+functions the same resamples. Resampling tests between metrics: tasks.metrics.metric_tests.
 """
 from __future__ import annotations
 
@@ -189,59 +185,6 @@ def bootstrap_interval(X: Any, Z: Any, level: str, method: str, *,
     alpha = (1 - confidence) / 2
     return {"lower": float(np.percentile(samples, alpha * 100)),
             "upper": float(np.percentile(samples, (1 - alpha) * 100)), "samples": samples}
-
-
-def permutation_masks(rng: np.random.Generator, shape: tuple[int, int], method: str,
-                      n_resamples: int) -> list[tuple[np.ndarray | None, np.ndarray | None]]:
-    """(rows, columns) boolean swap masks of each resample (None: no swap on that axis)."""
-    check_choice(method, RESAMPLING, "permutation")
-    m, n = shape
-    return [(rng.random(m) > 0.5 if method != "inputs" else None,
-             rng.random(n) > 0.5 if method != "systems" else None)
-            for _ in range(n_resamples)]
-
-
-def _swapped(X: np.ndarray, Y: np.ndarray, rows, columns) -> tuple[np.ndarray, np.ndarray]:
-    """X and Y with the masked rows swapped, then the masked columns (nlpstats' order)."""
-    X, Y = X.copy(), Y.copy()
-    if rows is not None:
-        X[rows], Y[rows] = Y[rows], X[rows].copy()
-    if columns is not None:
-        X[:, columns], Y[:, columns] = Y[:, columns], X[:, columns].copy()
-    return X, Y
-
-
-def standardised(matrix: np.ndarray) -> np.ndarray:
-    return (matrix - np.nanmean(matrix)) / np.nanstd(matrix)
-
-
-def permutation_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str, *,
-                       permutation: str = "both", n_resamples: int = 1000,
-                       alternative: str = "two-sided", summary_undefined: str = "skip",
-                       rng: np.random.Generator | None = None,
-                       masks: Sequence | None = None) -> float:
-    """The permutation test's p-value that X correlates with Z better (or otherwise) than Y
-    (see the module); `masks` (as `permutation_masks` gives) replaces `rng`."""
-    X, Y, Z = (standardised(matrix) for matrix in check_matrices(X, Y, Z))
-    check_choice(alternative, ALTERNATIVES, "alternative")
-    if masks is None:
-        if rng is None:
-            raise SumbenchError("permutation_pvalue needs a seeded generator (rng) or masks")
-        masks = permutation_masks(rng, X.shape, permutation, n_resamples)
-
-    def difference(first: np.ndarray, second: np.ndarray) -> float:
-        return correlate(first, Z, level, method, summary_undefined) - \
-            correlate(second, Z, level, method, summary_undefined)
-
-    observed = difference(X, Y)
-    samples = [difference(*_swapped(X, Y, rows, columns)) for rows, columns in masks]
-    if alternative == "two-sided":
-        hits = sum(abs(sample) >= abs(observed) for sample in samples)
-    elif alternative == "greater":
-        hits = sum(sample >= observed for sample in samples)
-    else:
-        hits = sum(sample <= observed for sample in samples)
-    return hits / len(samples)
 
 
 def bonferroni(pvalues: Sequence[float]) -> list[float]:

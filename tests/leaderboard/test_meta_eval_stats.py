@@ -9,14 +9,19 @@ import json
 import numpy as np
 import pytest
 
+from tasks.metrics.metric_tests import (
+    bootstrap_difference_pvalue,
+    permutation_masks,
+    permutation_pvalue,
+    significance_clusters,
+)
 from tasks.metrics.recall import rouge_recall_by_system
 from tasks.metrics.resampling import (
     bootstrap_draws,
     bootstrap_interval,
+    correlate,
     fisher_interval,
     holm,
-    permutation_masks,
-    permutation_pvalue,
     williams_pvalue,
 )
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
@@ -45,7 +50,8 @@ def test_intervals_and_tests_are_the_statistics_of_the_same_draws(realsumm, tmp_
                                "--ci", "boot-both", "--test", "perm-both", "--n-resamples",
                                "20", "--seed", "3", "--summary-undefined", "skip", "--out", out)
     assert code == 0, stderr
-    assert "boot-both 95% intervals:" in stderr and "holm-adjusted p-values:" in stderr
+    assert "95% CI (boot-both)" in stderr and "p vs rouge2_recall" in stderr
+    assert "p: perm-both (two-sided), holm-adjusted within a level and method" in stderr
     statistics = json.loads(out.read_text())["statistics"]
     found = statistics["intervals"]
     assert (found["method"], found["n_resamples"], found["seed"], found["confidence"]) == (
@@ -61,13 +67,60 @@ def test_intervals_and_tests_are_the_statistics_of_the_same_draws(realsumm, tmp_
                 lower, upper = found["intervals"][metric][level][method]
                 assert -1 <= lower < upper <= 1
             masks = permutation_masks(np.random.default_rng([3, li, mi]), Z.shape, "both", 20)
-            p = permutation_pvalue(*matrices.values(), Z, level, method, masks=masks,
-                                   summary_undefined="skip")
+            better, worse = sorted(METRICS, key=lambda m: -correlate(
+                matrices[m], Z, level, method, "skip"))  # a pair is tested best first
+            p = permutation_pvalue(matrices[better], matrices[worse], Z, level, method,
+                                   masks=masks, summary_undefined="skip")
             row = next(row for row in statistics["tests"]["pairs"]
                        if (row["level"], row["method"]) == (level, method))
             assert (row["a"], row["b"], row["p"], row["p_adjusted"]) == (
-                METRICS[0], METRICS[1], p, holm([p])[0])
+                better, worse, p, holm([p])[0])
+            clusters = [statistics["tests"]["clusters"][m][level][method]
+                        for m in (better, worse)]
+            assert clusters == ([1, 2] if p <= 0.05 else [1, 1])
     assert statistics["tests"]["n_resamples"] == 20 and statistics["tests"]["standardised"]
+    assert statistics["correlations"][METRICS[0]]["system"]["kendall"] == pytest.approx(
+        correlate(matrices[METRICS[0]], Z, "system", "kendall"), abs=1e-15)
+
+
+def test_the_issues_command_gives_one_table_with_intervals_p_values_and_clusters(
+        realsumm, tmp_path, capsys):
+    """Three metrics (two ROUGE recalls and ROUGE-1.5.5's ROUGE-2 R), boot-both intervals,
+    perm-both tests, Holm: every pair tested best first, its adjusted p-value in the table,
+    clusters as AssignRanks makes them from the adjusted p-values; paired bootstrap tests
+    as tasks.metrics.metric_tests computes them from the same draws."""
+    folder, _, matrices, Z = realsumm
+    metrics = ["rouge1_recall", "rouge2_recall", "rouge155-2-r"]
+    out = tmp_path / "three.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder,
+                               *(arg for m in metrics for arg in ("--metric", m)),
+                               "--methods", "kendall", "--ci", "boot-both", "--test",
+                               "perm-both", "--correction", "holm", "--n-resamples", "30",
+                               "--table", "markdown", "--out", out)
+    assert code == 0, stderr
+    tests = json.loads(out.read_text())["statistics"]["tests"]
+    assert "| metric | level | method | r | 95% CI (boot-both) | cluster |" in stderr
+    for level in ("system", "summary"):
+        rows = [row for row in tests["pairs"] if row["level"] == level]
+        ranked = [rows[0]["a"], rows[0]["b"], rows[1]["b"]]
+        assert sorted(ranked) == sorted(metrics) and len(rows) == 3
+        assert [r["p_adjusted"] for r in rows] == pytest.approx(holm([r["p"] for r in rows]))
+        square = np.ones((3, 3))
+        for row in rows:
+            square[ranked.index(row["a"]), ranked.index(row["b"])] = row["p_adjusted"]
+        assert [tests["clusters"][m][level]["kendall"] for m in ranked] == \
+            significance_clusters(square)
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric",
+                               METRICS[0], "--metric", METRICS[1], "--methods", "pearson",
+                               "--test", "boot-inputs", "--n-resamples", "15", "--seed", "4",
+                               "--out", out)
+    assert code == 0, stderr
+    (row,) = [row for row in json.loads(out.read_text())["statistics"]["tests"]["pairs"]
+              if row["level"] == "summary"]
+    draws = bootstrap_draws(np.random.default_rng([4, 1, 0]), Z.shape, "inputs", 15)
+    assert row["p"] == bootstrap_difference_pvalue(
+        matrices[row["a"]], matrices[row["b"]], Z, "summary", "pearson",
+        summary_undefined="zero", draws=draws)
 
 
 def test_per_system_metrics_take_fisher_and_williams(realsumm, tmp_path, capsys):

@@ -1,19 +1,31 @@
-"""Meta-evaluation statistics (tasks/metrics/resampling.py) against nlpstats 0.0.1, the
-reference code of Deutsch, Dror and Roth (2021), installed without its pins into a folder of
-its own (`.ci/run` does; SUMBENCH_NLPSTATS_OFFICIAL names the folder): the three levels,
-Fisher intervals and Williams' test to 1e-12 on REALSumm's ROUGE scores and on random
-matrices with NaNs; bootstrap intervals and permutation p-values exactly, given the same
-resamples (nlpstats' global `np.random` calls answered with our draws)."""
+"""Meta-evaluation statistics (tasks/metrics/resampling.py, metric_tests.py) against the
+reference code of Deutsch, Dror and Roth (2021), nlpstats 0.0.1 and SacreROUGE 0.2.5's
+`stats.py`, each installed without its pins into a folder of its own (`.ci/run` does;
+SUMBENCH_NLPSTATS_OFFICIAL and SUMBENCH_SACREROUGE_OFFICIAL name the folders): the three
+levels, Fisher intervals and Williams' test to 1e-12 on REALSumm's ROUGE scores and on random
+matrices with NaNs; bootstrap intervals, permutation and paired-bootstrap p-values exactly,
+given the same resamples (the references' global `np.random` calls answered with our draws);
+partial conjunction counts and clusters by hand."""
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import os
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tasks.metrics.metric_tests import (
+    bootstrap_difference_pvalue,
+    partial_conjunction,
+    permutation_masks,
+    permutation_pvalue,
+    significance_clusters,
+)
 from tasks.metrics.resampling import (
     bonferroni,
     bootstrap_draws,
@@ -21,8 +33,6 @@ from tasks.metrics.resampling import (
     correlate,
     fisher_interval,
     holm,
-    permutation_masks,
-    permutation_pvalue,
     williams_pvalue,
 )
 from tasks.plumbing.errors import SumbenchError
@@ -46,6 +56,35 @@ def nlpstats():
         return importlib.import_module("nlpstats.correlations")
     finally:
         sys.path.remove(str(folder))
+
+
+@pytest.fixture(scope="module")
+def sacrerouge():
+    """SacreROUGE 0.2.5's `stats.py`, loaded from its file with the one import it needs for
+    typing only (`sacrerouge.data.Metrics`, whose package needs AllenNLP-era dependencies)
+    shimmed while it loads."""
+    given = os.environ.get("SUMBENCH_SACREROUGE_OFFICIAL")
+    folder = official_or_skip(Path(given) if given and os.path.isdir(given) else None,
+                              "SUMBENCH_REQUIRE_SACREROUGE",
+                              "SacreROUGE 0.2.5 is not installed (pip install --no-deps "
+                              "--target DIR sacrerouge==0.2.5; SUMBENCH_SACREROUGE_OFFICIAL=DIR)")
+    shims = {"sacrerouge": types.ModuleType("sacrerouge"),
+             "sacrerouge.data": types.ModuleType("sacrerouge.data")}
+    shims["sacrerouge.data"].Metrics = object
+    saved = {name: sys.modules.get(name) for name in shims}
+    sys.modules.update(shims)
+    try:
+        spec = importlib.util.spec_from_file_location("sacrerouge_stats",
+                                                      folder / "sacrerouge" / "stats.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for name, before in saved.items():
+            if before is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = before
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +217,95 @@ def test_bad_input_is_one_line(call, message):
     X = np.arange(12, dtype=float).reshape(3, 4)
     with pytest.raises(SumbenchError, match=message):
         call(X, X * 2)
+
+
+# ---- SacreROUGE 0.2.5 ---------------------------------------------------------------------
+def sacrerouge_level(stats, level: str, method: str):
+    from scipy import stats as scipy_stats
+
+    function = {"system": stats.system_level_corr, "summary": stats.summary_level_corr,
+                "global": stats.global_corr}[level]
+    coefficient = {"kendall": scipy_stats.kendalltau, "pearson": scipy_stats.pearsonr,
+                   "spearman": scipy_stats.spearmanr}[method]
+    return functools.partial(function, coefficient)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_levels_fisher_and_williams_equal_sacrerouge(sacrerouge, realsumm, method):
+    for name, (X, Y, Z) in cases(realsumm):
+        for level in ("system", "summary", "global"):
+            theirs = sacrerouge_level(sacrerouge, level, method)
+            assert correlate(X, Z, level, method) == pytest.approx(theirs(X, Z), abs=1e-12)
+            assert fisher_interval(X, Z, level, method, 0.9) == pytest.approx(
+                sacrerouge.fisher_ci(theirs, X, Z, alpha=0.1), abs=1e-12), (name, level)
+            for alternative, two_tailed in (("two-sided", True), ("greater", False)):
+                assert williams_pvalue(X, Y, Z, level, method, alternative) == pytest.approx(
+                    sacrerouge.williams_diff_test(theirs, X, Y, Z, two_tailed), abs=1e-12)
+
+
+@pytest.mark.parametrize("resampling", ["systems", "inputs", "both"])
+def test_bootstrap_interval_and_test_equal_sacrerouge_given_the_same_draws(
+        sacrerouge, realsumm, monkeypatch, resampling):
+    X, Y, Z = (matrix[:, :30] for matrix in realsumm)
+    draws = bootstrap_draws(np.random.default_rng(5), X.shape, resampling, 25)
+    indices = [index for rows, columns in draws for index in (rows, columns)
+               if index is not None]
+    name = {"systems": "system", "inputs": "input", "both": "both"}[resampling]
+    sample = getattr(sacrerouge, f"bootstrap_{name}_sample")
+    for level in ("system", "summary"):
+        theirs = sacrerouge_level(sacrerouge, level, "kendall")
+        queue = replaying(monkeypatch, indices)
+        official = sacrerouge.bootstrap_ci(theirs, X, Z, sample, alpha=0.1, num_samples=25)
+        assert not queue
+        ours = bootstrap_interval(X, Z, level, "kendall", confidence=0.9, draws=draws)
+        assert (ours["lower"], ours["upper"]) == pytest.approx(official, abs=1e-12)
+        for alternative, two_tailed in (("two-sided", True), ("greater", False)):
+            queue = replaying(monkeypatch, indices)
+            official = sacrerouge.bootstrap_diff_test(theirs, X, Y, Z, sample, two_tailed,
+                                                      num_samples=25)
+            assert not queue and official == bootstrap_difference_pvalue(
+                X, Y, Z, level, "kendall", alternative=alternative, draws=draws)
+
+
+@pytest.mark.parametrize("permutation, theirs_name", [
+    ("systems", "permute_systems"), ("inputs", "permute_inputs"), ("cells", "permute_both")])
+def test_permutation_equals_sacrerouge_given_the_same_masks(sacrerouge, realsumm,
+                                                            monkeypatch, permutation,
+                                                            theirs_name):
+    """SacreROUGE's "permutation-both" swaps single cells (ours: "cells"), leaves Z as it is
+    and counts the observed difference once more: (hits + 1) / (n + 1)."""
+    X, Y, Z = (matrix[:, :20] for matrix in realsumm)
+    masks = permutation_masks(np.random.default_rng(9), X.shape, permutation, 30)
+    flat = [mask for rows, columns in masks for mask in (rows, columns) if mask is not None]
+    for level in ("system", "summary"):
+        for alternative, two_tailed in (("two-sided", True), ("greater", False)):
+            queue = list(flat)
+            monkeypatch.setattr(sacrerouge, "random_bool_mask",
+                                lambda *shape, queue=queue: queue.pop(0).reshape(shape))
+            official = sacrerouge.permutation_diff_test(
+                sacrerouge_level(sacrerouge, level, "pearson"), X, Y, Z,
+                getattr(sacrerouge, theirs_name), two_tailed, num_permutations=30)
+            assert not queue and official == permutation_pvalue(
+                X, Y, Z, level, "pearson", alternative=alternative, masks=masks,
+                reference="sacrerouge")
+
+
+@pytest.mark.parametrize("pvalues, alpha", [
+    ([0.01, 0.04, 0.03, 0.2], 0.05), ([0.001, 0.001, 0.5], 0.01), ([0.3, 0.02], 0.05),
+    ([0.012, 0.013, 0.014, 0.015, 0.016], 0.06)])
+def test_partial_conjunction_equals_sacrerouge(sacrerouge, pvalues, alpha):
+    count, indices = partial_conjunction(pvalues, alpha)
+    assert (count, indices) == sacrerouge.partial_conjunction_pvalue_test(
+        "bonferroni", pvalues, alpha)
+
+
+def test_partial_conjunction_and_clusters_by_hand():
+    # sorted 0.01 (x4 = 0.04), 0.03 (x3 = 0.09): only the first survives at 0.05
+    assert partial_conjunction([0.03, 0.01, 0.2, 0.04], 0.05) == (1, [1])
+    # metrics in decreasing correlation; p[i, j]: i does not beat j
+    p = np.ones((4, 4))
+    p[0, 1], p[0, 2], p[1, 2], p[0, 3], p[1, 3], p[2, 3] = 0.3, 0.01, 0.2, 0.001, 0.04, 0.5
+    # 1 ties 0 (cluster 1); 2 loses to 0: a new cluster from 2; 3 ties 2 (p 0.5): cluster 2,
+    # though 1 beat it, for 1 is not in the current cluster
+    assert significance_clusters(p, 0.05) == [1, 1, 2, 2]
+    assert significance_clusters(p, 0.005) == [1, 1, 1, 2]
