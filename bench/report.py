@@ -83,6 +83,11 @@ WHAT = {
                                  "systems at roberta-large's shape (random weights): the "
                                  "evaluators (references embedded once) vs "
                                  "`bert_score.score` per system; within 1e-5", ">= 1.5"),
+    "meta_eval_speed@realsumm": ("`boot-both` intervals of system- and summary-level "
+                                 "Kendall, Pearson and Spearman for 20 metrics on REALSumm's "
+                                 "25 x 100 human matrix: batched resampling vs nlpstats' "
+                                 "`bootstrap` loop, the same draws; intervals within 1e-12",
+                                 ">= 20"),
     "encoder_train_speed@roberta-large": ("EVEXT fine-tuning at roberta-large's shape (random "
                                           "weights, fp32 on CPU): pairs/s of sumbench's "
                                           "encoder trainer (length-sorted token-budget "

@@ -5,7 +5,8 @@ same examples. For every system group (optional `{group: [systems]}`, plus "all"
 system) and every method (Kendall tau-b, Pearson, Spearman; see tasks.metrics.correlation):
 - system level: correlation of the per-system means;
 - summary level: per example the correlation across the group's systems, averaged over
-  examples, undefined correlations counted as 0.
+  examples, undefined correlations counted as 0;
+- global level (asked for: `levels`): every (system, example) score pooled.
 
 Result shape: `{group: {"system": {method: r}, "summary": {method: r}, "systems": [...]}}`;
 several metrics compared at once (`compare`): `{label: that shape}`.
@@ -34,6 +35,7 @@ from tasks.metrics.correlation import (
     Scores,
     check_aligned,
     correlation,
+    global_level,
     summary_level,
     system_level,
 )
@@ -43,6 +45,8 @@ from tasks.qapyramid.judgments import load_qa_judgments
 
 ALL_GROUP = "all"
 LEVELS = ("system", "summary")
+#: every level meta-eval computes (`--levels`)
+ALL_LEVELS = ("system", "summary", "global")
 #: a table cell of a level a metric does not have (a per-system file's summary level)
 NOT_AVAILABLE = "n/a"
 
@@ -102,23 +106,25 @@ def _correlated_groups(groups: Mapping[str, Sequence[str]] | None,
 def meta_evaluate(metric: Scores, human: Scores,
                   groups: Mapping[str, Sequence[str]] | None = None,
                   methods: Sequence[str] = METHODS,
-                  rule: str = "zero") -> dict[str, dict[str, Any]]:
-    """System- and summary-level correlations for each group (and "all"); `rule` says how
-    summary level treats constant examples (tasks.metrics.correlation.UNDEFINED_RULES)."""
+                  rule: str = "zero", levels: Sequence[str] = LEVELS) -> dict[str, dict[str, Any]]:
+    """The correlations of `levels` for each group (and "all"); `rule` says how summary
+    level treats constant examples (tasks.metrics.correlation.UNDEFINED_RULES)."""
     systems = check_aligned(metric, human)
-    return {name: {
-        "systems": members,
-        "system": {m: system_level(metric, human, m, members) for m in methods},
-        "summary": {m: summary_level(metric, human, m, members, rule) for m in methods},
-    } for name, members in _correlated_groups(groups, systems).items()}
+    functions = {"system": lambda m, members: system_level(metric, human, m, members),
+                 "summary": lambda m, members: summary_level(metric, human, m, members, rule),
+                 "global": lambda m, members: global_level(metric, human, m, members)}
+    return {name: {"systems": members, **{level: {m: functions[level](m, members)
+                                                   for m in methods} for level in levels}}
+            for name, members in _correlated_groups(groups, systems).items()}
 
 
 def meta_evaluate_systems(metric: Mapping[str, float], human: Scores,
                           groups: Mapping[str, Sequence[str]] | None = None,
-                          methods: Sequence[str] = METHODS) -> dict[str, dict[str, Any]]:
+                          methods: Sequence[str] = METHODS,
+                          levels: Sequence[str] = LEVELS) -> dict[str, dict[str, Any]]:
     """System level only, for one value per system (a per-system score file): its
-    correlation with the human per-system means for each group (and "all"); "summary" is
-    None (not available)."""
+    correlation with the human per-system means for each group (and "all"); the other
+    levels are None (not available)."""
     systems = list(human)
     missing = [system for system in systems if system not in metric]
     if missing:
@@ -129,18 +135,20 @@ def meta_evaluate_systems(metric: Mapping[str, float], human: Scores,
         "systems": members,
         "system": {m: correlation([float(metric[s]) for s in members],
                                   [means[s] for s in members], m) for m in methods},
-        "summary": None,
+        **{level: None for level in levels if level != "system"},
     } for name, members in _correlated_groups(groups, systems).items()}
 
 
 def compare(metrics: Sequence[MetricScores], human: Scores,
             groups: Mapping[str, Sequence[str]] | None = None,
-            methods: Sequence[str] = METHODS, rule: str = "zero") -> dict[str, dict]:
+            methods: Sequence[str] = METHODS, rule: str = "zero",
+            levels: Sequence[str] = LEVELS) -> dict[str, dict]:
     """`{label: result}`: each metric against the same human scores (`meta_evaluate`, or
     `meta_evaluate_systems` for a metric with per-system values only)."""
-    return {metric.label: meta_evaluate(metric.per_example, human, groups, methods, rule)
+    return {metric.label: meta_evaluate(metric.per_example, human, groups, methods, rule,
+                                        levels)
             if metric.per_example is not None else
-            meta_evaluate_systems(metric.per_system or {}, human, groups, methods)
+            meta_evaluate_systems(metric.per_system or {}, human, groups, methods, levels)
             for metric in metrics}
 
 
@@ -152,7 +160,7 @@ def _table_rows(result: Mapping[str, Mapping[str, Any]], methods: Sequence[str],
                 label: str | None = None) -> list[list[str]]:
     rows = []
     for group, entry in result.items():
-        for level in LEVELS:
+        for level in (level for level in ALL_LEVELS if level in entry):
             values = entry[level]
             cells = ([NOT_AVAILABLE] * len(methods) if values is None else
                      [f"{values[m]:.{digits}f}" if not math.isnan(values[m]) else "nan"

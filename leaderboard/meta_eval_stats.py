@@ -2,10 +2,11 @@
 statistics of tasks.metrics.resampling over the metrics' and the humans' score matrices
 (systems x examples, the systems in the run's order).
 
-- Intervals, per metric, level (system, summary) and method: `fisher` (Fisher's z), or a
+- Intervals, per metric, level (system, summary, global) and method: `fisher` (Fisher's z), or a
   percentile bootstrap over the systems, the inputs or both (`boot-systems`, `boot-inputs`,
   `boot-both`). Every metric is resampled with the same draws (one generator seeded with
-  `--seed` per level and method), so their intervals are paired.
+  `[--seed, level, method]`), so their intervals are paired, and a level and method's draws
+  do not depend on what else is asked for.
 - Tests, for every pair of metrics, level and method, the pair ordered by decreasing
   correlation (a tests "a correlates better than b" under `--alternative greater`): a
   permutation test (`perm-systems`, `perm-inputs`, `perm-both`: rows then columns swapped,
@@ -21,14 +22,18 @@ Every number is recorded with how it was made: the method, resamples, confidence
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from leaderboard.meta_eval import MetricScores, render_table
+from leaderboard.meta_eval import ALL_LEVELS, MetricScores, render_table
+from tasks.metrics.correlation import METHODS
+from tasks.metrics.correlation_bootstrap import interval_of_defined, resampled_correlations
 from tasks.metrics.metric_tests import (
     bootstrap_difference_pvalue,
     permutation_masks,
@@ -38,12 +43,12 @@ from tasks.metrics.metric_tests import (
 from tasks.metrics.resampling import (
     bonferroni,
     bootstrap_draws,
-    bootstrap_interval,
     correlate,
     fisher_interval,
     holm,
     williams_pvalue,
 )
+from tasks.metrics.system_pairs import delta_bands, pairwise_accuracy
 from tasks.plumbing.errors import SumbenchError, check_choice
 
 CI_METHODS = ("boot-systems", "boot-inputs", "boot-both", "fisher", "none")
@@ -82,66 +87,83 @@ def matrix(per_example: Mapping[str, Sequence[float]], systems: Sequence[str]) -
     return np.array([[float(v) for v in per_example[s]] for s in systems], dtype=float)
 
 
-def _levels(metrics: Sequence[MetricScores]) -> tuple[str, ...]:
-    return ("system",) if any(m.per_example is None for m in metrics) else LEVELS
+@dataclass(frozen=True)
+class Study:
+    """What the statistics are computed on: the metrics' and the humans' matrices (systems x
+    examples, in `systems` order), the levels and methods asked for, the summary-level rule.
+    A metric with one value per system makes every matrix one column of system means, and
+    the study the system level only."""
+    metrics: Sequence[MetricScores]
+    human: Mapping[str, Sequence[float]]
+    systems: Sequence[str]
+    methods: Sequence[str]
+    levels: Sequence[str] = LEVELS
+    rule: str = "zero"
+
+    @property
+    def per_system(self) -> bool:
+        return any(m.per_example is None for m in self.metrics)
+
+    @functools.cached_property
+    def Z(self) -> np.ndarray:
+        Z = matrix(self.human, self.systems)
+        return Z.mean(axis=1, keepdims=True) if self.per_system else Z
+
+    @functools.cached_property
+    def matrices(self) -> dict[str, np.ndarray]:
+        if self.per_system:
+            return {m.label: np.array([[float(m.means()[s])] for s in self.systems])
+                    for m in self.metrics}
+        return {m.label: matrix(m.per_example, self.systems) for m in self.metrics}
+
+    def cells(self):
+        """(level, method, the seed key of their draws): each level and method's draws come
+        from `[seed, level's index, method's index]` in ALL_LEVELS and METHODS, whatever
+        else is asked for."""
+        levels = ("system",) if self.per_system else tuple(self.levels)
+        for level, method in itertools.product(levels, self.methods):
+            yield level, method, (ALL_LEVELS.index(level), METHODS.index(method))
 
 
-def _means_column(metric: MetricScores, systems: Sequence[str]) -> np.ndarray:
-    """A per-system metric as a one-column matrix (its system level is its values)."""
-    return np.array([[float(metric.per_system[s])] for s in systems])
+def observed(study: Study) -> dict[str, Any]:
+    """{label: {level: {method: r}}}: the correlations the intervals and tests are about."""
+    found: dict[str, dict] = {label: {} for label in study.matrices}
+    for level, method, _ in study.cells():
+        for label, X in study.matrices.items():
+            found[label].setdefault(level, {})[method] = correlate(X, study.Z, level, method,
+                                                                   study.rule)
+    return found
 
 
-def _metric_matrix(metric: MetricScores, systems: Sequence[str]) -> np.ndarray:
-    return matrix(metric.per_example, systems) if metric.per_example is not None else \
-        _means_column(metric, systems)
-
-
-def _human_matrix(human, systems, metrics) -> np.ndarray:
-    Z = matrix(human, systems)
-    if any(m.per_example is None for m in metrics):
-        return Z.mean(axis=1, keepdims=True)
-    return Z
-
-
-def intervals(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[float]],
-              systems: Sequence[str], methods: Sequence[str], *, ci: str, confidence: float,
-              n_resamples: int, seed: int, rule: str) -> dict[str, Any]:
-    """{label: {level: {method: [lower, upper]}}} and how they were made."""
-    Z = _human_matrix(human, systems, metrics)
-    found: dict[str, dict] = {m.label: {} for m in metrics}
-    for (li, level), (mi, method) in itertools.product(enumerate(_levels(metrics)),
-                                                        enumerate(methods)):
-        draws = bootstrap_draws(np.random.default_rng([seed, li, mi]), Z.shape,
-                                ci.removeprefix("boot-"), n_resamples) \
-            if ci.startswith("boot") else None
-        for metric in metrics:
-            X = _metric_matrix(metric, systems)
-            if ci == "fisher":
-                bounds = fisher_interval(X, Z, level, method, confidence, rule)
-            else:
-                result = bootstrap_interval(X, Z, level, method, confidence=confidence,
-                                            summary_undefined=rule, draws=draws)
-                bounds = (result["lower"], result["upper"])
-            found[metric.label].setdefault(level, {})[method] = list(bounds)
-    made = {"method": ci, "confidence": confidence, "summary_undefined": rule}
+def intervals(study: Study, *, ci: str, confidence: float, n_resamples: int,
+              seed: int) -> dict[str, Any]:
+    """{label: {level: {method: [lower, upper]}}} and how they were made; every metric of a
+    level and method resampled with the same draws (tasks.metrics.bootstrap, batched)."""
+    found: dict[str, dict] = {label: {} for label in study.matrices}
+    labels = list(study.matrices)
+    for level, method, key in study.cells():
+        if ci == "fisher":
+            bounds = [fisher_interval(study.matrices[label], study.Z, level, method,
+                                      confidence, study.rule) for label in labels]
+        else:
+            draws = bootstrap_draws(np.random.default_rng([seed, *key]), study.Z.shape,
+                                    ci.removeprefix("boot-"), n_resamples)
+            samples = resampled_correlations([study.matrices[label] for label in labels],
+                                             study.Z, draws, level, method, study.rule)
+            bounds = [interval_of_defined(row, confidence) for row in samples]
+        for label, bound in zip(labels, bounds):
+            found[label].setdefault(level, {})[method] = list(bound)
+    made = {"method": ci, "confidence": confidence, "summary_undefined": study.rule}
     if ci.startswith("boot"):
         made.update(n_resamples=n_resamples, seed=seed, percentile=True,
-                    draws="the same resamples for every metric of a level and method")
+                    draws="the same resamples for every metric of a level and method, "
+                          "seeded [seed, level, method]")
     return {"intervals": found, **made}
 
 
-def observed(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[float]],
-             systems: Sequence[str], methods: Sequence[str], rule: str) -> dict[str, Any]:
-    """{label: {level: {method: r}}}: the correlations the intervals and tests are about."""
-    Z = _human_matrix(human, systems, metrics)
-    return {m.label: {level: {method: correlate(_metric_matrix(m, systems), Z, level, method,
-                                                rule) for method in methods}
-                      for level in _levels(metrics)} for m in metrics}
-
-
-def _draws(test: str, seed: int, li: int, mi: int, shape, n_resamples: int):
+def _draws(test: str, seed: int, key: tuple[int, int], shape, n_resamples: int):
     """The seeded resamples of a level and method: permutation masks or bootstrap draws."""
-    rng = np.random.default_rng([seed, li, mi])
+    rng = np.random.default_rng([seed, *key])
     kind = test.split("-", 1)[-1]
     if test.startswith("perm"):
         return permutation_masks(rng, shape, kind, n_resamples)
@@ -160,24 +182,19 @@ def _pvalue(test: str, X, Y, Z, level: str, method: str, draws, alternative: str
                               reference="sacrerouge" if test == "perm-cells" else "nlpstats")
 
 
-def pairwise_tests(metrics: Sequence[MetricScores], human: Mapping[str, Sequence[float]],
-                   systems: Sequence[str], methods: Sequence[str], *, test: str,
-                   correction: str, alternative: str, n_resamples: int, seed: int,
-                   rule: str, alpha: float = 0.05) -> dict[str, Any]:
+def pairwise_tests(study: Study, *, test: str, correction: str, alternative: str,
+                   n_resamples: int, seed: int, alpha: float = 0.05) -> dict[str, Any]:
     """Every pair (a, b) of metrics per level and method, a correlating at least as well as b:
     p that they correlate equally with the humans, adjusted within the level and method, and
     each metric's cluster there."""
-    Z = _human_matrix(human, systems, metrics)
-    matrices = {m.label: _metric_matrix(m, systems) for m in metrics}
-    found = observed(metrics, human, systems, methods, rule)
+    found, matrices, Z = observed(study), study.matrices, study.Z
     rows, clusters = [], {}
-    for (li, level), (mi, method) in itertools.product(enumerate(_levels(metrics)),
-                                                        enumerate(methods)):
+    for level, method, key in study.cells():
         ranked = sorted(matrices, key=lambda label: -_sortable(found[label][level][method]))
         pairs = list(itertools.combinations(ranked, 2))
-        draws = _draws(test, seed, li, mi, Z.shape, n_resamples)
+        draws = _draws(test, seed, key, Z.shape, n_resamples)
         pvalues = [_pvalue(test, matrices[a], matrices[b], Z, level, method, draws,
-                           alternative, rule) for a, b in pairs]
+                           alternative, study.rule) for a, b in pairs]
         adjusted = {"holm": holm, "bonferroni": bonferroni,
                     "none": list}[correction](pvalues)
         rows += [{"a": a, "b": b, "level": level, "method": method, "p": p,
@@ -188,7 +205,7 @@ def pairwise_tests(metrics: Sequence[MetricScores], human: Mapping[str, Sequence
         for label, cluster in zip(ranked, significance_clusters(square, alpha)):
             clusters.setdefault(label, {}).setdefault(level, {})[method] = cluster
     made = {"test": test, "alternative": alternative, "correction": correction,
-            "summary_undefined": rule, "alpha": alpha,
+            "summary_undefined": study.rule, "alpha": alpha,
             "clusters_by": "mt-metrics-eval AssignRanks on the adjusted p-values"}
     if test != "williams":
         made.update(n_resamples=n_resamples, seed=seed)
@@ -200,6 +217,29 @@ def pairwise_tests(metrics: Sequence[MetricScores], human: Mapping[str, Sequence
 
 def _sortable(value: float) -> float:
     return -math.inf if value is None or math.isnan(value) else value
+
+
+def delta_band_rows(study: Study, n_bands: int) -> dict[str, Any]:
+    """Per metric, Kendall's τ and pairwise accuracy by band of its system-score gap
+    (tasks.metrics.system_pairs), and how they were made."""
+    human = study.Z.mean(axis=1)
+    found = {label: delta_bands(X.mean(axis=1), human, n_bands)
+             for label, X in study.matrices.items()}
+    accuracy = {label: pairwise_accuracy(X.mean(axis=1), human)
+                for label, X in study.matrices.items()}
+    return {"bands": found, "pairwise_accuracy": accuracy, "n_bands": n_bands,
+            "level": "system", "split": "quantiles of the metric's |score gap| over system "
+                                        "pairs; tau = (concordant - discordant) / pairs"}
+
+
+def format_delta_bands(found: Mapping[str, Any], digits: int = 3,
+                       markdown: bool = False) -> str:
+    rows = [[label, str(band["band"]), f"{_shown(band['delta_low'], digits + 1)}-"
+             f"{_shown(band['delta_high'], digits + 1)}", str(band["pairs"]),
+             _shown(band["kendall"], digits), _shown(band["pairwise_accuracy"], digits)]
+            for label, bands in found["bands"].items() for band in bands]
+    return render_table(["metric", "band", "|delta|", "pairs", "tau", "pairwise acc"], rows,
+                        markdown)
 
 
 def format_statistics(statistics: Mapping[str, Any], digits: int = 3,

@@ -16,23 +16,30 @@ Rules (also shown on the pages, see `aggregate_rule` and `band_rule`):
 - interval: percentile interval of the distribution (undefined resamples left out);
 - paired test: two-sided bootstrap p-value of the difference,
   p = min(1, 2 * min(P*(d <= 0), P*(d >= 0))); significant when p < alpha;
-- rank bands: entries sorted by aggregate (ties by entry id); the first entry opens band 1 and
-  each next entry opens a new band only when it differs significantly from the entry directly
-  above it. An entry without distributions (its analysis pending, or one whose per-item
-  material may not be published: a laddered entry) is ranked by its points, with
-  no interval and no band; the entries with distributions are compared with the nearest such
-  entry above them.
+- rank bands (`bands="adjacent"`, the default): entries sorted by aggregate (ties by entry id);
+  the first entry opens band 1 and each next entry opens a new band only when it differs
+  significantly from the entry directly above it. `bands="clusters"` (the evaluators board):
+  every pair of entries is tested with the paired bootstrap test of SacreROUGE (the share of
+  resampled differences at least twice the observed one), the p-values Holm-corrected
+  together, and the bands are mt-metrics-eval's clusters: an entry opens a new band when it
+  is significantly worse than any entry of the current band
+  (tasks.metrics.metric_tests.significance_clusters). An entry without distributions (its
+  analysis pending, or one whose per-item material may not be published: a laddered entry)
+  is ranked by its points, with no interval and no band; the entries with distributions are
+  compared with the nearest such entry above them.
 """
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tasks.metrics.bootstrap import resample_rows
+from tasks.metrics.metric_tests import bootstrap_difference_p, significance_clusters
+from tasks.metrics.resampling import holm
 
 #: material sample (per-example items of one part) -> headline (x100), None when undefined
 Statistic = Callable[[Sequence[Any]], "float | None"]
@@ -190,10 +197,14 @@ class RankedEntry:
         return data
 
 
+BAND_METHODS = ("adjacent", "clusters")
+
+
 def rank_entries(entries: Sequence[BoardEntry], parts: Sequence[str], *,
-                 alpha: float = DEFAULT_ALPHA) -> tuple[list[RankedEntry], list[str]]:
+                 alpha: float = DEFAULT_ALPHA, bands: str = "adjacent"
+                 ) -> tuple[list[RankedEntry], list[str]]:
     """(complete entries ranked best first with intervals and bands where they have
-    distributions, ids of the others)."""
+    distributions, ids of the others); `bands`: see the module."""
     complete = [entry for entry in entries if entry.covers(parts)]
     partial = [entry.entry_id for entry in entries if not entry.covers(parts)]
     aggregates = {entry.entry_id: entry.aggregate(parts) for entry in complete}
@@ -214,7 +225,33 @@ def rank_entries(entries: Sequence[BoardEntry], parts: Sequence[str], *,
         above = RankedEntry(entry.entry_id, score, interval(distribution), position, band,
                             versus, None if above is None else above.entry_id)
         ranked.append(above)
+    if bands == "clusters":
+        ranked = _with_cluster_bands(ranked, aggregates, alpha)
     return ranked, partial
+
+
+def cluster_bands(points: Sequence[float], distributions: Sequence[np.ndarray],
+                  alpha: float = DEFAULT_ALPHA) -> list[int]:
+    """The bands of entries sorted best first (`bands="clusters"`, see the module)."""
+    pairs = [(i, j) for i in range(len(points)) for j in range(i + 1, len(points))]
+    pvalues = [bootstrap_difference_p(points[i] - points[j],
+                                      np.asarray(distributions[i]) - np.asarray(distributions[j]))
+               for i, j in pairs]
+    adjusted = holm([1.0 if np.isnan(p) else p for p in pvalues])
+    square = np.ones((len(points), len(points)))
+    for (i, j), p in zip(pairs, adjusted):
+        square[i, j] = p
+    return significance_clusters(square, alpha)
+
+
+def _with_cluster_bands(ranked: list[RankedEntry], aggregates: Mapping, alpha: float
+                        ) -> list[RankedEntry]:
+    tested = [row for row in ranked if row.band is not None]
+    bands = cluster_bands([row.score for row in tested],
+                          [aggregates[row.entry_id][1] for row in tested], alpha)
+    band_of = {row.entry_id: band for row, band in zip(tested, bands)}
+    return [replace(row, band=band_of[row.entry_id]) if row.entry_id in band_of else row
+            for row in ranked]
 
 
 def per_part_ranks(points: Mapping[str, Mapping[str, float | None]]) -> dict[str, dict[str, int]]:
@@ -236,6 +273,15 @@ def aggregate_rule(parts: Sequence[str], part_kind: str = "task") -> str:
     return (f"Aggregate = mean of the {len(parts)} {part_kind} headlines. Only entries with a "
             f"defined headline for every {part_kind} are ranked; partial entries are listed "
             f"apart with — for what they lack and are never ranked as if they scored 0.")
+
+
+def cluster_band_rule(n_resamples: int, alpha: float, seed: int, resampled: str) -> str:
+    return (f"Rank bands are significance clusters (mt-metrics-eval's AssignRanks): entries in "
+            f"order of their scores, an entry opens a new band when it is significantly worse "
+            f"than any entry of the current band. Tests: SacreROUGE's paired bootstrap test "
+            f"({n_resamples} resamples of {resampled}, seed {seed}, two-sided), "
+            f"Holm-corrected over every pair of entries, alpha {alpha}. Intervals are 95% "
+            f"percentile bootstrap intervals over the same resamples.")
 
 
 def band_rule(n_resamples: int, alpha: float, seed: int) -> str:

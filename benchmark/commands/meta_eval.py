@@ -46,6 +46,8 @@ from benchmark.commands.out_file import check_out_file
 from leaderboard.evaluators.pyramid.scoring import pyramid_scores
 from leaderboard.evaluators.registry import evaluator_of, load_evaluators
 from leaderboard.meta_eval import (
+    ALL_LEVELS,
+    LEVELS,
     MetricScores,
     compare,
     format_comparison,
@@ -59,7 +61,10 @@ from leaderboard.meta_eval_stats import (
     CI_METHODS,
     CORRECTIONS,
     TESTS,
+    Study,
     check_statistics,
+    delta_band_rows,
+    format_delta_bands,
     format_statistics,
     intervals,
     observed,
@@ -98,6 +103,10 @@ def register(subparsers) -> None:
     add_option(parser, "systems")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
                         default=list(METHOD_CHOICES), help="correlation methods")
+    parser.add_argument("--levels", nargs="+", choices=ALL_LEVELS, default=list(LEVELS),
+                        help="correlation levels: system (per-system means), summary (per "
+                             "input across systems, averaged), global (every score pooled); "
+                             "default system summary")
     parser.add_argument("--summary-undefined", "--undefined-rule", dest="undefined_rule",
                         choices=UNDEFINED_RULES, default="zero",
                         help="summary level, an example whose correlation is undefined "
@@ -112,6 +121,10 @@ def register(subparsers) -> None:
                              "permutation (systems, inputs, both: nlpstats; cells: "
                              "SacreROUGE), paired bootstrap (SacreROUGE) or Williams' test; "
                              "none (default)")
+    parser.add_argument("--delta-bands", nargs="?", type=positive_int, const=10, default=None,
+                        metavar="N", help="system level: Kendall tau and pairwise accuracy "
+                                          "by band of the metric's score gap between two "
+                                          "systems (N quantile bands, default 10: deciles)")
     parser.add_argument("--alpha", type=float, default=0.05,
                         help="the significance level of the clusters (default 0.05)")
     parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
@@ -258,7 +271,8 @@ def _report(args, metrics: list[MetricScores], human, correlations, systems) -> 
               "metrics": [{"metric": m.source, "label": m.label, "kind": m.kind,
                            **({"settings": m.settings} if m.settings else {})} for m in metrics],
               "human": args.human, "groups": args.groups, "systems": list(systems),
-              "methods": list(args.methods), "undefined_rule": args.undefined_rule}
+              "methods": list(args.methods), "levels": list(dict.fromkeys(args.levels)),
+              "undefined_rule": args.undefined_rule}
     human_means = {system: float(np.mean(values)) for system, values in human.items()}
     means = ({"metric": metrics[0].means(), "human": human_means} if single else
              {"metrics": {m.label: m.means() for m in metrics}, "human": human_means})
@@ -282,7 +296,8 @@ def run(args) -> int:
                              registry) for name in args.metric]
     check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
                      alpha=args.alpha)
-    results = compare(metrics, human, groups, args.methods, args.undefined_rule)
+    results = compare(metrics, human, groups, args.methods, args.undefined_rule,
+                      levels=list(dict.fromkeys(args.levels)))
     single = len(metrics) == 1
     correlations = results[metrics[0].label] if single else results
     print(json.dumps(_json_ready(correlations), indent=1))
@@ -290,8 +305,11 @@ def run(args) -> int:
     print(format_table(correlations, markdown=markdown) if single else
           format_comparison(results, markdown=markdown), file=sys.stderr)
     statistics = run_statistics(args, metrics, human, systems)
-    if statistics:
+    if "correlations" in statistics:
         print(format_statistics(statistics, markdown=markdown), file=sys.stderr)
+    if "delta_bands" in statistics:
+        print(format_delta_bands(statistics["delta_bands"], markdown=markdown),
+              file=sys.stderr)
     if args.out:
         report = _report(args, metrics, human, correlations, systems)
         if statistics:
@@ -303,17 +321,20 @@ def run(args) -> int:
 def run_statistics(args, metrics, human, systems) -> dict:
     """--ci and --test over all systems (see leaderboard.meta_eval_stats)."""
     seed = args.seed or 0
+    study = Study(metrics, human, systems, list(args.methods),
+                  list(dict.fromkeys(args.levels)), args.undefined_rule)
+    found: dict = {}
+    if args.delta_bands:
+        found["delta_bands"] = delta_band_rows(study, args.delta_bands)
     if (args.ci, args.test) == ("none", "none"):
-        return {}
-    found: dict = {"correlations": observed(metrics, human, systems, args.methods,
-                                            args.undefined_rule)}
+        return found
+    found["correlations"] = observed(study)
     if args.ci != "none":
-        found["intervals"] = intervals(metrics, human, systems, args.methods, ci=args.ci,
-                                       confidence=args.confidence, n_resamples=args.n_resamples,
-                                       seed=seed, rule=args.undefined_rule)
+        found["intervals"] = intervals(study, ci=args.ci, confidence=args.confidence,
+                                       n_resamples=args.n_resamples, seed=seed)
     if args.test != "none":
-        found["tests"] = pairwise_tests(metrics, human, systems, args.methods, test=args.test,
-                                        correction=args.correction, alternative=args.alternative,
+        found["tests"] = pairwise_tests(study, test=args.test, correction=args.correction,
+                                        alternative=args.alternative,
                                         n_resamples=args.n_resamples, seed=seed,
-                                        rule=args.undefined_rule, alpha=args.alpha)
+                                        alpha=args.alpha)
     return found

@@ -29,7 +29,6 @@ from leaderboard.published import published_usb_rows
 from leaderboard.ranking import (
     BoardEntry,
     aggregate_rule,
-    band_rule,
     intervals,
     per_part_ranks,
     rank_entries,
@@ -144,7 +143,7 @@ def collect_entries(session, track: str, board: str, key: str, n_resamples: int,
 
 
 def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[str],
-               alpha: float, small_parts: set[str] = frozenset()
+               alpha: float, small_parts: set[str] = frozenset(), bands: str = "adjacent"
                ) -> tuple[list[dict], list[dict]]:
     """(ranked, partial) entries with intervals, bands and per-part ranks; the intervals of
     `small_parts` (too few items to publish one) are withheld (None). An entry whose analysis
@@ -157,7 +156,7 @@ def rank_board(entries: list[dict], distributions: dict[int, dict], parts: list[
     board_entries = [BoardEntry(int(e["id"]), e["headlines"],
                                 {} if e["analysis"] == "pending" else
                                 distributions.get(e["score_id"], {})) for e in entries]
-    ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha)
+    ranked, partial_ids = rank_entries(board_entries, parts, alpha=alpha, bands=bands)
     ranks = per_part_ranks({int(e["id"]): e["headlines"] for e in entries})
     by_id = {int(e["id"]): e for e in entries}
     published = [e for e in entries if e["analysis"] == "done"]
@@ -204,7 +203,8 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
         small = set()
     else:
         small = small_parts(gold[board], settings.min_public_items)
-    ranked, partial = rank_board(entries, distributions, parts, settings.alpha, small)
+    ranked, partial = rank_board(entries, distributions, parts, settings.alpha, small,
+                                 track.band_method)
     published = published_usb_rows() if track.name == "usb" and board == "all" else []
     return {"track": track.name, "title": track.title, "description": track.description,
             "board": board, "boards": track.boards(gold), "parts": parts,
@@ -214,7 +214,8 @@ def build_snapshot(database: Database, track_name: str, board: str, session) -> 
             "part_help": {part: track.part_help(part) for part in parts},
             "version_key": key, "versions": versions,
             "rules": {"aggregate": aggregate_rule(parts, track.part_kind),
-                      "bands": band_rule(settings.n_resamples, settings.alpha, settings.seed)},
+                      "bands": track.band_rule(settings.n_resamples, settings.alpha,
+                                               settings.seed)},
             "parameters": {"n_resamples": settings.n_resamples, "seed": settings.seed,
                            "alpha": settings.alpha,
                            "min_public_items": settings.min_public_items},

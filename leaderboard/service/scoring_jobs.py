@@ -28,7 +28,6 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from leaderboard.ranking import bootstrap_distribution
 from leaderboard.service.db import Database, Job, Material, Score, Submission, User, pack, unpack
 from leaderboard.service.gold import hosted_gold, score_versions
 from leaderboard.service.jobs import finish
@@ -222,9 +221,9 @@ def analyse_job(database: Database, job) -> None:
     materials = {part: unpack(blob) for part, blob in packed.items()}
     gold = hosted.gold
     distributions = {} if laddered else {  # nothing of a laddered entry's material is shown
-        part: bootstrap_distribution(public_material(gold[board].get(part, {}), material),
-                                     track.statistic(part, gold, board),
-                                     n_resamples=settings.n_resamples, seed=settings.seed)
+        part: track.distribution(part, gold, board,
+                                 public_material(gold[board].get(part, {}), material),
+                                 n_resamples=settings.n_resamples, seed=settings.seed)
         for part, material in materials.items()}
     breakdown = public_breakdown(track.breakdown(checked, gold, board, materials),
                                  0 if settings.gold_is_public else settings.min_public_items)

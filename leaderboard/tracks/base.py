@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from leaderboard.ranking import band_rule, bootstrap_distribution
 from tasks.plumbing.errors import DataError
 from tasks.validation import require_index, require_str
 
@@ -85,6 +86,8 @@ class Track(abc.ABC):
     version: ClassVar[str] = "1"
     #: the range every part's headline lies in (x100 scale)
     headline_bounds: ClassVar[tuple[float, float]] = (0.0, 100.0)
+    #: how the boards' rank bands are formed (leaderboard.ranking.rank_entries)
+    band_method: ClassVar[str] = "adjacent"
 
     @abc.abstractmethod
     def load_gold(self, source: str) -> dict[str, dict[str, dict]]:
@@ -140,6 +143,18 @@ class Track(abc.ABC):
     @abc.abstractmethod
     def statistic(self, part: str, gold: GoldSet, board: str):
         """The part's headline from a sample of its material (leaderboard.ranking.Statistic)."""
+
+    def distribution(self, part: str, gold: GoldSet, board: str, material: Sequence, *,
+                     n_resamples: int, seed: int):
+        """An entry's bootstrap distribution of the part's headline, drawn alike for every
+        entry of the board (so that two entries' distributions are paired): by default
+        `statistic` on resamples of the material's items."""
+        return bootstrap_distribution(material, self.statistic(part, gold, board),
+                                      n_resamples=n_resamples, seed=seed)
+
+    def band_rule(self, n_resamples: int, alpha: float, seed: int) -> str:
+        """What the boards' pages say of their rank bands."""
+        return band_rule(n_resamples, alpha, seed)
 
     def headline_name(self, part: str) -> str:
         return "headline"

@@ -6,7 +6,12 @@ set's human-judged systems: `{"dataset": "realsumm", "system": "...", "id": "...
 labelled present) with Kendall tau-b, Pearson and Spearman at system level (correlation of
 per-system means) and summary level (per example across systems, averaged; undefined counted
 as 0), as `sumbench meta-eval` does. The headline is the system-level Kendall tau x100.
-Intervals resample examples: each resample recomputes both levels on the resampled examples.
+Intervals and rank bands resample systems and examples together (`boot-both`: with 10 to 25
+systems, the systems matter as much as the examples), every entry with the same draws
+(`[seed, 0, 0]`, tasks.metrics.resampling.bootstrap_draws), computed in batches
+(tasks.metrics.correlation_bootstrap); the bands are significance clusters of Holm-corrected
+paired bootstrap tests (leaderboard.ranking, `bands="clusters"`), as `sumbench meta-eval
+--test boot-both --correction holm` forms them.
 Built-in rows (computed here): ROUGE-1/2/L recall and lexical Pyramid over SCUs, STUs, reference
 sentences and (when the set has them) QA units.
 """
@@ -19,10 +24,13 @@ import numpy as np
 
 from leaderboard.evaluators.pyramid.presence import LexicalBackend
 from leaderboard.evaluators.pyramid.scoring import evaluate_system
+from leaderboard.ranking import cluster_band_rule
 from leaderboard.tracks.base import PartScore
 from leaderboard.tracks.pyramid_gold import PyramidSetTrack, human_pyramid
 from tasks.metrics.correlation import METHODS, correlation, summary_level, system_level
+from tasks.metrics.correlation_bootstrap import resampled_correlations
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
+from tasks.metrics.resampling import bootstrap_draws
 from tasks.qapyramid.pyramid_data import sentence_units
 
 LEVELS = ("system", "summary")
@@ -63,6 +71,9 @@ class EvaluatorsTrack(PyramidSetTrack):
     id_fields = ("system", "id")
     value_field = "score"
     headline_bounds = (-100.0, 100.0)  # Kendall tau x100
+    band_method = "clusters"
+    #: 2: boot-both distributions and cluster bands (version 1 resampled examples only)
+    version = "2"
 
     def manifest_items(self, payload: Mapping) -> list[dict]:
         return [{"system": system, "id": example_id} for system in sorted(payload["labels"])
@@ -87,6 +98,19 @@ class EvaluatorsTrack(PyramidSetTrack):
 
     def statistic(self, part: str, gold, board: str):
         return system_kendall_statistic
+
+    def distribution(self, part: str, gold, board: str, material: Sequence, *,
+                     n_resamples: int, seed: int) -> np.ndarray:
+        """System-level Kendall tau x100 on `boot-both` resamples of the systems and the
+        examples (the same draws for every entry of the board)."""
+        X = np.array([item["metric"] for item in material], dtype=float).T
+        Z = np.array([item["human"] for item in material], dtype=float).T
+        draws = bootstrap_draws(np.random.default_rng([seed, 0, 0]), Z.shape, "both",
+                                n_resamples)
+        return 100.0 * resampled_correlations([X], Z, draws, "system", "kendall")[0]
+
+    def band_rule(self, n_resamples: int, alpha: float, seed: int) -> str:
+        return cluster_band_rule(n_resamples, alpha, seed, "the systems and the examples")
 
     def headline_name(self, part: str) -> str:
         return "system_kendall"

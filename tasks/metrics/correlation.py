@@ -77,6 +77,14 @@ def system_level(metric: Scores, human: Scores, method: str,
                        [float(np.mean(human[s])) for s in chosen], method)
 
 
+def global_level(metric: Scores, human: Scores, method: str,
+                 systems: Sequence[str] | None = None) -> float:
+    """Correlation of every (system, example) score pooled (nan when undefined)."""
+    chosen = check_aligned(metric, human, systems)
+    return correlation([float(v) for s in chosen for v in metric[s]],
+                       [float(v) for s in chosen for v in human[s]], method)
+
+
 def check_rule(rule: str) -> str:
     return check_choice(rule, UNDEFINED_RULES, "undefined-correlation rule")
 

@@ -140,8 +140,15 @@ def bootstrap_difference_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str,
     observed = difference(X, Y, Z)
     samples = [difference(*(_taken(matrix, rows, columns) for matrix in (X, Y, Z)))
                for rows, columns in draws]
+    return bootstrap_difference_p(observed, samples, alternative)
+
+
+def bootstrap_difference_p(observed: float, samples: Sequence[float],
+                           alternative: str = "two-sided") -> float:
+    """The paired bootstrap test's p-value from the observed difference and the resampled
+    ones (NaN left out): the share at least twice the observed (see the module)."""
     defined = [sample for sample in samples if not math.isnan(sample)]
-    if not defined:
+    if not defined or math.isnan(observed):
         return math.nan
     return sum(_is_hit(sample, observed, alternative, 2.0) for sample in defined) / len(defined)
 

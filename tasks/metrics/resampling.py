@@ -13,9 +13,8 @@ without a score. X and Y are two metrics' matrices, Z the human one, of the same
 - `fisher_interval`: Fisher's z with Bonett and Wright's variances (Pearson b=3, c=1;
   Spearman b=3, c=sqrt(1 + r²/2); Kendall b=4, c=sqrt(0.437)); n is the number of systems,
   of a column's largest non-NaN count, or of non-NaN cells.
-- `bootstrap_interval`: percentile interval of the correlation over resamples of the systems
-  (rows), the inputs (columns) or both (rows, then columns, drawn independently); resamples
-  whose correlation is undefined are left out, as nlpstats leaves them out.
+- `bootstrap_draws`: the resamples of the systems (rows), the inputs (columns) or both (rows,
+  then columns, drawn independently); intervals over them: tasks.metrics.bootstrap.
 - `williams_pvalue`: Williams' test of r(X, Z) against r(Y, Z) given r(X, Y), with n - 3
   degrees of freedom (psych's `r.test`, as nlpstats).
 - `holm`, `bonferroni`: adjusted p-values of a family of tests.
@@ -155,36 +154,6 @@ def bootstrap_draws(rng: np.random.Generator, shape: tuple[int, int], resampling
     return [(rng.integers(0, m, m) if resampling != "inputs" else None,
              rng.integers(0, n, n) if resampling != "systems" else None)
             for _ in range(n_resamples)]
-
-
-def _taken(matrix: np.ndarray, rows, columns) -> np.ndarray:
-    if rows is not None:
-        matrix = matrix[rows]
-    return matrix if columns is None else matrix[:, columns]
-
-
-def bootstrap_interval(X: Any, Z: Any, level: str, method: str, *,
-                       resampling: str = "both", n_resamples: int = 1000,
-                       confidence: float = 0.95, summary_undefined: str = "skip",
-                       rng: np.random.Generator | None = None,
-                       draws: Sequence | None = None) -> dict:
-    """The percentile interval of the level's correlation over resamples (see the module):
-    {"lower", "upper", "samples"}; `draws` (as `bootstrap_draws` gives) replaces `rng`."""
-    X, Z = check_matrices(X, Z)
-    check_confidence(confidence)
-    if draws is None:
-        if rng is None:
-            raise SumbenchError("bootstrap_interval needs a seeded generator (rng) or draws")
-        draws = bootstrap_draws(rng, X.shape, resampling, n_resamples)
-    samples = [r for rows, columns in draws
-               if not math.isnan(r := correlate(_taken(X, rows, columns),
-                                                _taken(Z, rows, columns), level, method,
-                                                summary_undefined))]
-    if not samples:
-        return {"lower": math.nan, "upper": math.nan, "samples": []}
-    alpha = (1 - confidence) / 2
-    return {"lower": float(np.percentile(samples, alpha * 100)),
-            "upper": float(np.percentile(samples, (1 - alpha) * 100)), "samples": samples}
 
 
 def bonferroni(pvalues: Sequence[float]) -> list[float]:

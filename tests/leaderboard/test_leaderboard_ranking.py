@@ -156,3 +156,23 @@ def test_intervals_of_many_rows_equal_each_row_alone():
     rows.append(rows[0].round(1))  # ties
     assert intervals(rows) == [interval(row) for row in rows]
     assert intervals(rows)[-4:-1] == [[1.05, 2.95], None, None] and intervals([]) == []
+
+
+def test_cluster_bands_test_every_entry_against_the_current_band():
+    """Entries 1 > 2 > 3: 2 ties 1 and 3 ties 2 (their resampled differences often reach twice
+    the observed one), but 3 is significantly worse than 1 (their difference never moves):
+    adjacent tests chain 3 into 1's band through 2; clusters put 3 in a band of its own."""
+    from leaderboard.ranking import cluster_bands
+
+    wobble = np.array([3.0] * 4 + [0.0] * 6)         # d12 = 1 + 3 = 4 on 4 of 10 resamples
+    first, second, third = 10.0 + wobble, 9.0 + 0 * wobble, 8.0 + wobble
+    # p12 = share |d| >= 2: 0.4; p23 = share |2 - d12| >= 2: 0.4; p13 = 0 (d13 is always 2)
+    assert cluster_bands([10.0, 9.0, 8.0], [first, second, third]) == [1, 1, 2]
+    entries = [BoardEntry(n, {"x": point}, {"x": values})
+               for n, point, values in ((1, 10.0, first), (2, 9.0, second), (3, 8.0, third))]
+    ranked, _ = rank_entries(entries, ["x"], bands="clusters")
+    assert [row.band for row in ranked] == [1, 1, 2]
+    assert ranked[2].versus_above is not None and ranked[2].above_id == 2
+    loose, _ = rank_entries(entries, ["x"], alpha=0.01, bands="clusters")
+    assert [row.band for row in loose] == [1, 1, 2]      # Holm: p13 = 0 stays significant
+    assert cluster_bands([10.0, 9.0], [first, first - 1]) == [1, 2]

@@ -246,6 +246,21 @@ def test_evaluators_track_reproduces_realsumm_rouge2_meta_evaluation(pyramid_dat
     assert result["system_pearson"] == pytest.approx(0.964, abs=5e-4)
     assert result["summary_kendall"] == pytest.approx(0.358, abs=5e-4)
     assert result["headline"] == pytest.approx(100 * result["system_kendall"])
+    # its bootstrap distribution resamples the systems and the examples (boot-both), with
+    # the board's draws: each value is the system-level Kendall tau of one resample
+    import numpy as np
+
+    from tasks.metrics.resampling import bootstrap_draws, correlate
+
+    material = track.score(checked, gold, "realsumm")["realsumm"].material
+    values = track.distribution("realsumm", gold, "realsumm", material, n_resamples=8, seed=5)
+    X = np.array([item["metric"] for item in material]).T
+    Z = np.array([item["human"] for item in material]).T
+    draws = bootstrap_draws(np.random.default_rng([5, 0, 0]), Z.shape, "both", 8)
+    assert values == pytest.approx([100 * correlate(X[r][:, c], Z[r][:, c], "system",
+                                                    "kendall") for r, c in draws], abs=1e-10)
+    assert "significance clusters" in track.band_rule(8, 0.05, 5)
+    assert "the systems and the examples" in track.band_rule(8, 0.05, 5)
     human = make_track("summaries").reference_systems(gold, "realsumm")
     # the mean of the system's human scores (summation order may differ in the last bit)
     assert human["abs_bart_out"]["human"] == pytest.approx(0.48349483849483854, rel=1e-14)

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from tasks.metrics.correlation_bootstrap import bootstrap_interval
 from tasks.metrics.metric_tests import (
     bootstrap_difference_pvalue,
     permutation_masks,
@@ -18,7 +19,6 @@ from tasks.metrics.metric_tests import (
 from tasks.metrics.recall import rouge_recall_by_system
 from tasks.metrics.resampling import (
     bootstrap_draws,
-    bootstrap_interval,
     correlate,
     fisher_interval,
     holm,
@@ -117,7 +117,7 @@ def test_the_issues_command_gives_one_table_with_intervals_p_values_and_clusters
     assert code == 0, stderr
     (row,) = [row for row in json.loads(out.read_text())["statistics"]["tests"]["pairs"]
               if row["level"] == "summary"]
-    draws = bootstrap_draws(np.random.default_rng([4, 1, 0]), Z.shape, "inputs", 15)
+    draws = bootstrap_draws(np.random.default_rng([4, 1, 1]), Z.shape, "inputs", 15)
     assert row["p"] == bootstrap_difference_pvalue(
         matrices[row["a"]], matrices[row["b"]], Z, "summary", "pearson",
         summary_undefined="zero", draws=draws)
@@ -161,3 +161,38 @@ def test_what_cannot_be_computed_is_one_line(realsumm, tmp_path, capsys, extra, 
                                     "--out", out)
     assert code == 2 and stdout == "" and not out.exists()
     assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
+
+
+def test_the_global_level_pools_every_score(realsumm, tmp_path, capsys):
+    folder, _, matrices, Z = realsumm
+    out = tmp_path / "global.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
+                               "--metric", METRICS[1], "--levels", "global", "system",
+                               "--methods", "pearson", "--ci", "fisher", "--out", out)
+    assert code == 0, stderr
+    report = json.loads(out.read_text())
+    found = report["correlations"][METRICS[0]]["all"]
+    assert set(found) == {"systems", "global", "system"}
+    assert found["global"]["pearson"] == pytest.approx(
+        correlate(matrices[METRICS[0]], Z, "global", "pearson"), abs=1e-12)
+    assert report["statistics"]["intervals"]["intervals"][METRICS[1]]["global"]["pearson"] == \
+        pytest.approx(list(fisher_interval(matrices[METRICS[1]], Z, "global", "pearson")))
+    assert report["config"]["levels"] == ["global", "system"]
+
+
+def test_delta_bands_split_realsumms_system_pairs(realsumm, tmp_path, capsys):
+    from scipy import stats
+
+    folder, _, matrices, Z = realsumm
+    out = tmp_path / "bands.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[1],
+                               "--delta-bands", "5", "--out", out)
+    assert code == 0, stderr
+    assert "pairwise acc" in stderr
+    found = json.loads(out.read_text())["statistics"]["delta_bands"]
+    bands = found["bands"][METRICS[1]]
+    assert [b["band"] for b in bands] == [1, 2, 3, 4, 5] and found["n_bands"] == 5
+    assert sum(b["pairs"] for b in bands) == 25 * 24 // 2
+    x, z = matrices[METRICS[1]].mean(axis=1), Z.mean(axis=1)
+    concordance = [b["kendall"] * b["pairs"] for b in bands]
+    assert sum(concordance) / 300 == pytest.approx(stats.kendalltau(x, z)[0], abs=1e-12)

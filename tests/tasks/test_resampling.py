@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tasks.metrics.correlation_bootstrap import bootstrap_interval
 from tasks.metrics.metric_tests import (
     bootstrap_difference_pvalue,
     partial_conjunction,
@@ -29,7 +30,6 @@ from tasks.metrics.metric_tests import (
 from tasks.metrics.resampling import (
     bonferroni,
     bootstrap_draws,
-    bootstrap_interval,
     correlate,
     fisher_interval,
     holm,
@@ -309,3 +309,31 @@ def test_partial_conjunction_and_clusters_by_hand():
     # though 1 beat it, for 1 is not in the current cluster
     assert significance_clusters(p, 0.05) == [1, 1, 2, 2]
     assert significance_clusters(p, 0.005) == [1, 1, 1, 2]
+
+
+# ---- batched resampled correlations ---------------------------------------------------------
+@pytest.mark.parametrize("resampling", ["systems", "inputs", "both"])
+def test_batched_correlations_equal_the_resample_by_resample_loop(resampling):
+    """Ties everywhere (scores rounded to 0.1, duplicated systems, a constant input): the
+    batched values equal `correlate`'s resample by resample, at every level and method."""
+    from tasks.metrics.correlation_bootstrap import resampled_correlations
+
+    rng = np.random.default_rng(0)
+    Z = np.round(rng.normal(size=(9, 40)), 1)
+    Z[:, 3] = 1.0
+    metrics = [np.round(Z + rng.normal(size=Z.shape), 1) for _ in range(2)]
+    draws = bootstrap_draws(np.random.default_rng(1), Z.shape, resampling, 30)
+
+    def taken(matrix, rows, columns):
+        matrix = matrix if rows is None else matrix[rows]
+        return matrix if columns is None else matrix[:, columns]
+
+    for level in ("system", "summary", "global"):
+        for method in METHODS:
+            for rule in ("skip", "zero"):
+                batched = resampled_correlations(metrics, Z, draws, level, method, rule,
+                                                 batch=7)
+                loop = [[correlate(taken(X, r, c), taken(Z, r, c), level, method, rule)
+                         for r, c in draws] for X in metrics]
+                assert batched == pytest.approx(np.array(loop), abs=1e-12, nan_ok=True), \
+                    (level, method, rule)
