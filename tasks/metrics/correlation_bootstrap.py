@@ -110,6 +110,49 @@ def resampled_correlations(metrics: Sequence[np.ndarray], Z: np.ndarray, draws: 
     return found
 
 
+def swap_cells(masks: Sequence, shape: tuple[int, int]) -> np.ndarray:
+    """(permutations x systems x inputs) booleans: the cells each permutation swaps. Rows
+    then columns swapped (nlpstats' "both") swap a cell when exactly one of its row and
+    column is; a two-dimensional mask swaps its own cells."""
+    m, n = shape
+    found = np.zeros((len(masks), m, n), dtype=bool)
+    for index, (rows, columns) in enumerate(masks):
+        if rows is not None and np.ndim(rows) == 2:
+            found[index] = rows
+            continue
+        row_swap = np.zeros(m, dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+        column_swap = np.zeros(n, dtype=bool) if columns is None else \
+            np.asarray(columns, dtype=bool)
+        found[index] = row_swap[:, None] ^ column_swap[None, :]
+    return found
+
+
+def permuted_differences(X: np.ndarray, Y: np.ndarray, Z: np.ndarray, masks: Sequence,
+                         level: str, method: str, summary_undefined: str = "skip",
+                         batch: int = BATCH) -> tuple[float, np.ndarray] | None:
+    """(r(X, Z) − r(Y, Z), the same difference after each permutation's swaps), batched;
+    None where only the resample-by-resample loop computes it (global level, NaN)."""
+    if level not in ("system", "summary") or any(np.isnan(a).any() for a in (X, Y, Z)):
+        return None
+    human = _Side(np.nanmean(Z, axis=1)[None] if level == "system" else Z[None], method)
+
+    def differences(swaps: np.ndarray) -> np.ndarray:
+        first, second = np.where(swaps, Y, X), np.where(swaps, X, Y)
+        values = []
+        for matrix in (first, second):
+            side = _Side(matrix.mean(axis=2) if level == "system" else matrix, method)
+            r = side.correlation(human)
+            values.append(r if level == "system" else _summary_mean(r, summary_undefined))
+        return values[0] - values[1]
+
+    observed = float(differences(np.zeros((1, *X.shape), dtype=bool))[0])
+    swaps = swap_cells(masks, X.shape)
+    found = np.concatenate([differences(swaps[start:start + batch])
+                            for start in range(0, len(masks), batch)]) if len(masks) else \
+        np.empty(0)
+    return observed, found
+
+
 def _resampled_sides(level: str, method: str, rows: np.ndarray, columns: np.ndarray,
                      whole_rows: bool):
     """matrix -> its `_Side` on a batch of resamples: the systems' means (system level) or

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tasks.metrics.correlation_bootstrap import permuted_differences
 from tasks.metrics.resampling import (
     ALTERNATIVES,
     bootstrap_draws,
@@ -103,9 +104,13 @@ def permutation_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str, *,
         return correlate(first, Z, level, method, summary_undefined) - \
             correlate(second, Z, level, method, summary_undefined)
 
-    observed = difference(X, Y)
-    hits = sum(_is_hit(difference(*swapped(X, Y, rows, columns)), observed, alternative)
-               for rows, columns in masks)
+    batched = permuted_differences(X, Y, Z, masks, level, method, summary_undefined)
+    if batched is None:
+        observed = difference(X, Y)
+        samples = [difference(*swapped(X, Y, rows, columns)) for rows, columns in masks]
+    else:
+        observed, samples = batched
+    hits = sum(_is_hit(float(sample), observed, alternative) for sample in samples)
     if reference == "sacrerouge":
         return (hits + 1) / (len(masks) + 1)
     return hits / len(masks)

@@ -337,3 +337,25 @@ def test_batched_correlations_equal_the_resample_by_resample_loop(resampling):
                          for r, c in draws] for X in metrics]
                 assert batched == pytest.approx(np.array(loop), abs=1e-12, nan_ok=True), \
                     (level, method, rule)
+
+
+@pytest.mark.parametrize("permutation", ["systems", "inputs", "both", "cells"])
+def test_batched_permutations_equal_the_swap_by_swap_loop(permutation):
+    from tasks.metrics.correlation_bootstrap import permuted_differences
+    from tasks.metrics.metric_tests import standardised, swapped
+
+    rng = np.random.default_rng(0)
+    Z = np.round(rng.normal(size=(10, 30)), 1)
+    Z[:, 2] = 0.5
+    X, Y = (standardised(np.round(Z + rng.normal(size=Z.shape) * scale, 1))
+            for scale in (1.0, 1.5))
+    masks = permutation_masks(np.random.default_rng(1), X.shape, permutation, 25)
+    for level in ("system", "summary"):
+        for method in METHODS:
+            def difference(first, second, level=level, method=method):
+                return correlate(first, Z, level, method) - correlate(second, Z, level, method)
+            observed, samples = permuted_differences(X, Y, Z, masks, level, method, batch=6)
+            assert observed == pytest.approx(difference(X, Y), abs=1e-12)
+            assert samples == pytest.approx([difference(*swapped(X, Y, r, c))
+                                             for r, c in masks], abs=1e-12)
+    assert permuted_differences(X, Y, Z, masks, "global", "pearson") is None
