@@ -269,6 +269,7 @@ def format_statistics(statistics: Mapping[str, Any], digits: int = 3,
                 rows.append(row)
     lines = [render_table(header, rows, markdown)]
     if tests:
+        lines += [""] if markdown else []
         lines.append(f"p: {tests['test']} ({tests['alternative']}), {tests['correction']}-"
                      f"adjusted within a level and method; clusters at {tests['alpha']}")
     return "\n".join(lines)
