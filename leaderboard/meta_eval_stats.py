@@ -61,9 +61,11 @@ RESAMPLED_RULES = ("zero", "skip")
 
 
 def check_statistics(ci: str, test: str, correction: str, rule: str,
-                     metrics: Sequence[MetricScores], alpha: float = 0.05) -> None:
+                     metrics: Sequence[MetricScores], alpha: float = 0.05,
+                     n_systems: int | None = None) -> None:
     """Refuse (one line) what cannot be computed: a rule the statistics do not resample, a
-    resampled statistic of a per-system metric, a test with fewer than two metrics."""
+    resampled statistic of a per-system metric, a test with fewer than two metrics, Williams'
+    test with 3 systems or fewer, a constant metric."""
     check_choice(ci, CI_METHODS, "--ci")
     check_choice(test, TESTS, "--test")
     check_choice(correction, CORRECTIONS, "--correction")
@@ -81,6 +83,15 @@ def check_statistics(ci: str, test: str, correction: str, rule: str,
                             f"fisher and --test williams (nothing to resample by input)")
     if test != "none" and len(metrics) < 2:
         raise SumbenchError(f"--test {test} compares metrics: give two --metric or more")
+    if test == "williams" and n_systems is not None and n_systems <= 3:
+        raise SumbenchError(f"--test williams needs more than 3 systems (n - 3 degrees of "
+                            f"freedom); the data has {n_systems}")
+    for metric in metrics:
+        values = {float(v) for scores in (metric.per_example or {}).values() for v in scores} \
+            if metric.per_example is not None else set(map(float, metric.per_system.values()))
+        if len(values) == 1:
+            raise SumbenchError(f"--metric {metric.label} is constant (every score is "
+                                f"{values.pop():g}): its correlations are undefined")
 
 
 def matrix(per_example: Mapping[str, Sequence[float]], systems: Sequence[str]) -> np.ndarray:

@@ -295,7 +295,7 @@ def run(args) -> int:
     metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
                              registry) for name in args.metric]
     check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
-                     alpha=args.alpha)
+                     alpha=args.alpha, n_systems=len(systems))
     results = compare(metrics, human, groups, args.methods, args.undefined_rule,
                       levels=list(dict.fromkeys(args.levels)))
     single = len(metrics) == 1

@@ -154,8 +154,22 @@ def test_per_system_metrics_take_fisher_and_williams(realsumm, tmp_path, capsys)
     (["--metric", "rouge1_recall", "--test", "williams"], "compares metrics: give two"),
     (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--ci", "fisher",
       "--summary-undefined", "lite-pyramid"], "intervals and tests take zero or skip"),
+    (["--metric", "rouge1_recall", "--metric", "CONSTANT", "--ci", "boot-both"],
+     "--metric constant is constant (every score is 0.5): its correlations are undefined"),
+    (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--test", "williams",
+      "--systems", "FIRST3"], "--test williams needs more than 3 systems"),
+    (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--test", "perm-both",
+      "--alpha", "1.5"], "--alpha must be between 0 and 1"),
 ])
 def test_what_cannot_be_computed_is_one_line(realsumm, tmp_path, capsys, extra, needle):
+    folder, systems, matrices, _ = realsumm
+    if "CONSTANT" in extra:
+        constant = tmp_path / "constant.json"
+        constant.write_text(json.dumps({s: [0.5] * matrices[METRICS[0]].shape[1]
+                                        for s in systems}))
+        extra = [str(constant) if arg == "CONSTANT" else arg for arg in extra]
+    if "FIRST3" in extra:
+        extra = extra[:-1] + systems[:3]
     out = tmp_path / "out.json"
     code, stdout, stderr = sumbench(capsys, "meta-eval", "--pyramid", realsumm[0], *extra,
                                     "--out", out)
