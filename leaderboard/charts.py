@@ -144,3 +144,49 @@ def cost_chart(points: Sequence[Mapping], *, title: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+def forest_plot(statistics: Mapping) -> bytes:
+    """Meta-eval's forest plot (PNG bytes): a panel per level and method, each metric's
+    correlation with its interval, best first, coloured by significance cluster (one colour
+    when no test ran). `statistics`: what `sumbench meta-eval --out` keeps under it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    correlations = statistics["correlations"]
+    bounds = statistics["intervals"]["intervals"]
+    clusters = (statistics.get("tests") or {}).get("clusters")
+    cells = [(level, method) for level, methods in next(iter(correlations.values())).items()
+             for method in methods]
+    figure = Figure(figsize=(5.2 * len(cells), 0.45 * len(correlations) + 1.6), dpi=100)
+    colours = matplotlib.colormaps["tab10"]
+    for index, (level, method) in enumerate(cells, start=1):
+        axes = figure.add_subplot(1, len(cells), index)
+        ranked = sorted(correlations, key=lambda label: _sort_key(
+            correlations[label][level][method]))
+        for row, label in enumerate(ranked):
+            r, (lower, upper) = correlations[label][level][method], bounds[label][level][method]
+            cluster = clusters[label][level][method] if clusters else 1
+            if r is None or lower is None:
+                continue
+            axes.errorbar([r], [row], xerr=[[max(0.0, r - lower)], [max(0.0, upper - r)]],
+                          fmt="o", capsize=3, color=colours((cluster - 1) % 10),
+                          label=f"cluster {cluster}" if clusters else None)
+        axes.set_yticks(range(len(ranked)))
+        axes.set_yticklabels([plain(label)[:32] for label in ranked], fontsize=8)
+        axes.set_title(f"{level} {method}", fontsize=10)
+        axes.set_xlabel("correlation with humans", fontsize=8)
+        if clusters:
+            handles, names = axes.get_legend_handles_labels()
+            unique = dict(zip(names, handles))
+            axes.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _sort_key(value) -> float:
+    """Worst first (the best on top of the panel); an undefined value at the bottom."""
+    return float("-inf") if value is None or value != value else float(value)

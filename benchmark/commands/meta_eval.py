@@ -43,6 +43,7 @@ from pathlib import Path
 from benchmark.commands import command_help, key_value, positive_int
 from benchmark.commands.options import add_option
 from benchmark.commands.out_file import check_out_file
+from leaderboard.charts import forest_plot
 from leaderboard.evaluators.pyramid.scoring import pyramid_scores
 from leaderboard.evaluators.registry import evaluator_of, load_evaluators
 from leaderboard.meta_eval import (
@@ -74,7 +75,7 @@ from tasks.metrics.correlation import UNDEFINED_RULES
 from tasks.metrics.evaluators import evaluator_settings, score_summaries
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
 from tasks.plumbing.errors import SumbenchError
-from tasks.plumbing.io import write_json
+from tasks.plumbing.io import write_bytes, write_json
 from tasks.plumbing.provenance import provenance
 from tasks.qapyramid.pyramid_data import load_pyramid_dataset
 
@@ -138,6 +139,9 @@ def register(subparsers) -> None:
                         help="bootstrap and permutation resamples (default 1000, as "
                              "SacreROUGE)")
     add_option(parser, "seed")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="a forest plot of the intervals (with --ci): a panel per level "
+                             "and method, clusters coloured (with --test)")
     parser.add_argument("--table", choices=("plain", "markdown"), default="plain",
                         help="the table printed to stderr: aligned columns or Markdown")
     add_option(parser, "out_file")
@@ -296,6 +300,10 @@ def run(args) -> int:
                              registry) for name in args.metric]
     check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
                      alpha=args.alpha, n_systems=len(systems))
+    if args.plot and args.ci == "none":
+        raise SumbenchError("--plot draws the intervals: give --ci too")
+    if args.plot and (Path(args.plot).is_dir() or not args.plot.lower().endswith(".png")):
+        raise SumbenchError(f"--plot {args.plot}: give a .png file's name")
     results = compare(metrics, human, groups, args.methods, args.undefined_rule,
                       levels=list(dict.fromkeys(args.levels)))
     single = len(metrics) == 1
@@ -310,6 +318,8 @@ def run(args) -> int:
     if "delta_bands" in statistics:
         print(format_delta_bands(statistics["delta_bands"], markdown=markdown),
               file=sys.stderr)
+    if args.plot:
+        write_bytes(args.plot, forest_plot(_json_ready(statistics)))
     if args.out:
         report = _report(args, metrics, human, correlations, systems)
         if statistics:

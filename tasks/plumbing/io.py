@@ -256,6 +256,12 @@ def write_text(path: str | os.PathLike, text: str) -> None:
             handle.write(text)
 
 
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` atomically: the file appears whole or not at all."""
+    with atomic_path(path) as tmp:
+        Path(tmp).write_bytes(data)
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:

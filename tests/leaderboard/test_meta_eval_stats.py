@@ -210,3 +210,20 @@ def test_delta_bands_split_realsumms_system_pairs(realsumm, tmp_path, capsys):
     x, z = matrices[METRICS[1]].mean(axis=1), Z.mean(axis=1)
     concordance = [b["kendall"] * b["pairs"] for b in bands]
     assert sum(concordance) / 300 == pytest.approx(stats.kendalltau(x, z)[0], abs=1e-12)
+
+
+def test_the_forest_plot_is_one_png_of_every_level_and_method(realsumm, tmp_path, capsys):
+    folder = realsumm[0]
+    plot = tmp_path / "forest.png"
+    args = ["meta-eval", "--pyramid", folder, "--metric", METRICS[0], "--metric", METRICS[1],
+            "--methods", "kendall", "--ci", "boot-both", "--test", "perm-both",
+            "--n-resamples", "20", "--plot", plot]
+    code, _, stderr = sumbench(capsys, *args)
+    assert code == 0, stderr
+    first = plot.read_bytes()
+    assert first.startswith(b"\x89PNG") and len(first) > 5000
+    assert sumbench(capsys, *args)[0] == 0 and plot.read_bytes() == first  # deterministic
+    for bad, needle in ((["--ci", "none"], "give --ci too"),
+                        (["--plot", tmp_path / "forest.pdf"], "give a .png file's name")):
+        code, _, stderr = sumbench(capsys, *args, *bad)
+        assert code == 2 and needle in stderr
