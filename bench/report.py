@@ -83,6 +83,15 @@ WHAT = {
                                  "systems at roberta-large's shape (random weights): the "
                                  "evaluators (references embedded once) vs "
                                  "`bert_score.score` per system; within 1e-5", ">= 1.5"),
+    "a2cu_matching_speed@base": ("A2CU's (summary, ACU) matching at a DeBERTa-base shape "
+                                 "(random weights): length-sorted batches of 32 vs the "
+                                 "official `autoacu` 0.1.0 `acu_matching` (one pair per "
+                                 "batch, its default); the same scores", ">= 2"),
+    "alignscore_speed@roberta-large": ("AlignScore presence at AlignScore-large's shape "
+                                       "(random weights) on REALSumm (summary, SCU) pairs: "
+                                       "pooled, sorted rows with dynamic padding vs the "
+                                       "official fork's `score` (pair by pair, padded to "
+                                       "512); within 1e-5", ">= 2"),
     "meta_eval_speed@realsumm": ("`boot-both` intervals of system- and summary-level "
                                  "Kendall, Pearson and Spearman for 20 metrics on REALSumm's "
                                  "25 x 100 human matrix: batched resampling vs nlpstats' "

@@ -49,6 +49,13 @@ from tasks.metrics.resampling import (
     williams_pvalue,
 )
 from tasks.metrics.system_pairs import delta_bands, pairwise_accuracy
+from tasks.metrics.unpaired import (
+    resampled_system_correlations,
+    system_correlation,
+    unpaired_bootstrap_difference_pvalue,
+    unpaired_draws,
+    unpaired_permutation_pvalue,
+)
 from tasks.plumbing.errors import SumbenchError, check_choice
 
 CI_METHODS = ("boot-systems", "boot-inputs", "boot-both", "fisher", "none")
@@ -62,7 +69,7 @@ RESAMPLED_RULES = ("zero", "skip")
 
 def check_statistics(ci: str, test: str, correction: str, rule: str,
                      metrics: Sequence[MetricScores], alpha: float = 0.05,
-                     n_systems: int | None = None) -> None:
+                     n_systems: int | None = None, unjudged: bool = False) -> None:
     """Refuse (one line) what cannot be computed: a rule the statistics do not resample, a
     resampled statistic of a per-system metric, a test with fewer than two metrics, Williams'
     test with 3 systems or fewer, a constant metric."""
@@ -83,6 +90,10 @@ def check_statistics(ci: str, test: str, correction: str, rule: str,
                             f"fisher and --test williams (nothing to resample by input)")
     if test != "none" and len(metrics) < 2:
         raise SumbenchError(f"--test {test} compares metrics: give two --metric or more")
+    if unjudged and test == "perm-cells":
+        raise SumbenchError("--test perm-cells swaps single cells, which needs the metrics "
+                            "and the humans on the same inputs: with --unjudged-inputs use "
+                            "perm-systems, perm-inputs, perm-both, boot-* or williams")
     if test == "williams" and n_systems is not None and n_systems <= 3:
         raise SumbenchError(f"--test williams needs more than 3 systems (n - 3 degrees of "
                             f"freedom); the data has {n_systems}")
@@ -110,6 +121,8 @@ class Study:
     methods: Sequence[str]
     levels: Sequence[str] = LEVELS
     rule: str = "zero"
+    #: {label: systems x unjudged inputs} (leaderboard.meta_eval_unjudged), or None
+    unjudged: Mapping[str, np.ndarray] | None = None
 
     @property
     def per_system(self) -> bool:
@@ -127,6 +140,16 @@ class Study:
                     for m in self.metrics}
         return {m.label: matrix(m.per_example, self.systems) for m in self.metrics}
 
+    def unpaired(self, level: str) -> bool:
+        """Whether `level` takes the unjudged inputs (the system level, when given)."""
+        return level == "system" and self.unjudged is not None
+
+    @functools.cached_property
+    def full(self) -> dict[str, np.ndarray]:
+        """{label: the metric over every input, judged then unjudged}."""
+        return {label: np.hstack([X, self.unjudged[label]])
+                for label, X in self.matrices.items()}
+
     def cells(self):
         """(level, method, the seed key of their draws): each level and method's draws come
         from `[seed, level's index, method's index]` in ALL_LEVELS and METHODS, whatever
@@ -141,8 +164,9 @@ def observed(study: Study) -> dict[str, Any]:
     found: dict[str, dict] = {label: {} for label in study.matrices}
     for level, method, _ in study.cells():
         for label, X in study.matrices.items():
-            found[label].setdefault(level, {})[method] = correlate(X, study.Z, level, method,
-                                                                   study.rule)
+            found[label].setdefault(level, {})[method] = \
+                system_correlation(study.full[label], study.Z, method) \
+                if study.unpaired(level) else correlate(X, study.Z, level, method, study.rule)
     return found
 
 
@@ -153,7 +177,10 @@ def intervals(study: Study, *, ci: str, confidence: float, n_resamples: int,
     found: dict[str, dict] = {label: {} for label in study.matrices}
     labels = list(study.matrices)
     for level, method, key in study.cells():
-        if ci == "fisher":
+        if study.unpaired(level):
+            bounds = _unpaired_intervals(study, method, key, ci=ci, confidence=confidence,
+                                         n_resamples=n_resamples, seed=seed)
+        elif ci == "fisher":
             bounds = [fisher_interval(study.matrices[label], study.Z, level, method,
                                       confidence, study.rule) for label in labels]
         else:
@@ -164,12 +191,58 @@ def intervals(study: Study, *, ci: str, confidence: float, n_resamples: int,
             bounds = [interval_of_defined(row, confidence) for row in samples]
         for label, bound in zip(labels, bounds):
             found[label].setdefault(level, {})[method] = list(bound)
-    made = {"method": ci, "confidence": confidence, "summary_undefined": study.rule}
+    made = {"method": ci, "confidence": confidence, "summary_undefined": study.rule,
+            **_unjudged_record(study)}
     if ci.startswith("boot"):
         made.update(n_resamples=n_resamples, seed=seed, percentile=True,
                     draws="the same resamples for every metric of a level and method, "
                           "seeded [seed, level, method]")
     return {"intervals": found, **made}
+
+
+def _means_column(matrix: np.ndarray) -> np.ndarray:
+    return matrix.mean(axis=1, keepdims=True)
+
+
+def _unpaired_intervals(study: Study, method: str, key, *, ci: str, confidence: float,
+                        n_resamples: int, seed: int) -> list:
+    """System-level intervals over every input (tasks.metrics.unpaired)."""
+    labels = list(study.matrices)
+    if ci == "fisher":
+        return [fisher_interval(_means_column(study.full[label]), _means_column(study.Z),
+                                "system", method, confidence) for label in labels]
+    draws = _unpaired_draws(study, ci.removeprefix("boot-"), seed, key, n_resamples)
+    samples = resampled_system_correlations([study.full[label] for label in labels], study.Z,
+                                            draws, method)
+    return [interval_of_defined(row, confidence) for row in samples]
+
+
+def _unpaired_draws(study: Study, kind: str, seed: int, key, n_resamples: int) -> list:
+    width = next(iter(study.full.values())).shape[1]
+    return unpaired_draws(np.random.default_rng([seed, *key]), study.Z.shape[0], width,
+                          study.Z.shape[1], kind, n_resamples)
+
+
+def _unpaired_pvalue(study: Study, test: str, a: str, b: str, method: str, seed: int, key,
+                     n_resamples: int, alternative: str) -> float:
+    X, Y, Z = study.full[a], study.full[b], study.Z
+    if test == "williams":
+        return williams_pvalue(_means_column(X), _means_column(Y), _means_column(Z), "system",
+                               method, alternative)
+    if test.startswith("boot"):
+        draws = _unpaired_draws(study, test.removeprefix("boot-"), seed, key, n_resamples)
+        return unpaired_bootstrap_difference_pvalue(X, Y, Z, method, draws, alternative)
+    masks = permutation_masks(np.random.default_rng([seed, *key]), X.shape,
+                              test.removeprefix("perm-"), n_resamples)
+    return unpaired_permutation_pvalue(X, Y, Z, method, masks, alternative)
+
+
+def _unjudged_record(study: Study) -> dict:
+    if study.unjudged is None:
+        return {}
+    return {"unjudged_inputs": int(next(iter(study.unjudged.values())).shape[1]),
+            "system_level": "metric means over judged and unjudged inputs, each side's "
+                            "inputs resampled apart (nlpstats paired_inputs=False)"}
 
 
 def _draws(test: str, seed: int, key: tuple[int, int], shape, n_resamples: int):
@@ -203,9 +276,13 @@ def pairwise_tests(study: Study, *, test: str, correction: str, alternative: str
     for level, method, key in study.cells():
         ranked = sorted(matrices, key=lambda label: -_sortable(found[label][level][method]))
         pairs = list(itertools.combinations(ranked, 2))
-        draws = _draws(test, seed, key, Z.shape, n_resamples)
-        pvalues = [_pvalue(test, matrices[a], matrices[b], Z, level, method, draws,
-                           alternative, study.rule) for a, b in pairs]
+        if study.unpaired(level):
+            pvalues = [_unpaired_pvalue(study, test, a, b, method, seed, key, n_resamples,
+                                        alternative) for a, b in pairs]
+        else:
+            draws = _draws(test, seed, key, Z.shape, n_resamples)
+            pvalues = [_pvalue(test, matrices[a], matrices[b], Z, level, method, draws,
+                               alternative, study.rule) for a, b in pairs]
         adjusted = {"holm": holm, "bonferroni": bonferroni,
                     "none": list}[correction](pvalues)
         rows += [{"a": a, "b": b, "level": level, "method": method, "p": p,
@@ -216,7 +293,7 @@ def pairwise_tests(study: Study, *, test: str, correction: str, alternative: str
         for label, cluster in zip(ranked, significance_clusters(square, alpha)):
             clusters.setdefault(label, {}).setdefault(level, {})[method] = cluster
     made = {"test": test, "alternative": alternative, "correction": correction,
-            "summary_undefined": study.rule, "alpha": alpha,
+            "summary_undefined": study.rule, "alpha": alpha, **_unjudged_record(study),
             "clusters_by": "mt-metrics-eval AssignRanks on the adjusted p-values"}
     if test != "williams":
         made.update(n_resamples=n_resamples, seed=seed)
@@ -234,10 +311,11 @@ def delta_band_rows(study: Study, n_bands: int) -> dict[str, Any]:
     """Per metric, Kendall's τ and pairwise accuracy by band of its system-score gap
     (tasks.metrics.system_pairs), and how they were made."""
     human = study.Z.mean(axis=1)
+    matrices = study.full if study.unjudged is not None else study.matrices
     found = {label: delta_bands(X.mean(axis=1), human, n_bands)
-             for label, X in study.matrices.items()}
+             for label, X in matrices.items()}
     accuracy = {label: pairwise_accuracy(X.mean(axis=1), human)
-                for label, X in study.matrices.items()}
+                for label, X in matrices.items()}
     return {"bands": found, "pairwise_accuracy": accuracy, "n_bands": n_bands,
             "level": "system", "split": "quantiles of the metric's |score gap| over system "
                                         "pairs; tau = (concordant - discordant) / pairs"}

@@ -71,6 +71,7 @@ from leaderboard.meta_eval_stats import (
     observed,
     pairwise_tests,
 )
+from leaderboard.meta_eval_unjudged import read_unjudged, with_unjudged_system_level
 from tasks.metrics.correlation import UNDEFINED_RULES
 from tasks.metrics.evaluators import evaluator_settings, score_summaries
 from tasks.metrics.recall import RECALL_METRICS, rouge_recall_by_system
@@ -139,6 +140,11 @@ def register(subparsers) -> None:
                         help="bootstrap and permutation resamples (default 1000, as "
                              "SacreROUGE)")
     add_option(parser, "seed")
+    parser.add_argument("--unjudged-inputs", metavar="FILE",
+                        help="JSON {metric: {system: [scores on inputs the humans did not "
+                             "judge]}}: the system level takes each metric's mean over every "
+                             "input (Deutsch et al. 2022), its statistics resample each "
+                             "side's inputs apart")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="a forest plot of the intervals (with --ci): a panel per level "
                              "and method, clusters coloured (with --test)")
@@ -148,7 +154,8 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run, out_inputs={"pyramid": "--pyramid folder",
                                                  "metric": "--metric file",
                                                  "human": "--human file",
-                                                 "groups": "--groups file"})
+                                                 "groups": "--groups file",
+                                                 "unjudged_inputs": "--unjudged-inputs file"})
 
 
 def _json_ready(value):
@@ -276,6 +283,7 @@ def _report(args, metrics: list[MetricScores], human, correlations, systems) -> 
                            **({"settings": m.settings} if m.settings else {})} for m in metrics],
               "human": args.human, "groups": args.groups, "systems": list(systems),
               "methods": list(args.methods), "levels": list(dict.fromkeys(args.levels)),
+              "unjudged_inputs": args.unjudged_inputs,
               "undefined_rule": args.undefined_rule}
     human_means = {system: float(np.mean(values)) for system, values in human.items()}
     means = ({"metric": metrics[0].means(), "human": human_means} if single else
@@ -299,20 +307,25 @@ def run(args) -> int:
     metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
                              registry) for name in args.metric]
     check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
-                     alpha=args.alpha, n_systems=len(systems))
+                     alpha=args.alpha, n_systems=len(systems),
+                     unjudged=bool(args.unjudged_inputs))
+    unjudged = read_unjudged(args.unjudged_inputs, metrics, systems) \
+        if args.unjudged_inputs else None
     if args.plot and args.ci == "none":
         raise SumbenchError("--plot draws the intervals: give --ci too")
     if args.plot and (Path(args.plot).is_dir() or not args.plot.lower().endswith(".png")):
         raise SumbenchError(f"--plot {args.plot}: give a .png file's name")
     results = compare(metrics, human, groups, args.methods, args.undefined_rule,
                       levels=list(dict.fromkeys(args.levels)))
+    if unjudged is not None:
+        results = with_unjudged_system_level(results, metrics, human, unjudged, systems)
     single = len(metrics) == 1
     correlations = results[metrics[0].label] if single else results
     print(json.dumps(_json_ready(correlations), indent=1))
     markdown = args.table == "markdown"
     print(format_table(correlations, markdown=markdown) if single else
           format_comparison(results, markdown=markdown), file=sys.stderr)
-    statistics = run_statistics(args, metrics, human, systems)
+    statistics = run_statistics(args, metrics, human, systems, unjudged)
     if "correlations" in statistics:
         print(format_statistics(statistics, markdown=markdown), file=sys.stderr)
     if "delta_bands" in statistics:
@@ -328,11 +341,11 @@ def run(args) -> int:
     return 0
 
 
-def run_statistics(args, metrics, human, systems) -> dict:
+def run_statistics(args, metrics, human, systems, unjudged=None) -> dict:
     """--ci and --test over all systems (see leaderboard.meta_eval_stats)."""
     seed = args.seed or 0
     study = Study(metrics, human, systems, list(args.methods),
-                  list(dict.fromkeys(args.levels)), args.undefined_rule)
+                  list(dict.fromkeys(args.levels)), args.undefined_rule, unjudged)
     found: dict = {}
     if args.delta_bands:
         found["delta_bands"] = delta_band_rows(study, args.delta_bands)

@@ -48,7 +48,7 @@ def _draw_arrays(draws: Sequence, shape: tuple[int, int]) -> tuple[np.ndarray, n
     return rows.reshape(len(draws), m), columns.reshape(len(draws), n)
 
 
-class _Side:
+class CorrelationSide:
     """One side of a correlation along axis 1 of `values` (batch x systems [x inputs]),
     prepared for `method`."""
 
@@ -67,7 +67,7 @@ class _Side:
             self.centred = centred
             self.norm = np.sqrt((centred ** 2).sum(axis=1))
 
-    def correlation(self, other: _Side) -> np.ndarray:
+    def correlation(self, other: CorrelationSide) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.method == "kendall":
                 concordance = (self.signs * other.signs).sum(axis=1)
@@ -134,13 +134,13 @@ def permuted_differences(X: np.ndarray, Y: np.ndarray, Z: np.ndarray, masks: Seq
     None where only the resample-by-resample loop computes it (global level, NaN)."""
     if level not in ("system", "summary") or any(np.isnan(a).any() for a in (X, Y, Z)):
         return None
-    human = _Side(np.nanmean(Z, axis=1)[None] if level == "system" else Z[None], method)
+    human = CorrelationSide(np.nanmean(Z, axis=1)[None] if level == "system" else Z[None], method)
 
     def differences(swaps: np.ndarray) -> np.ndarray:
         first, second = np.where(swaps, Y, X), np.where(swaps, X, Y)
         values = []
         for matrix in (first, second):
-            side = _Side(matrix.mean(axis=2) if level == "system" else matrix, method)
+            side = CorrelationSide(matrix.mean(axis=2) if level == "system" else matrix, method)
             r = side.correlation(human)
             values.append(r if level == "system" else _summary_mean(r, summary_undefined))
         return values[0] - values[1]
@@ -155,15 +155,16 @@ def permuted_differences(X: np.ndarray, Y: np.ndarray, Z: np.ndarray, masks: Seq
 
 def _resampled_sides(level: str, method: str, rows: np.ndarray, columns: np.ndarray,
                      whole_rows: bool):
-    """matrix -> its `_Side` on a batch of resamples: the systems' means (system level) or
+    """matrix -> its `CorrelationSide` on a batch of resamples: the systems' means (system level) or
     the resampled matrix (summary level)."""
     if level == "system":
-        return lambda matrix: _Side(_system_means(matrix, rows, columns, whole_rows), method)
+        return lambda matrix: CorrelationSide(
+            resampled_system_means(matrix, rows, columns, whole_rows), method)
     picked = (rows[:, :, None], columns[:, None, :])
-    return lambda matrix: _Side(matrix[picked], method)
+    return lambda matrix: CorrelationSide(matrix[picked], method)
 
 
-def _system_means(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray,
+def resampled_system_means(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray,
                   whole_rows: bool) -> np.ndarray:
     """(batch x systems) means of the resampled systems over the resampled inputs, summed in
     the order `np.nanmean` sums a resampled matrix: a whole row pairwise (its mean taken

@@ -227,3 +227,72 @@ def test_the_forest_plot_is_one_png_of_every_level_and_method(realsumm, tmp_path
                         (["--plot", tmp_path / "forest.pdf"], "give a .png file's name")):
         code, _, stderr = sumbench(capsys, *args, *bad)
         assert code == 2 and needle in stderr
+
+
+def _unjudged_file(tmp_path, systems, matrices, extra: int = 30):
+    """Each metric's scores on `extra` more inputs (their first columns again, shifted)."""
+    path = tmp_path / "unjudged.json"
+    path.write_text(json.dumps({metric: {s: [float(v) + 0.01 for v in row[:extra]]
+                                         for s, row in zip(systems, matrix)}
+                                for metric, matrix in matrices.items()}))
+    return path
+
+
+def test_unjudged_inputs_enter_the_system_level_and_its_statistics(realsumm, tmp_path,
+                                                                   capsys):
+    from scipy import stats
+
+    from tasks.metrics.unpaired import (
+        resampled_system_correlations,
+        unpaired_bootstrap_difference_pvalue,
+        unpaired_draws,
+    )
+
+    folder, systems, matrices, Z = realsumm
+    extra = _unjudged_file(tmp_path, systems, matrices)
+    out = tmp_path / "unjudged-out.json"
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
+                               "--metric", METRICS[1], "--methods", "kendall", "--ci",
+                               "boot-both", "--test", "boot-inputs", "--n-resamples", "25",
+                               "--unjudged-inputs", extra, "--out", out)
+    assert code == 0, stderr
+    report = json.loads(out.read_text())
+    full = {m: np.hstack([matrices[m], matrices[m][:, :30] + 0.01]) for m in METRICS}
+    system = stats.kendalltau(full[METRICS[0]].mean(axis=1), Z.mean(axis=1))[0]
+    assert report["correlations"][METRICS[0]]["all"]["system"]["kendall"] == \
+        pytest.approx(system, abs=1e-12)
+    assert report["correlations"][METRICS[0]]["all"]["summary"]["kendall"] == pytest.approx(
+        correlate(matrices[METRICS[0]], Z, "summary", "kendall", "zero"), abs=1e-12)
+    statistics = report["statistics"]
+    draws = unpaired_draws(np.random.default_rng([0, 0, 0]), 25, 130, 100, "both", 25)
+    samples = resampled_system_correlations([full[METRICS[1]]], Z, draws, "kendall")[0]
+    expected = np.percentile(samples, [2.5, 97.5])
+    assert statistics["intervals"]["intervals"][METRICS[1]]["system"]["kendall"] == \
+        pytest.approx(list(expected), abs=1e-12)
+    assert statistics["intervals"]["unjudged_inputs"] == 30
+    (row,) = [row for row in statistics["tests"]["pairs"] if row["level"] == "system"]
+    draws = unpaired_draws(np.random.default_rng([0, 0, 0]), 25, 130, 100, "inputs", 25)
+    assert row["p"] == unpaired_bootstrap_difference_pvalue(full[row["a"]], full[row["b"]], Z,
+                                                            "kendall", draws)
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda data: data.pop(METRICS[1]), "no unjudged scores for --metric rouge2_recall"),
+    (lambda data: data[METRICS[0]][next(iter(data[METRICS[0]]))].pop(),
+     "scores; the others have"),
+    (lambda data: data[METRICS[0]].__setitem__(next(iter(data[METRICS[0]])), ["x"]),
+     "expected a finite number"),
+])
+def test_a_bad_unjudged_file_is_one_line_naming_the_field(realsumm, tmp_path, capsys, change,
+                                                          needle):
+    folder, systems, matrices, _ = realsumm
+    path = _unjudged_file(tmp_path, systems, matrices)
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    out = tmp_path / "never.json"
+    code, stdout, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric",
+                                    METRICS[0], "--metric", METRICS[1], "--ci", "fisher",
+                                    "--unjudged-inputs", path, "--out", out)
+    assert code == 2 and stdout == "" and not out.exists()
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr and "unjudged" in stderr

@@ -359,3 +359,38 @@ def test_batched_permutations_equal_the_swap_by_swap_loop(permutation):
             assert samples == pytest.approx([difference(*swapped(X, Y, r, c))
                                              for r, c in masks], abs=1e-12)
     assert permuted_differences(X, Y, Z, masks, "global", "pearson") is None
+
+
+# ---- unpaired inputs (Deutsch et al. 2022) ------------------------------------------------
+def unpaired_matrices():
+    """X and Y over 50 inputs (the 20 judged ones first), Z over the 20 judged ones."""
+    rng = np.random.default_rng(0)
+    Z = np.round(rng.random((12, 20)), 2)
+    X, Y = (np.round(np.hstack([Z + rng.normal(size=Z.shape) * noise, rng.random((12, 30))]),
+                     2) for noise in (0.3, 0.5))
+    return X, Y, Z
+
+
+@pytest.mark.parametrize("resampling", ["systems", "inputs", "both"])
+def test_unpaired_statistics_equal_nlpstats_given_the_same_draws(nlpstats, monkeypatch,
+                                                                 resampling):
+    from tasks.metrics.unpaired import (
+        resampled_system_correlations,
+        unpaired_draws,
+        unpaired_permutation_pvalue,
+    )
+
+    X, Y, Z = unpaired_matrices()
+    draws = unpaired_draws(np.random.default_rng(1), 12, 50, 20, resampling, 40)
+    ours = resampled_system_correlations([X], Z, draws, "kendall")[0]
+    queue = replaying(monkeypatch, [a for draw in draws for a in draw if a is not None])
+    official = nlpstats.bootstrap(X, Z, "system", "kendall", resampling, paired_inputs=False,
+                                  n_resamples=40)
+    assert not queue and ours == pytest.approx(official.samples, abs=1e-12)
+    masks = permutation_masks(np.random.default_rng(3), X.shape, resampling, 30)
+    queue = replaying(monkeypatch, [mask.astype(float) for rows, columns in masks
+                                    for mask in (rows, columns) if mask is not None])
+    official = nlpstats.permutation_test(X, Y, Z, "system", "pearson", resampling,
+                                         paired_inputs=False, n_resamples=30)
+    assert not queue
+    assert unpaired_permutation_pvalue(X, Y, Z, "pearson", masks) == official.pvalue
