@@ -173,20 +173,27 @@ def recorded_models(tmp_path_factory, data_folder: str, builder: str) -> Path:
     package's outputs on, rebuilt by that script's seeded `builder(folder)` once per run: the
     repository keeps no weights, and the rebuild is the recording's models byte for byte (the
     caller's random state is left as it was)."""
-    import importlib.util
-
     import torch
 
     script = Path(__file__).resolve().parent / "data" / data_folder / "record.py"
 
     def build(folder: Path) -> None:
-        spec = importlib.util.spec_from_file_location(f"record_{data_folder}", script)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_script(script, f"record_{data_folder}")
         with torch.random.fork_rng(devices=[]):
             getattr(module, builder)(folder)
 
     return built_once_per_run(tmp_path_factory, f"recorded-{data_folder}", build)
+
+
+def load_script(path: Path, name: str):
+    """A script of the repository that is not a package module (.ci/, bench/, recording
+    scripts), loaded as a module named `name`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def official_or_skip(folder: Path | None, require_env: str, reason: str) -> Path:

@@ -6,22 +6,19 @@ Docstrings are read with `ast` by the generator: nothing here imports the packag
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+
+from helpers import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 EVALUATORS_DOC = REPO / "docs" / "evaluators.md"
 
 
 def load_generator():
-    spec = importlib.util.spec_from_file_location("ci_architecture",
-                                                  REPO / ".ci" / "architecture.py")
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    return generator
+    return load_script(REPO / ".ci" / "architecture.py", "ci_architecture")
 
 
 generator = load_generator()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import load_script
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -33,12 +35,7 @@ def test_the_readme_is_a_users_guide():
 
 
 def bench_report():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_report", REPO / "bench" / "report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
-    return report
+    return load_script(REPO / "bench" / "report.py", "bench_report")
 
 
 def test_the_performance_page_is_generated_from_the_recorded_runs():

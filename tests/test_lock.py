@@ -3,7 +3,6 @@ resolves is pinned there, and an environment installed with it holds exactly tho
 `.ci/lock.py` writes it from a fresh resolve (docs/testing.md)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from importlib import metadata
@@ -14,6 +13,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from helpers import load_script
+
 REPO = Path(__file__).resolve().parent.parent
 LOCK = REPO / "constraints.txt"
 REFRESH = "refresh the lock with `python3 .ci/lock.py` (docs/testing.md)"
@@ -21,10 +22,7 @@ REINSTALL = 'install with `pip install -c constraints.txt -e ".[test]"`'
 
 
 def _lock_script():
-    spec = importlib.util.spec_from_file_location("ci_lock", REPO / ".ci" / "lock.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / ".ci" / "lock.py", "ci_lock")
 
 
 def locked() -> dict[str, str]:

@@ -85,13 +85,7 @@ def test_an_evaluated_model_scores_exactly_as_its_own_predictions_submitted(lab,
                             "--data", inputs, "--variant", "all", "--split", "test",
                             "--out", run, "--device", "cpu")
     assert code == 0, err
-    files = [("files", (path.name, path.read_bytes()))
-             for path in sorted((run / "predictions").glob("*.jsonl"))]
-    sent = lab["client"].post("/api/v1/submissions", files=files, data={"model": "files"},
-                              headers={"Authorization": f"Bearer {lab['tokens']['root']}"})
-    assert sent.status_code == 202, sent.text
-    _drain(lab)
-    from_files = _view(lab, sent.json()["id"])
+    from_files = _scored_run_files(lab, run)
     assert from_files["status"] == "scored"
     assert from_files["scores"] == evaluated["scores"]  # every metric, to the last bit
     assert from_files["headlines"] == evaluated["headlines"]
@@ -174,13 +168,7 @@ def test_an_encoder_model_is_evaluated_on_the_board_tasks_it_holds(lab, encoders
                             "--variant", "all", "--split", "test", "--out", run,
                             "--device", "cpu")
     assert code == 0, err
-    files = [("files", (path.name, path.read_bytes()))
-             for path in sorted((run / "predictions").glob("*.jsonl"))]
-    sent = lab["client"].post("/api/v1/submissions", files=files, data={"model": "files"},
-                              headers={"Authorization": f"Bearer {lab['tokens']['root']}"})
-    assert sent.status_code == 202, sent.text
-    _drain(lab)
-    assert _view(lab, sent.json()["id"])["scores"] == evaluated["scores"]
+    assert _scored_run_files(lab, run)["scores"] == evaluated["scores"]
 
 
 def _encoder_variant(encoders: Path, name: str, change) -> str:
@@ -242,6 +230,17 @@ def test_an_encoder_model_of_no_board_task_fails_naming_both(lab, encoders):
     assert "holds unsupported_span_prediction, none of this board's tasks " \
         "(extractive_summarization, factuality_classification, fixing_factuality)" in \
         view["errors"][0]["message"]
+
+
+def _scored_run_files(lab, run: Path) -> dict:
+    """A run folder's prediction files submitted by the admin and scored: the entry's view."""
+    files = [("files", (path.name, path.read_bytes()))
+             for path in sorted((run / "predictions").glob("*.jsonl"))]
+    sent = lab["client"].post("/api/v1/submissions", files=files, data={"model": "files"},
+                              headers={"Authorization": f"Bearer {lab['tokens']['root']}"})
+    assert sent.status_code == 202, sent.text
+    _drain(lab)
+    return _view(lab, sent.json()["id"])
 
 
 def _write_inputs(lab, out: Path) -> None:

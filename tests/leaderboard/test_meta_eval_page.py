@@ -3,18 +3,15 @@ its PyrXSum section is regenerated here and found in the page byte for byte (the
 section comes from the same code; regenerating it too would double the test's time)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from helpers import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _tables_script():
-    spec = importlib.util.spec_from_file_location("meta_eval_tables",
-                                                  REPO / "bench" / "meta_eval_tables.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(REPO / "bench" / "meta_eval_tables.py", "meta_eval_tables")
 
 
 def test_the_pages_numbers_are_regenerated_exactly(shared_dir):
