@@ -77,7 +77,7 @@ def check_statistics(ci: str, test: str, correction: str, rule: str,
     check_choice(test, TESTS, "--test")
     check_choice(correction, CORRECTIONS, "--correction")
     if not 0 < alpha < 1:
-        raise SumbenchError(f"--alpha must be between 0 and 1, got {alpha}")
+        raise SumbenchError(f"--significance must be between 0 and 1, got {alpha}")
     if (ci, test) == ("none", "none"):
         return
     if rule not in RESAMPLED_RULES:

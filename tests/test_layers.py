@@ -80,7 +80,7 @@ FLOORS = {
     "leaderboard": (("leaderboard",), ("leaderboard.evaluators",),
                     ("leaderboard.ranking", "leaderboard.card", "leaderboard.charts",
                      "leaderboard.published", "leaderboard.meta_eval"),
-                    ("leaderboard.meta_eval_unjudged",),
+                    ("leaderboard.meta_eval_unjudged", "leaderboard.meta_eval_datasets"),
                     ("leaderboard.meta_eval_stats",),
                     ("leaderboard.tracks",), ("leaderboard.intake",),
                     ("leaderboard.client", "leaderboard.service")),

@@ -58,6 +58,7 @@ from leaderboard.meta_eval import (
     load_scores,
     qapyramid_human,
 )
+from leaderboard.meta_eval_datasets import combined_report, dataset_name
 from leaderboard.meta_eval_stats import (
     CI_METHODS,
     CORRECTIONS,
@@ -89,7 +90,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "meta-eval", help=command_help("meta-eval"),
         description="Kendall tau-b / Pearson / Spearman between metric and human scores.")
-    add_option(parser, "pyramid", renamed_from=("--data",))
+    add_option(parser, "pyramids", renamed_from=("--data",))
     parser.add_argument("--metric", action="append", required=True, metavar="METRIC",
                         help="rouge1_recall, rouge2_recall, rougeL_recall, questeval, an "
                              "installed evaluator, or a JSON score file (per example or "
@@ -98,9 +99,10 @@ def register(subparsers) -> None:
                         metavar="[METRIC:]KEY=VALUE", type=key_value,
                         help="an option of the --metric evaluator (repeatable; METRIC: says "
                              "which evaluator when several are compared)")
-    parser.add_argument("--human", default="pyramid",
+    parser.add_argument("--human", action="append",
                         help="'pyramid' (SCU labels, default), 'qapyramid:FILE' (QAPyramid "
-                             "from QA_presence.json) or a JSON score file")
+                             "from QA_presence.json) or a JSON score file; with several "
+                             "--pyramid, once for all or once per --pyramid, in order")
     parser.add_argument("--groups", help="JSON {group: [systems]} evaluated separately")
     add_option(parser, "systems")
     parser.add_argument("--methods", nargs="+", choices=METHOD_CHOICES,
@@ -127,8 +129,9 @@ def register(subparsers) -> None:
                         metavar="N", help="system level: Kendall tau and pairwise accuracy "
                                           "by band of the metric's score gap between two "
                                           "systems (N quantile bands, default 10: deciles)")
-    parser.add_argument("--alpha", type=float, default=0.05,
-                        help="the significance level of the clusters (default 0.05)")
+    parser.add_argument("--significance", type=float, default=0.05,
+                        help="the significance level of the clusters and the partial "
+                             "conjunction count (default 0.05)")
     parser.add_argument("--correction", choices=CORRECTIONS, default="holm",
                         help="adjust the p-values of a level and method together (default "
                              "holm)")
@@ -151,7 +154,7 @@ def register(subparsers) -> None:
     parser.add_argument("--table", choices=("plain", "markdown"), default="plain",
                         help="the table printed to stderr: aligned columns or Markdown")
     add_option(parser, "out_file")
-    parser.set_defaults(handler=run, out_inputs={"pyramid": "--pyramid folder",
+    parser.set_defaults(handler=run, out_inputs={"pyramids": "--pyramid folder",
                                                  "metric": "--metric file",
                                                  "human": "--human file",
                                                  "groups": "--groups file",
@@ -225,12 +228,12 @@ def options_by_metric(names: list[str], given: list[tuple[str, str]], registry
     return options
 
 
-def pyramid_dataset(args, human_kind: str, evaluators: list[str]):
+def pyramid_dataset(args, pyramid: str | None, human_kind: str, evaluators: list[str]):
     """The --pyramid folder (None when left out, which only `--human qapyramid:FILE` with
     score files allows)."""
-    if args.pyramid:
+    if pyramid:
         labels = human_kind == "pyramid"
-        return load_pyramid_dataset(args.pyramid, systems=args.systems, labels=labels,
+        return load_pyramid_dataset(pyramid, systems=args.systems, labels=labels,
                                     require_labels=labels)
     if human_kind != "qapyramid":
         raise SumbenchError("--pyramid DIR is needed (summaries, references, ids and human "
@@ -272,16 +275,17 @@ def metric_scores(name: str, label: str, dataset, ids, systems, options: dict,
     return load_metric_file(name, ids, systems, label)
 
 
-def _report(args, metrics: list[MetricScores], human, correlations, systems) -> dict:
+def _report(args, metrics: list[MetricScores], human, correlations, systems,
+            pyramid: str | None, human_spec: str) -> dict:
     import numpy as np
 
     single = len(metrics) == 1
-    config = {"pyramid": args.pyramid, "metric": args.metric[0] if single else list(args.metric),
+    config = {"pyramid": pyramid, "metric": args.metric[0] if single else list(args.metric),
               **({"metric_settings": metrics[0].settings}
                  if single and metrics[0].settings else {}),
               "metrics": [{"metric": m.source, "label": m.label, "kind": m.kind,
                            **({"settings": m.settings} if m.settings else {})} for m in metrics],
-              "human": args.human, "groups": args.groups, "systems": list(systems),
+              "human": human_spec, "groups": args.groups, "systems": list(systems),
               "methods": list(args.methods), "levels": list(dict.fromkeys(args.levels)),
               "unjudged_inputs": args.unjudged_inputs,
               "undefined_rule": args.undefined_rule}
@@ -293,21 +297,52 @@ def _report(args, metrics: list[MetricScores], human, correlations, systems) -> 
 
 
 def run(args) -> int:
-    human_kind, human_path = human_source(args.human)
+    pyramids, humans = args.pyramids or [None], args.human or ["pyramid"]
+    if len(humans) not in (1, len(pyramids)):
+        raise SumbenchError(f"--human: give it once, or once per --pyramid ({len(pyramids)}); "
+                            f"got {len(humans)}")
+    humans = humans * len(pyramids) if len(humans) == 1 else humans
+    if len(pyramids) > 1 and (args.plot or args.unjudged_inputs):
+        raise SumbenchError(f"--{'plot' if args.plot else 'unjudged-inputs'} takes one "
+                            f"dataset: give one --pyramid")
+    reports = {}
+    for index, (pyramid, human) in enumerate(zip(pyramids, humans)):
+        name = dataset_name(pyramid, index, reports)
+        if len(pyramids) > 1:
+            print(f"== {name} ==", file=sys.stderr)
+        reports[name] = evaluate_one(args, pyramid, human)
+    if len(reports) > 1:
+        combined, table = combined_report(reports, list(args.metric), args.test, args.significance,
+                                          markdown=args.table == "markdown")
+        if table:
+            print(table, file=sys.stderr)
+    else:
+        combined = next(iter(reports.values()))
+        if args.plot:
+            write_bytes(args.plot, forest_plot(combined["statistics"]))
+    if args.out:
+        write_json(args.out, combined)
+    return 0
+
+
+def evaluate_one(args, pyramid: str | None, human_spec: str) -> dict:
+    """One dataset: its tables printed, its report (as `--out` writes it) returned."""
+    human_kind, human_path = human_source(human_spec)
     if human_kind == "qapyramid":  # --out must not replace the judgments file either
         check_out_file(argparse.Namespace(out=args.out, human=human_path,
                                           out_inputs={"human": "--human file"}))
     registry = load_evaluators()
     labels = metric_labels(list(args.metric), registry)
     options = options_by_metric(list(args.metric), args.metric_option, registry)
-    dataset = pyramid_dataset(args, human_kind, [n for n in args.metric if n in registry])
+    dataset = pyramid_dataset(args, pyramid, human_kind,
+                              [n for n in args.metric if n in registry])
     ids, human = human_scores(human_kind, human_path, dataset, args.systems)
     systems = list(dataset.systems) if dataset else list(human)
     groups = load_groups(args.groups, systems) if args.groups else None
     metrics = [metric_scores(name, labels[name], dataset, ids, systems, options[name],
                              registry) for name in args.metric]
     check_statistics(args.ci, args.test, args.correction, args.undefined_rule, metrics,
-                     alpha=args.alpha, n_systems=len(systems),
+                     alpha=args.significance, n_systems=len(systems),
                      unjudged=bool(args.unjudged_inputs))
     unjudged = read_unjudged(args.unjudged_inputs, metrics, systems) \
         if args.unjudged_inputs else None
@@ -331,14 +366,10 @@ def run(args) -> int:
     if "delta_bands" in statistics:
         print(format_delta_bands(statistics["delta_bands"], markdown=markdown),
               file=sys.stderr)
-    if args.plot:
-        write_bytes(args.plot, forest_plot(_json_ready(statistics)))
-    if args.out:
-        report = _report(args, metrics, human, correlations, systems)
-        if statistics:
-            report["statistics"] = _json_ready(statistics)
-        write_json(args.out, report)
-    return 0
+    report = _report(args, metrics, human, correlations, systems, pyramid, human_spec)
+    if statistics:
+        report["statistics"] = _json_ready(statistics)
+    return report
 
 
 def run_statistics(args, metrics, human, systems, unjudged=None) -> dict:
@@ -359,5 +390,5 @@ def run_statistics(args, metrics, human, systems, unjudged=None) -> dict:
         found["tests"] = pairwise_tests(study, test=args.test, correction=args.correction,
                                         alternative=args.alternative,
                                         n_resamples=args.n_resamples, seed=seed,
-                                        alpha=args.alpha)
+                                        alpha=args.significance)
     return found

@@ -5,6 +5,7 @@ metrics take Fisher and Williams only; what cannot be computed is one line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,11 +43,28 @@ def realsumm(pyramid_data_dir):
     return folder, systems, matrices, human
 
 
-def test_intervals_and_tests_are_the_statistics_of_the_same_draws(realsumm, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def scored(realsumm, tmp_path_factory) -> dict[str, str]:
+    """{metric: a per-example score file of it, named as the metric}: the tests pass these to
+    skip scoring REALSumm's 2,500 summaries again in every run (the issue's own command
+    below runs the evaluators)."""
+    folder = tmp_path_factory.mktemp("scored")
+    _, systems, matrices, _ = realsumm
+    paths = {}
+    for metric, matrix in matrices.items():
+        paths[metric] = str(folder / f"{metric}.json")
+        Path(paths[metric]).write_text(json.dumps({s: [float(v) for v in row]
+                                                   for s, row in zip(systems, matrix)}))
+    return paths
+
+
+def test_intervals_and_tests_are_the_statistics_of_the_same_draws(scored, realsumm, tmp_path,
+                                                                  capsys):
     folder, _, matrices, Z = realsumm
     out = tmp_path / "stats.json"
-    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
-                               "--metric", METRICS[1], "--methods", "kendall", "pearson",
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder,
+                               "--metric", scored[METRICS[0]], "--metric", scored[METRICS[1]],
+                               "--methods", "kendall", "pearson",
                                "--ci", "boot-both", "--test", "perm-both", "--n-resamples",
                                "20", "--seed", "3", "--summary-undefined", "skip", "--out", out)
     assert code == 0, stderr
@@ -159,10 +177,12 @@ def test_per_system_metrics_take_fisher_and_williams(realsumm, tmp_path, capsys)
     (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--test", "williams",
       "--systems", "FIRST3"], "--test williams needs more than 3 systems"),
     (["--metric", "rouge1_recall", "--metric", "rouge2_recall", "--test", "perm-both",
-      "--alpha", "1.5"], "--alpha must be between 0 and 1"),
+      "--significance", "1.5"], "--significance must be between 0 and 1"),
 ])
-def test_what_cannot_be_computed_is_one_line(realsumm, tmp_path, capsys, extra, needle):
+def test_what_cannot_be_computed_is_one_line(scored, realsumm, tmp_path, capsys, extra,
+                                             needle):
     folder, systems, matrices, _ = realsumm
+    extra = [scored[arg] if arg in scored else arg for arg in extra]
     if "CONSTANT" in extra:
         constant = tmp_path / "constant.json"
         constant.write_text(json.dumps({s: [0.5] * matrices[METRICS[0]].shape[1]
@@ -177,11 +197,12 @@ def test_what_cannot_be_computed_is_one_line(realsumm, tmp_path, capsys, extra, 
     assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
 
 
-def test_the_global_level_pools_every_score(realsumm, tmp_path, capsys):
+def test_the_global_level_pools_every_score(scored, realsumm, tmp_path, capsys):
     folder, _, matrices, Z = realsumm
     out = tmp_path / "global.json"
-    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
-                               "--metric", METRICS[1], "--levels", "global", "system",
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder,
+                               "--metric", scored[METRICS[0]], "--metric", scored[METRICS[1]],
+                               "--levels", "global", "system",
                                "--methods", "pearson", "--ci", "fisher", "--out", out)
     assert code == 0, stderr
     report = json.loads(out.read_text())
@@ -194,13 +215,13 @@ def test_the_global_level_pools_every_score(realsumm, tmp_path, capsys):
     assert report["config"]["levels"] == ["global", "system"]
 
 
-def test_delta_bands_split_realsumms_system_pairs(realsumm, tmp_path, capsys):
+def test_delta_bands_split_realsumms_system_pairs(scored, realsumm, tmp_path, capsys):
     from scipy import stats
 
     folder, _, matrices, Z = realsumm
     out = tmp_path / "bands.json"
-    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[1],
-                               "--delta-bands", "5", "--out", out)
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder,
+                               "--metric", scored[METRICS[1]], "--delta-bands", "5", "--out", out)
     assert code == 0, stderr
     assert "pairwise acc" in stderr
     found = json.loads(out.read_text())["statistics"]["delta_bands"]
@@ -212,10 +233,12 @@ def test_delta_bands_split_realsumms_system_pairs(realsumm, tmp_path, capsys):
     assert sum(concordance) / 300 == pytest.approx(stats.kendalltau(x, z)[0], abs=1e-12)
 
 
-def test_the_forest_plot_is_one_png_of_every_level_and_method(realsumm, tmp_path, capsys):
+def test_the_forest_plot_is_one_png_of_every_level_and_method(scored, realsumm, tmp_path,
+                                                              capsys):
     folder = realsumm[0]
     plot = tmp_path / "forest.png"
-    args = ["meta-eval", "--pyramid", folder, "--metric", METRICS[0], "--metric", METRICS[1],
+    args = ["meta-eval", "--pyramid", folder, "--metric", scored[METRICS[0]],
+    "--metric", scored[METRICS[1]],
             "--methods", "kendall", "--ci", "boot-both", "--test", "perm-both",
             "--n-resamples", "20", "--plot", plot]
     code, _, stderr = sumbench(capsys, *args)
@@ -238,7 +261,7 @@ def _unjudged_file(tmp_path, systems, matrices, extra: int = 30):
     return path
 
 
-def test_unjudged_inputs_enter_the_system_level_and_its_statistics(realsumm, tmp_path,
+def test_unjudged_inputs_enter_the_system_level_and_its_statistics(scored, realsumm, tmp_path,
                                                                    capsys):
     from scipy import stats
 
@@ -251,8 +274,9 @@ def test_unjudged_inputs_enter_the_system_level_and_its_statistics(realsumm, tmp
     folder, systems, matrices, Z = realsumm
     extra = _unjudged_file(tmp_path, systems, matrices)
     out = tmp_path / "unjudged-out.json"
-    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric", METRICS[0],
-                               "--metric", METRICS[1], "--methods", "kendall", "--ci",
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder,
+                               "--metric", scored[METRICS[0]], "--metric", scored[METRICS[1]],
+                               "--methods", "kendall", "--ci",
                                "boot-both", "--test", "boot-inputs", "--n-resamples", "25",
                                "--unjudged-inputs", extra, "--out", out)
     assert code == 0, stderr
@@ -283,7 +307,8 @@ def test_unjudged_inputs_enter_the_system_level_and_its_statistics(realsumm, tmp
     (lambda data: data[METRICS[0]].__setitem__(next(iter(data[METRICS[0]])), ["x"]),
      "expected a finite number"),
 ])
-def test_a_bad_unjudged_file_is_one_line_naming_the_field(realsumm, tmp_path, capsys, change,
+def test_a_bad_unjudged_file_is_one_line_naming_the_field(scored, realsumm, tmp_path, capsys,
+                                                          change,
                                                           needle):
     folder, systems, matrices, _ = realsumm
     path = _unjudged_file(tmp_path, systems, matrices)
@@ -292,7 +317,42 @@ def test_a_bad_unjudged_file_is_one_line_naming_the_field(realsumm, tmp_path, ca
     path.write_text(json.dumps(data))
     out = tmp_path / "never.json"
     code, stdout, stderr = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric",
-                                    METRICS[0], "--metric", METRICS[1], "--ci", "fisher",
+                                    scored[METRICS[0]], "--metric", scored[METRICS[1]], "--ci",
+                                    "fisher",
                                     "--unjudged-inputs", path, "--out", out)
     assert code == 2 and stdout == "" and not out.exists()
     assert len(stderr.strip().splitlines()) == 1 and needle in stderr and "unjudged" in stderr
+
+
+def test_several_datasets_give_their_tables_and_the_partial_conjunction_count(
+        pyramid_data_dir, tmp_path, capsys):
+    from tasks.metrics.metric_tests import partial_conjunction
+
+    out = tmp_path / "both.json"
+    args = ["--metric", METRICS[0], "--metric", METRICS[1], "--methods", "pearson", "--test",
+            "perm-both", "--n-resamples", "30"]
+    code, _, stderr = sumbench(capsys, "meta-eval", "--pyramid", pyramid_data_dir / "realsumm",
+                               "--pyramid", pyramid_data_dir / "pyrxsum", *args, "--out", out)
+    assert code == 0, stderr
+    assert "== realsumm ==" in stderr and "== pyrxsum ==" in stderr and "differ in" in stderr
+    report = json.loads(out.read_text())
+    assert report["config"]["datasets"] == ["realsumm", "pyrxsum"]
+    assert set(report["datasets"]) == {"realsumm", "pyrxsum"}
+    rows = report["partial_conjunction"]["rows"]
+    assert {(row["level"], row["method"]) for row in rows} == {("system", "pearson"),
+                                                             ("summary", "pearson")}
+    for row in rows:
+        pvalues = [row["pvalues"][name] for name in ("realsumm", "pyrxsum")]
+        count, which = partial_conjunction(pvalues, 0.05)
+        assert (row["significant"], row["datasets"]) == (count, 2)
+        assert row["which"] == [["realsumm", "pyrxsum"][i] for i in which]
+    alone = tmp_path / "alone.json"
+    assert sumbench(capsys, "meta-eval", "--pyramid", pyramid_data_dir / "pyrxsum", *args,
+                    "--out", alone)[0] == 0
+    assert report["datasets"]["pyrxsum"]["statistics"] == \
+        json.loads(alone.read_text())["statistics"]   # each dataset as it is alone
+    code, stdout, stderr = sumbench(capsys, "meta-eval", "--pyramid",
+                                    pyramid_data_dir / "realsumm", "--pyramid",
+                                    pyramid_data_dir / "pyrxsum", "--human", "pyramid",
+                                    "--human", "pyramid", "--human", "pyramid", *args)
+    assert code == 2 and "--human: give it once, or once per --pyramid (2); got 3" in stderr

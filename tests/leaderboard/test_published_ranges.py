@@ -121,6 +121,11 @@ def test_every_published_number_lies_in_its_metrics_range(instance, tmp_path):
         exported = json.loads((tmp_path / "site" / f"leaderboard-{track}-{board}.json")
                               .read_text())
         assert exported == document
+        if track == "evaluators":  # boot-both distributions, cluster bands (stated)
+            assert "significance clusters" in document["rules"]["bands"]
+            assert "Holm-corrected" in document["rules"]["bands"]
+            assert all(entry["band"] for entry in document["entries"]
+                       if entry.get("analysis") == "done")
         for key in ("entries", "not_ranked", "self_reported"):
             for entry in document[key]:
                 _check_entry(entry, ranges, f"{track}/{board} #{entry['id']}")
