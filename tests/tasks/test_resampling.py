@@ -319,10 +319,10 @@ def test_batched_correlations_equal_the_resample_by_resample_loop(resampling):
     from tasks.metrics.correlation_bootstrap import resampled_correlations
 
     rng = np.random.default_rng(0)
-    Z = np.round(rng.normal(size=(9, 40)), 1)
+    Z = np.round(rng.normal(size=(9, 25)), 1)
     Z[:, 3] = 1.0
     metrics = [np.round(Z + rng.normal(size=Z.shape), 1) for _ in range(2)]
-    draws = bootstrap_draws(np.random.default_rng(1), Z.shape, resampling, 30)
+    draws = bootstrap_draws(np.random.default_rng(1), Z.shape, resampling, 12)
 
     def taken(matrix, rows, columns):
         matrix = matrix if rows is None else matrix[rows]
