@@ -2,11 +2,11 @@
 statistics of tasks.metrics.resampling over the metrics' and the humans' score matrices
 (systems x examples, the systems in the run's order).
 
-- Intervals, per metric, level (system, summary, global) and method: `fisher` (Fisher's z), or a
-  percentile bootstrap over the systems, the inputs or both (`boot-systems`, `boot-inputs`,
-  `boot-both`). Every metric is resampled with the same draws (one generator seeded with
-  `[--seed, level, method]`), so their intervals are paired, and a level and method's draws
-  do not depend on what else is asked for.
+- Intervals, per metric, level (system, summary, global) and method: `fisher` (Fisher's
+  z), or a percentile bootstrap over the systems, the inputs or both (`boot-systems`,
+  `boot-inputs`, `boot-both`). Every metric is resampled with the same draws (one
+  generator seeded with `[--seed, level, method]`), so their intervals are paired, and a
+  level and method's draws do not depend on what else is asked for.
 - Tests, for every pair of metrics, level and method, the pair ordered by decreasing
   correlation (a tests "a correlates better than b" under `--alternative greater`): a
   permutation test (`perm-systems`, `perm-inputs`, `perm-both`: rows then columns swapped,
@@ -14,9 +14,14 @@ statistics of tasks.metrics.resampling over the metrics' and the humans' score m
   (hits + 1) / (n + 1)), SacreROUGE's paired bootstrap test (`boot-systems`, `boot-inputs`,
   `boot-both`) or Williams' test; the p-values of a level and method are adjusted together
   (`holm`, `bonferroni`, `none`), and the adjusted ones cluster the metrics as
-  mt-metrics-eval's `AssignRanks` does at `alpha` (tasks.metrics.metric_tests).
+  mt-metrics-eval's `AssignRanks` does at `--significance` (tasks.metrics.metric_tests).
 - A metric with one value per system (a per-system score file) has the system level only,
   and only Fisher intervals and Williams' test there (nothing to resample by input).
+- With unjudged inputs (leaderboard.meta_eval_unjudged) the system level takes every input
+  the metrics scored, and its statistics resample each side's inputs apart
+  (tasks.metrics.unpaired).
+- `delta_band_rows`: τ and pairwise accuracy by band of the system-score gap
+  (tasks.metrics.system_pairs).
 
 Every number is recorded with how it was made: the method, resamples, confidence and seed.
 """
