@@ -246,8 +246,8 @@ def test_levels_fisher_and_williams_equal_sacrerouge(sacrerouge, realsumm, metho
 @pytest.mark.parametrize("resampling", ["systems", "inputs", "both"])
 def test_bootstrap_interval_and_test_equal_sacrerouge_given_the_same_draws(
         sacrerouge, realsumm, monkeypatch, resampling):
-    X, Y, Z = (matrix[:, :30] for matrix in realsumm)
-    draws = bootstrap_draws(np.random.default_rng(5), X.shape, resampling, 25)
+    X, Y, Z = (matrix[:, :20] for matrix in realsumm)
+    draws = bootstrap_draws(np.random.default_rng(5), X.shape, resampling, 12)
     indices = [index for rows, columns in draws for index in (rows, columns)
                if index is not None]
     name = {"systems": "system", "inputs": "input", "both": "both"}[resampling]
@@ -255,14 +255,14 @@ def test_bootstrap_interval_and_test_equal_sacrerouge_given_the_same_draws(
     for level in ("system", "summary"):
         theirs = sacrerouge_level(sacrerouge, level, "kendall")
         queue = replaying(monkeypatch, indices)
-        official = sacrerouge.bootstrap_ci(theirs, X, Z, sample, alpha=0.1, num_samples=25)
+        official = sacrerouge.bootstrap_ci(theirs, X, Z, sample, alpha=0.1, num_samples=12)
         assert not queue
         ours = bootstrap_interval(X, Z, level, "kendall", confidence=0.9, draws=draws)
         assert (ours["lower"], ours["upper"]) == pytest.approx(official, abs=1e-12)
         for alternative, two_tailed in (("two-sided", True), ("greater", False)):
             queue = replaying(monkeypatch, indices)
             official = sacrerouge.bootstrap_diff_test(theirs, X, Y, Z, sample, two_tailed,
-                                                      num_samples=25)
+                                                      num_samples=12)
             assert not queue and official == bootstrap_difference_pvalue(
                 X, Y, Z, level, "kendall", alternative=alternative, draws=draws)
 
@@ -349,7 +349,7 @@ def test_batched_permutations_equal_the_swap_by_swap_loop(permutation):
     Z[:, 2] = 0.5
     X, Y = (standardised(np.round(Z + rng.normal(size=Z.shape) * scale, 1))
             for scale in (1.0, 1.5))
-    masks = permutation_masks(np.random.default_rng(1), X.shape, permutation, 25)
+    masks = permutation_masks(np.random.default_rng(1), X.shape, permutation, 10)
     for level in ("system", "summary"):
         for method in METHODS:
             def difference(first, second, level=level, method=method):
