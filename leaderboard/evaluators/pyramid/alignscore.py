@@ -171,19 +171,7 @@ class AlignScoreBackend(BatchedModelBackend):
     def row_probabilities(self, rows: list[tuple[str, str]]) -> list[float]:
         """The aligned probability of each (chunk, sentence) row: length-sorted batches of
         `batch_size`, each padded to its longest row."""
-        import torch
-
-        features = self.prepare(rows)
-        order = sorted(range(len(features)), key=lambda j: (-len(features[j]["input_ids"]), j))
-        aligned: list[float] = [0.0] * len(features)
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                values = self.forward([features[j] for j in batch])
-                self.forward_calls += 1
-                for j, value in zip(batch, values):
-                    aligned[j] = float(value)
-        return aligned
+        return [float(value) for value in self.batched_forward(self.prepare(rows))]
 
     def _encode(self, chunk: str, sentence: str) -> list[int]:
         """One pair's ids: the chunk cut (`only_first`), else longest-first."""

@@ -198,8 +198,6 @@ class MiniCheckBackend(BatchedModelBackend):
     def _run_distinct(self, pairs: list) -> list[tuple[list[float], PresenceResult]]:
         """Every (chunk, claim) input of `pairs`, batched across pairs by length; each
         pair's raw output is its per-chunk probabilities."""
-        import torch
-
         owners, texts = [], []
         for number, pair in enumerate(pairs):
             summary, unit, _ = pair_parts(pair)
@@ -210,18 +208,8 @@ class MiniCheckBackend(BatchedModelBackend):
                     "Inferencer fails on a document without chunks)")
             owners.extend([number] * len(chunks))
             texts.extend(self.model_text(chunk, unit) for chunk in chunks)
-        features = self.prepare(texts)
-        order = sorted(range(len(features)), key=lambda j: (-len(features[j]["input_ids"]), j))
-        probabilities: list[float] = [0.0] * len(features)
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                rows = self.forward([features[j] for j in batch])
-                self.forward_calls += 1
-                for j, value in zip(batch, rows):
-                    probabilities[j] = value
         raw: list[list[float]] = [[] for _ in pairs]
-        for owner, value in zip(owners, probabilities):
+        for owner, value in zip(owners, self.batched_forward(self.prepare(texts))):
             raw[owner].append(value)
         return [(values, self.result(values)) for values in raw]
 

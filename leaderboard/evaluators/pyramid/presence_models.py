@@ -166,11 +166,18 @@ class BatchedModelBackend(PresenceBackend):
         return results
 
     def _run_distinct(self, pairs: list) -> list[tuple[list[float], PresenceResult]]:
-        """Batches of `batch_size` pairs of similar length (longest first), each padded to its
-        longest pair."""
+        """Each pair's raw output and result (`batched_forward` over the pairs)."""
+        outputs = []
+        for row in self.batched_forward(self.prepare(pairs)):
+            raw = [float(value) for value in row]
+            outputs.append((raw, self.result(raw)))
+        return outputs
+
+    def batched_forward(self, features: Sequence[dict]) -> list:
+        """`forward`'s output for each of `features`, in their order: batches of
+        `batch_size` inputs of similar length (longest first), each padded to its longest."""
         import torch
 
-        features = self.prepare(pairs)
         order = sorted(range(len(features)),
                        key=lambda j: (-len(features[j]["input_ids"]), j))
         outputs: list = [None] * len(features)
@@ -180,8 +187,7 @@ class BatchedModelBackend(PresenceBackend):
                 rows = self.forward([features[j] for j in batch])
                 self.forward_calls += 1
                 for j, row in zip(batch, rows):
-                    raw = [float(value) for value in row]
-                    outputs[j] = (raw, self.result(raw))
+                    outputs[j] = row
         return outputs
 
     def _pad_id(self) -> int:
