@@ -70,6 +70,20 @@ def padded(rows: Sequence[Sequence[int]], pad_id: int, device):
                         dtype=torch.long, device=device)
 
 
+def pair_row(tokenizer, first: Sequence[int], second: Sequence[int]
+             ) -> tuple[list[int], list[int]]:
+    """(token ids, token types) of `[CLS] first [SEP] second [SEP]` (BERT's pair layout)."""
+    ids = [tokenizer.cls_token_id, *first, tokenizer.sep_token_id, *second,
+           tokenizer.sep_token_id]
+    return ids, [0] * (len(first) + 2) + [1] * (len(second) + 1)
+
+
+def pair_batch(rows: Sequence[tuple[list[int], list[int]]], pad_id: int, device) -> tuple:
+    """(ids, attention mask, token types) tensors of `pair_row` rows, right-padded."""
+    ids = padded([row[0] for row in rows], pad_id, device)
+    return ids, ids != pad_id, padded([row[1] for row in rows], 0, device)
+
+
 def chunks(items: Sequence, size: int):
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -144,20 +158,14 @@ class UnitMatcher:
 
     def pair_input(self, text: str, unit: str) -> tuple[list[int], list[int]]:
         """(token ids, token types) of `[CLS] text [SEP] unit [SEP]`."""
-        tokenizer = self.tokenizer
-        text_ids, unit_ids = self.ids(text, TEXT_TOKENS), self.ids(unit, UNIT_TOKENS)
-        ids = [tokenizer.cls_token_id, *text_ids, tokenizer.sep_token_id, *unit_ids,
-               tokenizer.sep_token_id]
-        return ids, [0] * (len(text_ids) + 2) + [1] * (len(unit_ids) + 1)
+        return pair_row(self.tokenizer, self.ids(text, TEXT_TOKENS), self.ids(unit, UNIT_TOKENS))
 
     def entailed(self, rows: Sequence[tuple[list[int], list[int]]]) -> list[int]:
         import torch
 
-        pad_id, device = self.tokenizer.pad_token_id, self.model.device
-        ids = padded([row[0] for row in rows], pad_id, device)
-        types = padded([row[1] for row in rows], 0, device)
+        batch = pair_batch(rows, self.tokenizer.pad_token_id, self.model.device)
         with torch.inference_mode():
-            logits = self.model(ids, ids != pad_id, types, return_dict=True).logits
+            logits = self.model(*batch, return_dict=True).logits
         probabilities = torch.softmax(logits, dim=1)
         return (probabilities[:, ENTAILMENT] > 0.5).long().tolist()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from leaderboard.evaluators.acu.a2cu import BoundedCache, chunks, padded
+from leaderboard.evaluators.acu.a2cu import BoundedCache, chunks, pair_batch, pair_row
 
 #: each side's most tokens (a3cu.py:26)
 MAX_TOKENS = 254
@@ -51,16 +51,11 @@ class A3CU:
                               max_length=self.max_tokens)["input_ids"]
 
     def pair_input(self, first: list[int], second: list[int]) -> tuple[list[int], list[int]]:
-        tokenizer = self.tokenizer
-        ids = [tokenizer.cls_token_id, *first, tokenizer.sep_token_id, *second,
-               tokenizer.sep_token_id]
-        return ids, [0] * (len(first) + 2) + [1] * (len(second) + 1)
+        return pair_row(self.tokenizer, first, second)
 
     def outputs(self, rows: Sequence[tuple[list[int], list[int]]]) -> list[float]:
         import torch
 
-        pad_id, device = self.tokenizer.pad_token_id, self.model.device
-        ids = padded([row[0] for row in rows], pad_id, device)
-        types = padded([row[1] for row in rows], 0, device)
+        batch = pair_batch(rows, self.tokenizer.pad_token_id, self.model.device)
         with torch.inference_mode():
-            return self.model(ids, ids != pad_id, types).float().cpu().tolist()
+            return self.model(*batch).float().cpu().tolist()
