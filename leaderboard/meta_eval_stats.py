@@ -228,18 +228,25 @@ def _unpaired_draws(study: Study, kind: str, seed: int, key, n_resamples: int) -
                           study.Z.shape[1], kind, n_resamples)
 
 
-def _unpaired_pvalue(study: Study, test: str, a: str, b: str, method: str, seed: int, key,
-                     n_resamples: int, alternative: str) -> float:
-    X, Y, Z = study.full[a], study.full[b], study.Z
+def _unpaired_test_draws(study: Study, test: str, seed: int, key, n_resamples: int):
+    """The seeded resamples of an unpaired level and method's tests (one set for every pair):
+    unpaired bootstrap draws or permutation masks over the metrics' inputs."""
+    if test.startswith("boot"):
+        return _unpaired_draws(study, test.removeprefix("boot-"), seed, key, n_resamples)
+    if test.startswith("perm"):
+        return permutation_masks(np.random.default_rng([seed, *key]),
+                                 next(iter(study.full.values())).shape,
+                                 test.removeprefix("perm-"), n_resamples)
+    return None
+
+
+def _unpaired_pvalue(test: str, X, Y, Z, method: str, draws, alternative: str) -> float:
     if test == "williams":
         return williams_pvalue(_means_column(X), _means_column(Y), _means_column(Z), "system",
                                method, alternative)
     if test.startswith("boot"):
-        draws = _unpaired_draws(study, test.removeprefix("boot-"), seed, key, n_resamples)
         return unpaired_bootstrap_difference_pvalue(X, Y, Z, method, draws, alternative)
-    masks = permutation_masks(np.random.default_rng([seed, *key]), X.shape,
-                              test.removeprefix("perm-"), n_resamples)
-    return unpaired_permutation_pvalue(X, Y, Z, method, masks, alternative)
+    return unpaired_permutation_pvalue(X, Y, Z, method, draws, alternative)
 
 
 def _unjudged_record(study: Study) -> dict:
@@ -282,7 +289,8 @@ def pairwise_tests(study: Study, *, test: str, correction: str, alternative: str
         ranked = sorted(matrices, key=lambda label: -_sortable(found[label][level][method]))
         pairs = list(itertools.combinations(ranked, 2))
         if study.unpaired(level):
-            pvalues = [_unpaired_pvalue(study, test, a, b, method, seed, key, n_resamples,
+            draws = _unpaired_test_draws(study, test, seed, key, n_resamples)
+            pvalues = [_unpaired_pvalue(test, study.full[a], study.full[b], Z, method, draws,
                                         alternative) for a, b in pairs]
         else:
             draws = _draws(test, seed, key, Z.shape, n_resamples)
@@ -317,10 +325,9 @@ def delta_band_rows(study: Study, n_bands: int) -> dict[str, Any]:
     (tasks.metrics.system_pairs), and how they were made."""
     human = study.Z.mean(axis=1)
     matrices = study.full if study.unjudged is not None else study.matrices
-    found = {label: delta_bands(X.mean(axis=1), human, n_bands)
-             for label, X in matrices.items()}
-    accuracy = {label: pairwise_accuracy(X.mean(axis=1), human)
-                for label, X in matrices.items()}
+    means = {label: X.mean(axis=1) for label, X in matrices.items()}
+    found = {label: delta_bands(values, human, n_bands) for label, values in means.items()}
+    accuracy = {label: pairwise_accuracy(values, human) for label, values in means.items()}
     return {"bands": found, "pairwise_accuracy": accuracy, "n_bands": n_bands,
             "level": "system", "split": "quantiles of the metric's |score gap| over system "
                                         "pairs; tau = (concordant - discordant) / pairs"}

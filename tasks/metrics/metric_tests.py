@@ -110,10 +110,17 @@ def permutation_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str, *,
         samples = [difference(*swapped(X, Y, rows, columns)) for rows, columns in masks]
     else:
         observed, samples = batched
+    return permutation_p(observed, samples, alternative, reference)
+
+
+def permutation_p(observed: float, samples: Sequence[float], alternative: str = "two-sided",
+                  reference: str = "nlpstats") -> float:
+    """The permutation test's p-value from the observed difference and the permuted ones:
+    hits / n (nlpstats) or (hits + 1) / (n + 1) (SacreROUGE; see the module)."""
     hits = sum(_is_hit(float(sample), observed, alternative) for sample in samples)
     if reference == "sacrerouge":
-        return (hits + 1) / (len(masks) + 1)
-    return hits / len(masks)
+        return (hits + 1) / (len(samples) + 1)
+    return hits / len(samples)
 
 
 def _taken(matrix: np.ndarray, rows, columns) -> np.ndarray:

@@ -21,7 +21,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from tasks.metrics.correlation_bootstrap import CorrelationSide, resampled_system_means
-from tasks.metrics.metric_tests import bootstrap_difference_p, standardised, swapped
+from tasks.metrics.metric_tests import (
+    bootstrap_difference_p,
+    permutation_p,
+    standardised,
+    swapped,
+)
 from tasks.metrics.resampling import ALTERNATIVES, RESAMPLING, coefficient
 from tasks.plumbing.errors import SumbenchError, check_choice
 
@@ -110,12 +115,5 @@ def unpaired_permutation_pvalue(X: np.ndarray, Y: np.ndarray, Z: np.ndarray, met
     def difference(first: np.ndarray, second: np.ndarray) -> float:
         return system_correlation(first, Z, method) - system_correlation(second, Z, method)
 
-    observed = difference(X, Y)
     samples = [difference(*swapped(X, Y, rows, columns)) for rows, columns in masks]
-    if alternative == "two-sided":
-        hits = sum(abs(sample) >= abs(observed) for sample in samples)
-    elif alternative == "greater":
-        hits = sum(sample >= observed for sample in samples)
-    else:
-        hits = sum(sample <= observed for sample in samples)
-    return hits / len(samples)
+    return permutation_p(difference(X, Y), samples, alternative)
