@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.metrics.correlation_bootstrap import permuted_differences
+from tasks.metrics.correlation_bootstrap import permuted_differences, resampled_correlations
 from tasks.metrics.resampling import (
     ALTERNATIVES,
     bootstrap_draws,
@@ -123,12 +123,6 @@ def permutation_p(observed: float, samples: Sequence[float], alternative: str = 
     return hits / len(samples)
 
 
-def _taken(matrix: np.ndarray, rows, columns) -> np.ndarray:
-    if rows is not None:
-        matrix = matrix[rows]
-    return matrix if columns is None else matrix[:, columns]
-
-
 def bootstrap_difference_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str, *,
                                 resampling: str = "both", n_resamples: int = 1000,
                                 alternative: str = "two-sided",
@@ -145,14 +139,10 @@ def bootstrap_difference_pvalue(X: Any, Y: Any, Z: Any, level: str, method: str,
                                 "or draws")
         draws = bootstrap_draws(rng, X.shape, resampling, n_resamples)
 
-    def difference(first: np.ndarray, second: np.ndarray, human: np.ndarray) -> float:
-        return correlate(first, human, level, method, summary_undefined) - \
-            correlate(second, human, level, method, summary_undefined)
-
-    observed = difference(X, Y, Z)
-    samples = [difference(*(_taken(matrix, rows, columns) for matrix in (X, Y, Z)))
-               for rows, columns in draws]
-    return bootstrap_difference_p(observed, samples, alternative)
+    observed = correlate(X, Z, level, method, summary_undefined) - \
+        correlate(Y, Z, level, method, summary_undefined)
+    first, second = resampled_correlations([X, Y], Z, draws, level, method, summary_undefined)
+    return bootstrap_difference_p(observed, first - second, alternative)
 
 
 def bootstrap_difference_p(observed: float, samples: Sequence[float],
