@@ -80,6 +80,28 @@ def test_binary_scores_bit_identical_to_sklearn():
             "auc": sk_metrics.roc_auc_score(labels, probabilities)}
 
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_roc_auc_is_sklearn_s_bit_for_bit(seed):
+    """Ties (scores rounded to 0-3 decimals, or few distinct values), collinear runs, long
+    inputs and a constant score: the same float as roc_auc_score, not merely close."""
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        n = int(rng.choice([2, 3, 7, 40, 500, 5000]))
+        labels = rng.integers(0, 2, n)
+        labels[:2] = [0, 1]
+        kind = int(rng.integers(0, 4))
+        scores = (rng.random(n) if kind == 0 else np.round(rng.random(n), kind)
+                  if kind < 3 else rng.integers(0, 4, n).astype(float) / 3)
+        if rng.random() < 0.05:
+            scores[:] = 0.25
+        assert C.roc_auc(labels, scores) == sk_metrics.roc_auc_score(labels, scores)
+
+
+def test_roc_auc_refuses_what_sklearn_refuses():
+    with pytest.raises(ValueError, match="NaN"):
+        C.binary_scores([0.2, float("nan")], [0, 1])
+
 def test_one_class_keeps_every_metric_and_makes_only_auc_null():
     # labels 0, 0; classes 0 (0.2) and 1 (0.9): one false positive
     scores = C.binary_scores([0.2, 0.9], [0, 0])
