@@ -9,8 +9,7 @@ identical tokens, hence identical scores.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-from rouge_score import rouge_scorer, tokenizers
+from typing import Any
 
 from tasks.plumbing.errors import SumbenchError, check_choices
 
@@ -19,13 +18,16 @@ RECALL_METRICS = {"rouge1_recall": "rouge1", "rouge2_recall": "rouge2",
                   "rougeL_recall": "rougeL"}
 
 
-class CachingTokenizer(tokenizers.Tokenizer):
+class CachingTokenizer:
     """rouge-score's DefaultTokenizer with a per-text cache and a per-word stem cache (same
     tokens, computed once: `rouge_score.tokenize.tokenize` step by step, with the Porter stem
-    of each distinct word memoised)."""
+    of each distinct word memoised). A `tokenize(text)` object is all `RougeScorer` asks of a
+    tokenizer; rouge-score (which imports NLTK: 1.5 s) is imported when one is made, so that
+    processes that never score ROUGE (a leaderboard server, its workers) start without it."""
 
     def __init__(self, use_stemmer: bool = True):
         from rouge_score import tokenize as rouge_tokenize
+        from rouge_score import tokenizers
 
         self._rules = rouge_tokenize
         self._stemmer = tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)._stemmer
@@ -52,6 +54,13 @@ class CachingTokenizer(tokenizers.Tokenizer):
         return list(tokens)
 
 
+def recall_scorer(types: Sequence[str], use_stemmer: bool):
+    """rouge-score's `RougeScorer` of these types on a `CachingTokenizer`."""
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(list(types), tokenizer=CachingTokenizer(use_stemmer))
+
+
 def rouge_types_of(metrics: Sequence[str]) -> list[str]:
     check_choices(metrics, RECALL_METRICS, "ROUGE recall metric")
     return list(dict.fromkeys(RECALL_METRICS[m] for m in metrics))
@@ -59,12 +68,12 @@ def rouge_types_of(metrics: Sequence[str]) -> list[str]:
 
 def rouge_recall(summaries: Sequence[str], references: Sequence[str],
                  metrics: Sequence[str] = ("rouge2_recall",), use_stemmer: bool = True,
-                 scorer: rouge_scorer.RougeScorer | None = None) -> dict[str, list[float]]:
+                 scorer: Any = None) -> dict[str, list[float]]:
     """{metric: [recall per example]} of each summary against the reference at its index."""
     if len(summaries) != len(references):
         raise SumbenchError(f"{len(summaries)} summaries but {len(references)} references")
     types = rouge_types_of(metrics)
-    scorer = scorer or rouge_scorer.RougeScorer(types, tokenizer=CachingTokenizer(use_stemmer))
+    scorer = scorer or recall_scorer(types, use_stemmer)
     per_type: dict[str, list[float]] = {t: [] for t in types}
     for summary, reference in zip(summaries, references):
         scores = scorer.score(target=reference, prediction=summary)
@@ -79,8 +88,7 @@ def rouge_recall_by_system(summaries: Mapping[str, Sequence[str]], references: S
     """{metric: {system: [recall per example]}}; references are tokenized once for all."""
     from tqdm import tqdm
 
-    scorer = rouge_scorer.RougeScorer(rouge_types_of(metrics),
-                                      tokenizer=CachingTokenizer(use_stemmer))
+    scorer = recall_scorer(rouge_types_of(metrics), use_stemmer)
     table: dict[str, dict[str, list[float]]] = {metric: {} for metric in metrics}
     for system in tqdm(list(summaries), desc="ROUGE recall", unit="system", disable=None):
         scores = rouge_recall(summaries[system], references, metrics, scorer=scorer)
