@@ -19,6 +19,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "adding-a-task.md"
 BLOCK = re.compile(r'```\w+ title="([^"]+)"\n(.*?)```', re.S)
+#: an untrained tiny T5 never stops on its own: short outputs (validation during training
+#: too), greedy test predictions; every step of the run still happens
+QUICK_DECODING = ("--num-beams", "1", "--max-new-tokens", "8", "--set", "max_output_tokens=8")
 
 
 def page_files(page: Path = PAGE) -> dict[str, str]:
@@ -117,7 +120,7 @@ def test_the_pages_task_package_works_end_to_end(venv, tmp_path, usb_tokenizer):
     run = sumbench_in(venv, "run", "--model", tmp_path / "tiny", "--tasks", "title_generation",
                       "--data", data, "--mode", "finetune", "--max-steps", "2",
                       "--batch-size", "4", "--device", "cpu", "--out", tmp_path / "run",
-                      cwd=tmp_path)
+                      *QUICK_DECODING, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["scores"]["title_generation"]["n_records"] == 4
@@ -250,7 +253,7 @@ def test_the_pages_task_file_loads_with_plugins_and_runs_end_to_end(tmp_path, us
     run = sumbench("run", "--model", tmp_path / "tiny", "--tasks", "TITLE", "--data", data,
                    "--mode", "finetune", "--max-steps", "2", "--batch-size", "4",
                    "--device", "cpu", "--out", tmp_path / "run", "--plugins", "titles.py",
-                   cwd=tmp_path)
+                   *QUICK_DECODING, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["scores"]["title_generation"]["n_records"] == 4
