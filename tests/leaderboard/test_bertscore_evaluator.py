@@ -6,6 +6,7 @@ what was embedded before; empty texts; bad input."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -229,3 +230,19 @@ def test_bad_options_are_one_line_errors(options, message):
         parse_options(options)
     assert BertScoreEvaluator("r", {"model": "some/unknown-model"}).problem().endswith(
         "give layer=N")
+
+
+def test_without_bert_score_another_model_s_layer_names_the_extra(monkeypatch):
+    """bert-score's table is the only thing the evaluator takes from the package."""
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "bert_score" else found(name, *args))
+    monkeypatch.setitem(sys.modules, "bert_score.utils", None)  # import fails
+    assert BertScoreEvaluator("r", {"model": "bert-base-uncased"}).problem() == (
+        "bertscore-r: the default layer of the model 'bert-base-uncased' comes from "
+        "bert-score's table, and bert-score is not installed: pip install "
+        "'sumbench[bertscore]', or give layer=N")
+    assert BertScoreEvaluator("r", {"model": "bert-base-uncased", "layer": 9}).problem() is None
+    assert BertScoreEvaluator("r").problem() is None  # roberta-large's 17 is sumbench's own

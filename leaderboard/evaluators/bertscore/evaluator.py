@@ -13,6 +13,7 @@ reference scores 0 (bert-score 0.3.13 fails on one under transformers 5).
 """
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -86,10 +87,14 @@ class BertScoreEvaluator(Evaluator):
         return BertScoreEvaluator(self.side, {**self.given, **options})
 
     def problem(self) -> str | None:
-        if self.values["layer"] is None:
-            return (f"{self.name}: bert-score has no default layer for the model "
-                    f"{self.values['model']!r}: give layer=N")
-        return None
+        if self.values["layer"] is not None:
+            return None
+        if importlib.util.find_spec("bert_score") is None:
+            return (f"{self.name}: the default layer of the model {self.values['model']!r} "
+                    f"comes from bert-score's table, and bert-score is not installed: pip "
+                    f"install 'sumbench[bertscore]', or give layer=N")
+        return (f"{self.name}: bert-score has no default layer for the model "
+                f"{self.values['model']!r}: give layer=N")
 
     @property
     def settings(self) -> dict:
