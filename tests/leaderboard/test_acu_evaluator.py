@@ -6,7 +6,10 @@ Lite²Pyramid with ACUs (the `pyramid` evaluator over that file)."""
 from __future__ import annotations
 
 import json
+import math
+import shutil
 
+import numpy as np
 import pytest
 
 from bench.acu_official import (
@@ -16,12 +19,18 @@ from bench.acu_official import (
     build_generator,
 )
 from leaderboard.evaluators.acu import evaluator as acu
+from leaderboard.evaluators.acu import models as acu_models
 from leaderboard.evaluators.acu.rose import read_records, rose_units, write_rose_units
 from leaderboard.evaluators.pyramid.evaluator import PyramidEvaluator
+from tasks.metrics.correlation import correlation
 from tasks.metrics.evaluators import EVALUATORS, score_summaries
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.kept import forget_models
 from tasks.units.unit_files import read_unit_file
+
+from helpers import sumbench
+from lb_helpers import SYSTEMS as PYRAMID_SYSTEMS
+from lb_helpers import write_pyramid_folder
 
 REFERENCES = ["The council closed the bridge in Ohio in 1877.",
               "Paris hosted the Olympic games in 1924."]
@@ -189,6 +198,70 @@ def test_a3cu_batches_keep_each_summary_in_place(models):
     assert batched == pytest.approx(single, abs=1e-4)
     assert len(set(round(value, 6) for value in single)) == len(single)
 
+
+
+def test_meta_eval_runs_a2cu_beside_another_metric_from_the_command_line(models, tmp_path,
+                                                                         capsys):
+    """`meta-eval --metric a2cu-r --metric chrf` with the models given as folders: one table,
+    each system's A2CU mean that of the evaluator's own scores, the models in the settings."""
+    folder = write_pyramid_folder(tmp_path / "pyramid", n_examples=2)
+    (folder / "references.txt").write_text("\n".join(REFERENCES) + "\n")
+    texts = {"alpha": SYSTEMS["one"], "beta": ["A bridge closed.", "Games."],
+             "gamma": REFERENCES[::-1]}
+    for system, summaries in texts.items():
+        (folder / "summaries" / f"{system}.summary").write_text("\n".join(summaries) + "\n")
+    options = [argument for key, value in models["a2cu"].items()
+               for argument in ("--metric-option", f"a2cu-r:{key}={value}")]
+    out = tmp_path / "out.json"
+    code, printed, err = sumbench(capsys, "meta-eval", "--pyramid", folder, "--metric",
+                                  "a2cu-r", "--metric", "chrf", *options, "--out", out)
+    assert code == 0, err
+    assert list(json.loads(printed)) == ["a2cu-r", "chrf"]
+    written = json.loads(out.read_text())
+    references = [[line] for line in (folder / "references.txt").read_text().splitlines()]
+    recall = _a2cu(models, "r")
+    for system in PYRAMID_SYSTEMS:
+        summaries = (folder / "summaries" / f"{system}.summary").read_text().splitlines()
+        expected = float(np.mean(recall.score(summaries, references, None)))
+        assert written["system_means"]["metrics"]["a2cu-r"][system] == pytest.approx(
+            expected, abs=1e-12)
+    settings = {entry["label"]: entry["settings"] for entry in written["config"]["metrics"]}
+    assert settings["a2cu-r"]["generator"] == models["generator"]
+    assert settings["a2cu-r"]["classifier"] == models["classifier"]
+    means = written["system_means"]
+    for metric in ("a2cu-r", "chrf"):
+        expected = correlation([means["metrics"][metric][s] for s in PYRAMID_SYSTEMS],
+                               [means["human"][s] for s in PYRAMID_SYSTEMS], "kendall")
+        found = written["correlations"][metric]["all"]["system"]["kendall"]
+        assert found == expected or (found is None and math.isnan(expected)), metric
+
+
+def test_pickled_hub_checkpoints_load_as_the_safetensors_ones(models, tmp_path):
+    """The hub's AutoACU repositories hold `pytorch_model.bin` only: the same weights saved
+    that way score the same (transformers reads them weights-only)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    pickled = {}
+    for role, auto_class in (("classifier", AutoModelForSequenceClassification),
+                             ("a3cu", acu_models.linear_head_bert_class())):
+        folder = tmp_path / role
+        shutil.copytree(models[role], folder)
+        state = auto_class.from_pretrained(models[role]).state_dict()
+        torch.save(state, folder / "pytorch_model.bin")
+        (folder / "model.safetensors").unlink()
+        pickled[role] = str(folder)
+    forget_models()
+    texts, references = SYSTEMS["one"], [[r] for r in REFERENCES]
+    a2cu = _a2cu(models, "r").score(texts, references, None)
+    a3cu = acu.A3CUEvaluator("a3cu-r", "r", {"model": models["a3cu"], "device": "cpu"})
+    a3cu_scores = a3cu.score(texts, references, None)
+    forget_models()
+    assert _a2cu(models, "r", classifier=pickled["classifier"]).score(
+        texts, references, None) == a2cu
+    assert acu.A3CUEvaluator("a3cu-r", "r", {"model": pickled["a3cu"], "device": "cpu"}).score(
+        texts, references, None) == a3cu_scores
+    forget_models()
 
 # ---- SemiAutoACU and Lite²Pyramid over human ACUs --------------------------------------------
 def _semi(models, units):
