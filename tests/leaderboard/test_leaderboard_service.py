@@ -736,6 +736,65 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
     assert rows[0].version_key != rows[1].version_key
 
 
+
+def _evaluators_entries(database) -> dict[str, tuple[str, list]]:
+    """model -> (track version, each part's stored distribution, NaN as None) of the
+    evaluators board's current scores."""
+    import numpy as np
+
+    from leaderboard.service.db import Material
+
+    found = {}
+    with database.session() as session:
+        for submission in session.scalars(select(Submission).filter_by(track="evaluators")):
+            score = session.scalars(select(Score).filter_by(submission_id=submission.id,
+                                                            current=True)).one()
+            materials = session.scalars(select(Material).filter_by(score_id=score.id)
+                                        .order_by(Material.part)).all()
+            found[submission.model] = (json.loads(score.versions)["track_version"], [
+                [None if np.isnan(v) else v for v in np.frombuffer(m.distribution)]
+                for m in materials])
+    return found
+
+
+@pytest.mark.slow
+def test_rescore_recomputes_the_evaluators_entries_of_the_first_track_version(tmp_path,
+                                                                              monkeypatch):
+    """Entries scored under the evaluators track's version 1 (examples resampled only) are
+    not current after the upgrade to version 2; the admin's rescore on the served board scores
+    them again: version 2's boot-both distributions, equal to a board built anew, and the
+    version-1 rows kept as history."""
+    from leaderboard.service.app import create_app
+    from leaderboard.service.db import Material
+    from leaderboard.tracks.evaluators import EvaluatorsTrack
+
+    pyramid = write_pyramid_folder(tmp_path / "tinyset")
+    with monkeypatch.context() as first_version:
+        first_version.setattr(EvaluatorsTrack, "version", "1")
+        url = make_database(tmp_path / "old.sqlite", pyramid=pyramid, n_resamples=20)
+    database = Database(url)
+    old = _evaluators_entries(database)
+    assert len(old) >= 5 and {version for version, _ in old.values()} == {"1"}
+    with database.write_session() as session:  # version 1's numbers stand for themselves
+        for material in session.scalars(select(Material)):
+            material.distribution = bytes(len(material.distribution))
+    new = _evaluators_entries(Database(make_database(tmp_path / "new.sqlite", pyramid=pyramid,
+                                                     n_resamples=20)))
+    assert {version for version, _ in new.values()} == {"2"} and set(new) == set(old)
+    client = TestClient(create_app(url))
+    admin = {"Authorization": f"Bearer {create_token(database, 'admin', admin=True)}"}
+    answer = client.post("/api/v1/admin/rescore", headers=admin)
+    assert answer.json() == {"score": len(old), "analyse": 0, "evaluate": 0}
+    Worker(database).drain()
+    assert _evaluators_entries(database) == new
+    with database.session() as session:
+        history = [json.loads(score.versions)["track_version"]
+                   for score in session.scalars(select(Score).order_by(Score.id))
+                   if not score.current]
+    assert history == ["1"] * len(old)
+    board = client.get("/api/v1/leaderboard/evaluators", params={"variant": "tinyset"}).json()
+    assert "significance clusters" in board["rules"]["bands"]
+
 @pytest.mark.slow
 def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_change(
         tmp_path, data_dir, usb_fixture_dir):
