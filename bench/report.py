@@ -83,6 +83,12 @@ WHAT = {
                                  "systems at roberta-large's shape (random weights): the "
                                  "evaluators (references embedded once) vs "
                                  "`bert_score.score` per system; within 1e-5", ">= 1.5"),
+    "bartscore_speed@bart-large-cnn": ("BARTScore F (both directions, then their mean) of "
+                                       "synthetic REALSumm-length systems at "
+                                       "bart-large-cnn's shape (random weights): distinct "
+                                       "sources encoded once, pairs sorted by length vs the "
+                                       "official `BARTScorer.score` (batch 4) per system and "
+                                       "direction; within 1e-5 relative", ">= 2"),
     "a2cu_matching_speed@base": ("A2CU's (summary, ACU) matching at a DeBERTa-base shape "
                                  "(random weights): length-sorted batches of 32 vs the "
                                  "official `autoacu` 0.1.0 `acu_matching` (one pair per "
