@@ -12,7 +12,9 @@ Where the official code runs each pair's encoder in its own batch of 4, in input
 `BartScorer.log_likelihoods` runs the encoder once per distinct source text (and keeps its
 states, up to `cache_tokens` tokens, for later calls: a reference scored against system
 after system is encoded once), then the decoder over the distinct pairs sorted by length,
-each batch padded to its longest target; the log-softmax is taken at real target tokens only.
+in batches that padding fills to at most a fifth (leaderboard.evaluators.batching: on a CPU a
+padded position costs what a real one does); the log-softmax is taken at real target tokens
+only.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from leaderboard.evaluators.batching import filled_batches
 from tasks.plumbing.errors import SumbenchError
 
 #: encoder states kept between calls, in tokens (bart-large: 4 KiB each in fp32)
@@ -64,8 +67,8 @@ class BartScorer:
                              batch_size)
                 order = sorted(group, key=lambda pair: (len(ids[pair[1]]), len(ids[pair[0]])),
                                reverse=True)
-                for start in range(0, len(order), batch_size):
-                    chunk = order[start:start + batch_size]
+                for chunk in filled_batches(order, lambda pair: (len(ids[pair[0]]),
+                                                                 len(ids[pair[1]])), batch_size):
                     values.update(zip(chunk, self._decode(
                         [self.states[source] for source, _ in chunk],
                         [ids[target] for _, target in chunk])))
@@ -101,8 +104,7 @@ class BartScorer:
                            if source in self.states}
             self.cached = sum(state.shape[0] for state in self.states.values())
         encoder = self.model.get_encoder()
-        for start in range(0, len(missing), batch_size):
-            chunk = missing[start:start + batch_size]
+        for chunk in filled_batches(missing, lambda source: (len(ids[source]),), batch_size):
             tokens, mask = self._padded([ids[source] for source in chunk])
             states = encoder(input_ids=tokens, attention_mask=mask).last_hidden_state
             for row, source in enumerate(chunk):

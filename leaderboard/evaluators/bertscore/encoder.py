@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from leaderboard.evaluators.batching import filled_batches
 from tasks.plumbing.errors import SumbenchError
 from trainers.models.disk_cache import model_revision
 
@@ -33,8 +34,6 @@ DEFAULT_MODEL, DEFAULT_LAYER = "roberta-large", 17
 #: what the embeddings of the texts seen may take in memory (about 1,300 REALSumm texts at
 #: roberta-large's 1,024 floats a piece)
 CACHE_BYTES = 512 * 2**20
-#: the least share of a padded batch that pieces fill
-PADDING_LIMIT = 0.8
 #: a tokenizer's model_max_length above this means "not set" (transformers' 1e30 default)
 UNSET_LENGTH = 10**6
 
@@ -146,24 +145,6 @@ def _max_pieces(tokenizer: Any, model: Any) -> int:
     return int(positions) - offset
 
 
-def _batches(items: list[tuple[str, Pieces]], batch_size: int):
-    """`items` (longest first) cut into batches of at most `batch_size` texts whose pieces
-    fill at least PADDING_LIMIT of the batch padded to its longest (padding costs as much as
-    pieces do on a CPU)."""
-    batch: list[tuple[str, Pieces]] = []
-    filled = 0
-    for item in items:
-        size = len(item[1].ids)
-        if batch and (len(batch) == batch_size or filled + size < PADDING_LIMIT * (
-                len(batch) + 1) * len(batch[0][1].ids)):
-            yield batch
-            batch, filled = [], 0
-        batch.append(item)
-        filled += size
-    if batch:
-        yield batch
-
-
 class Encoder:
     """A loaded BERTScore model: `pieces(text)` and `embed(texts)` (see the module)."""
 
@@ -198,7 +179,7 @@ class Encoder:
         found = {text: self.cache.get(text) for text in wanted}
         missing = [(text, self.pieces(text)) for text, value in found.items() if value is None]
         missing.sort(key=lambda item: (-len(item[1].ids), item[0]))
-        for batch in _batches(missing, batch_size):
+        for batch in filled_batches(missing, lambda item: (len(item[1].ids),), batch_size):
             for (text, pieces), embedding in zip(batch, self._run([p for _, p in batch])):
                 found[text] = self.cache.put(text, embedding, pieces.weights)
         self.embedded += len(missing)
