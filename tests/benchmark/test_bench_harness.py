@@ -56,7 +56,7 @@ def test_reports_name_the_machine(capsys):
 def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
     completed = subprocess.run(
         [sys.executable, str(BENCH / "presence_speed.py"), "--data",
-         str(pyramid_data_dir / "pyrxsum"), "--subset", "40", "--repeat", "1", "--sample",
+         str(pyramid_data_dir / "pyrxsum"), "--subset", "16", "--repeat", "1", "--sample",
          sample, "--threads", "1", "--json"],
         capture_output=True, text=True, timeout=300, check=True)
     line = json.loads(completed.stdout.strip().splitlines()[-1])
@@ -65,13 +65,13 @@ def test_presence_benchmark_runs_on_a_few_pairs(pyramid_data_dir, sample):
     if sample == "examples":  # whole examples: every system's summary with each unit
         assert line["pairs"] > 2 * line["distinct_summaries"]
     else:
-        assert line["pairs"] == line["distinct_summaries"] == 40
+        assert line["pairs"] == line["distinct_summaries"] == 16
 
 
 @pytest.mark.slow
 def test_leaderboard_benchmark_alternates_its_scoring_arms():
     completed = subprocess.run(
-        [sys.executable, str(BENCH / "leaderboard_load.py"), "--docs", "100", "--entries", "3",
+        [sys.executable, str(BENCH / "leaderboard_load.py"), "--docs", "40", "--entries", "3",
          "--requests", "2", "--repeat", "2", "--burst", "3", "--json"],
         capture_output=True, text=True, timeout=300, check=True)
     line = json.loads(completed.stdout.strip().splitlines()[-1])
