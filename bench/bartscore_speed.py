@@ -21,7 +21,8 @@ median 50 words. `--metric f` (default) is the official runner's BARTScore for e
   ours      `BartScoreEvaluator("bartscore-<metric>").score` called system by system, as
             `meta-eval` calls it (a fresh scorer each run, so nothing is kept between runs):
             each distinct source encoded once (a reference is encoded once for every
-            system), pairs batched by length (`--batch-size`, default 16);
+            system), pairs run longest first in batches at least 4/5 filled (at most
+            `--batch-size`, default 16);
   baseline  the official `BARTScorer.score(srcs, tgts, batch_size=4)` per system and
             direction, as the runner calls it.
 The arms alternate `--repeat` times (bench/harness.py: medians, ratio > 1: ours faster).
