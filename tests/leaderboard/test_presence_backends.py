@@ -254,7 +254,8 @@ def test_nli_is_batch_size_independent_and_cached(classifier_dir, tmp_path):
 
 
 def test_nli_batches_run_longest_first_with_one_pair_at_a_time_numbers(classifier_dir):
-    """Batches of `batch_size` pairs, longest first, each padded to its longest pair: the
+    """Batches of at most `batch_size` pairs, longest first, each padded to its longest
+    pair, the long outlier alone (padding the rest to it would fill most of the batch): the
     numbers of one pair per forward (up to float rounding: other padded shapes); a repeated
     pair runs once and gets an equal result object of its own."""
     pairs = outlier_pairs()
@@ -265,8 +266,8 @@ def test_nli_batches_run_longest_first_with_one_pair_at_a_time_numbers(classifie
         [len(feature["input_ids"]) for feature in features]) or forward(features)
     got = backend.score(pairs + pairs[:2])
     lengths = sorted((len(f["input_ids"]) for f in backend.prepare(pairs)), reverse=True)
-    assert batches == [lengths[:8], lengths[8:]] and lengths[0] > 3 * lengths[1]
-    assert backend.forward_calls == 2
+    assert batches == [lengths[:1], lengths[1:9], lengths[9:]]
+    assert lengths[0] > 3 * lengths[1] and backend.forward_calls == 3
     expected = single.score(pairs)
     assert [r.details["p3"] for r in got[:len(pairs)]] == \
         pytest.approx([r.details["p3"] for r in expected], abs=1e-6)

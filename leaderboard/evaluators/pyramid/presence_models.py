@@ -36,6 +36,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from leaderboard.evaluators.batching import filled_batches
 from leaderboard.evaluators.pyramid.nli_outputs import NLI_MAX_LENGTH, entailment_index, nli_outputs
 from leaderboard.evaluators.pyramid.presence import (
     NLI_MODES,
@@ -174,16 +175,17 @@ class BatchedModelBackend(PresenceBackend):
         return outputs
 
     def batched_forward(self, features: Sequence[dict]) -> list:
-        """`forward`'s output for each of `features`, in their order: batches of
-        `batch_size` inputs of similar length (longest first), each padded to its longest."""
+        """`forward`'s output for each of `features`, in their order: longest first, in
+        batches of at most `batch_size` inputs that padding (to each batch's longest) fills to
+        at most a fifth (leaderboard.evaluators.batching)."""
         import torch
 
         order = sorted(range(len(features)),
                        key=lambda j: (-len(features[j]["input_ids"]), j))
         outputs: list = [None] * len(features)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
+            for batch in filled_batches(order, lambda j: (len(features[j]["input_ids"]),),
+                                        self.batch_size):
                 rows = self.forward([features[j] for j in batch])
                 self.forward_calls += 1
                 for j, row in zip(batch, rows):
