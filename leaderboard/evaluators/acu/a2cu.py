@@ -16,14 +16,16 @@ file's), on any device and without its temporary files:
 
 What differs is only how the work is done: each distinct text's units are generated once and
 kept (meta-eval scores many systems against the same references), each distinct
-(text, unit) pair is classified once, and pairs go through the classifier in batches sorted
-by length (the official code runs them in the given order, one per batch by default)."""
+(text, unit) pair is classified once, and pairs go through the classifier longest first, in
+batches that padding fills to at most a fifth (leaderboard.evaluators.batching; the official
+code runs them in the given order, one per batch by default)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from leaderboard.evaluators.acu.models import ENTAILMENT
+from leaderboard.evaluators.batching import filled_batches
 
 #: what the generator reads of a text, and what the classifier reads of a text and of a unit
 SOURCE_TOKENS, TEXT_TOKENS, UNIT_TOKENS = 256, 200, 100
@@ -142,7 +144,7 @@ class UnitMatcher:
         rows = {pair: self.pair_input(*pair) for pair in todo}
         todo.sort(key=lambda pair: len(rows[pair][0]), reverse=True)
         found = {}
-        for batch in chunks(todo, self.batch_size):
+        for batch in filled_batches(todo, lambda pair: (len(rows[pair][0]),), self.batch_size):
             found.update(zip(batch, self.entailed([rows[pair] for pair in batch])))
         self.cache.store(found.items())
         return [found[pair] if pair in found else self.cache[pair] for pair in pairs]
