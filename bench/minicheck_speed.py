@@ -7,7 +7,7 @@ system's summary against each SCU of evenly spaced examples (`--sample examples`
 run pairs them; at least one example, about 250 pairs), two ways, alternated `--repeat` times
 (bench/harness.py: min and median of each, ratio of medians):
   ours      MiniCheckBackend: each summary chunked once, every (chunk, claim) input of the
-            sample in length-sorted batches of `--batch-size`, padded to each batch's longest;
+            sample longest first, in batches of at most `--batch-size` at least 4/5 filled;
   official  MiniCheck's `Inferencer.fact_check` (Liyan06/MiniCheck b58b9fa): pair by pair,
             each pair's chunks in batches of 16 (its default), on the same model object.
 "identical": every probability within 1e-6 and the same labels. The official package is read

@@ -6,8 +6,8 @@ and median of each, ratio of medians). `--sample pairs` (default) takes evenly s
 (nearly every pair has its own summary); `--sample examples` takes evenly spaced whole examples
 (every system's summary against each of the example's SCUs, as a Pyramid run pairs them, so
 each summary comes with ~11 units and a few pairs repeat):
-  ours      NLIBackend: length-sorted batches of at most `--batch-size`, each padded to its
-            longest pair, each distinct pair once;
+  ours      NLIBackend: longest first, batches of at most `--batch-size` at least 4/5
+            filled (each padded to its longest pair), each distinct pair once;
   baseline  the real Lite²Pyramid loop: batches of 32 in data order padded to 400 tokens
             ("ratio");
   one pair  one pair per forward pass, truncated at 400 tokens too ("ratio_one_pair").

@@ -20,7 +20,7 @@ Registered as `minicheck` in `PRESENCE_BACKENDS` when imported. It computes what
 - the pair's probability is the max over its chunks; label = probability > 0.5.
 
 Unlike `Inferencer`, which runs one pair's chunks per forward pass, every (chunk, claim) input
-of a stream chunk is batched together, sorted by length and padded to its batch's longest;
+of a stream chunk is batched together, longest first, in batches at least 4/5 filled;
 a summary is split into chunks once. Cached raw outputs are the per-chunk probabilities.
 A summary with no text has no chunk: `Inferencer` then fails (it concatenates no outputs), so
 it is an error here too.
