@@ -27,9 +27,10 @@ def early_stopping_fn(kind: str, spec, task_names: Sequence[str],
 
 def headline_metric_fn(spec, task_names: Sequence[str], data_dir: str | None) -> EvaluateFn:
     """evaluate_fn: the mean over tasks of the headline score on the validation split,
-    predicted greedily with trainers.inference.predict (every process predicts everything) on the
-    windows training used. NaN when a task's headline is undefined (e.g. AUC with one class),
-    which the training loop counts as an evaluation without improvement."""
+    predicted with trainers.inference.predict (every process predicts everything) on the
+    windows training used, with the release's decoding (`validation_predict_spec`). NaN when
+    a task's headline is undefined (e.g. AUC with one class), which the training loop counts
+    as an evaluation without improvement."""
     cache: dict = {}
 
     def evaluate(model, tokenizer) -> float:
