@@ -103,6 +103,21 @@ def qapyramid_judgments(shared_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def wordnet_folder() -> Path:
+    """WordNet 3.0 for METEOR: `.ci/run` installs Debian's wordnet-base and requires it
+    (SUMBENCH_REQUIRE_WORDNET); elsewhere the tests that need it skip, saying why."""
+    from tasks.metrics.wordnet import find_wordnet
+    from tasks.plumbing.errors import SumbenchError
+
+    try:
+        return find_wordnet()
+    except SumbenchError as error:
+        if os.environ.get("SUMBENCH_REQUIRE_WORDNET"):
+            pytest.fail(f"SUMBENCH_REQUIRE_WORDNET is set and {error}")
+        pytest.skip(f"no WordNet 3.0 on this machine: {error}")
+
+
+@pytest.fixture(scope="session")
 def data_dir(usb_fixture_dir) -> Path:
     """shared/fixtures/usb/task_datasets: the official task files derived from the fixture."""
     return usb_fixture_dir / "task_datasets"

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
 
 from bench.acu_official import build_classifier, build_deberta_tokenizer, build_generator
 from tasks.metrics.correlation import correlation
-from tasks.metrics.wordnet import find_wordnet
-from tasks.plumbing.errors import SumbenchError
 from trainers.models.tiny import build_tiny_bert_encoder
 
 from helpers import recorded_models, sumbench
@@ -42,17 +39,8 @@ def realsumm_subset(source: Path, root: Path) -> tuple[Path, list[str]]:
     return root, systems
 
 
-def wordnet() -> Path:
-    try:
-        return find_wordnet()
-    except SumbenchError as error:
-        if os.environ.get("SUMBENCH_REQUIRE_WORDNET"):
-            pytest.fail(f"SUMBENCH_REQUIRE_WORDNET is set and {error}")
-        pytest.skip(f"no WordNet 3.0 on this machine: {error}")
-
-
 @pytest.mark.slow
-def test_the_papers_comparison_runs_in_one_command(pyramid_data_dir, tmp_path,
+def test_the_papers_comparison_runs_in_one_command(pyramid_data_dir, wordnet_folder, tmp_path,
                                                    tmp_path_factory, capsys):
     folder, systems = realsumm_subset(pyramid_data_dir / "realsumm", tmp_path / "realsumm")
     texts = [line for path in folder.rglob("*.txt") for line in path.read_text().splitlines()]
@@ -63,7 +51,7 @@ def test_the_papers_comparison_runs_in_one_command(pyramid_data_dir, tmp_path,
     generator = build_generator(texts, tmp_path / "generator")
     classifier = build_classifier(build_deberta_tokenizer(texts), tmp_path / "classifier")
     bart = recorded_models(tmp_path_factory, "bartscore_official", "build_model")
-    options = {"meteor": {"wordnet": wordnet()},
+    options = {"meteor": {"wordnet": wordnet_folder},
                "bertscore-r": {"model": bert, "layer": 2, "device": "cpu"},
                "bartscore-r": {"model": bart, "max_length": 60, "device": "cpu"},
                "a2cu-r": {"generator": generator, "generator_tokenizer": generator,

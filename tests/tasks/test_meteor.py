@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -141,19 +140,7 @@ def test_tokens_are_nltk_word_tokenize_with_the_shipped_punkt():
     assert meteor(["The", "CAT"], [["the", "cat"]], StubWordNet()) == pytest.approx(1 - 0.5 / 8)
 
 
-# ---- real WordNet 3.0 ---------------------------------------------------------------------------
-def _wordnet_folder() -> Path:
-    try:
-        return find_wordnet()
-    except SumbenchError as error:
-        if os.environ.get("SUMBENCH_REQUIRE_WORDNET"):
-            pytest.fail(f"SUMBENCH_REQUIRE_WORDNET is set and {error}")
-        pytest.skip(f"no WordNet 3.0 on this machine: {error}")
-
-
-@pytest.fixture(scope="module")
-def wordnet_folder():
-    return _wordnet_folder()
+# ---- real WordNet 3.0 (the `wordnet_folder` fixture: tests/conftest.py) ----------------------
 
 
 GUIDE = ("It is a guide to action which ensures that the military always obeys the commands "
