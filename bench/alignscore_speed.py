@@ -11,7 +11,8 @@ port against it with the same helpers.
 
 Arms, alternated `--repeat` times (bench/harness.py: min and median, ratio of medians):
   ours      AlignScoreBackend: every pair's (chunk, sentence) rows pooled, each distinct row
-            once, length-sorted batches of `--batch-size` padded to their longest row;
+            once, longest first, in batches of at most `--batch-size` at least 4/5
+            filled (each padded to its longest row);
   baseline  the fork's `AlignScore(...).score(summaries, units)`: pair by pair, each pair's
             rows in batches of `--batch-size` padded to 512 tokens, MLM head included.
 "identical": every probability within 1e-5 (padding changes float rounding).

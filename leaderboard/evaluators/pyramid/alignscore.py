@@ -169,8 +169,8 @@ class AlignScoreBackend(BatchedModelBackend):
         return outputs
 
     def row_probabilities(self, rows: list[tuple[str, str]]) -> list[float]:
-        """The aligned probability of each (chunk, sentence) row: length-sorted batches of
-        `batch_size`, each padded to its longest row."""
+        """The aligned probability of each (chunk, sentence) row: longest first, in batches
+        of at most `batch_size` at least 4/5 filled, each padded to its longest row."""
         return [float(value) for value in self.batched_forward(self.prepare(rows))]
 
     def _encode(self, chunk: str, sentence: str) -> list[int]:
