@@ -311,7 +311,6 @@ def test_the_command_line_starts_without_heavy_libraries(code):
     assert _probe_output(probe)[-1] == "[]"
 
 
-
 @pytest.mark.slow
 def test_the_leaderboard_server_starts_without_nltk_or_models():
     """The app a server (and each of its workers) imports loads no NLTK (1.5 s, through
@@ -319,6 +318,7 @@ def test_the_leaderboard_server_starts_without_nltk_or_models():
     probe = ("import leaderboard.service.app\nimport sys\n"
              f"print(sorted(set({(*HEAVY, 'nltk', 'rouge_score')!r}) & set(sys.modules)))")
     assert _probe_output(probe)[-1] == "[]"
+
 
 LEADERBOARD_HELP_PROBE = """
 import sys

@@ -199,7 +199,6 @@ def test_a3cu_batches_keep_each_summary_in_place(models):
     assert len(set(round(value, 6) for value in single)) == len(single)
 
 
-
 def test_meta_eval_runs_a2cu_beside_another_metric_from_the_command_line(models, tmp_path,
                                                                          capsys):
     """`meta-eval --metric a2cu-r --metric chrf` with the models given as folders: one table,
@@ -262,6 +261,7 @@ def test_pickled_hub_checkpoints_load_as_the_safetensors_ones(models, tmp_path):
     assert acu.A3CUEvaluator("a3cu-r", "r", {"model": pickled["a3cu"], "device": "cpu"}).score(
         texts, references, None) == a3cu_scores
     forget_models()
+
 
 # ---- SemiAutoACU and Lite²Pyramid over human ACUs --------------------------------------------
 def _semi(models, units):

@@ -736,7 +736,6 @@ def test_rescore_after_a_gold_change_keeps_history(tmp_path, data_dir, usb_fixtu
     assert rows[0].version_key != rows[1].version_key
 
 
-
 def _evaluators_entries(database) -> dict[str, tuple[str, list]]:
     """model -> (track version, each part's stored distribution, NaN as None) of the
     evaluators board's current scores."""
@@ -794,6 +793,7 @@ def test_rescore_recomputes_the_evaluators_entries_of_the_first_track_version(tm
     assert history == ["1"] * len(old)
     board = client.get("/api/v1/leaderboard/evaluators", params={"variant": "tinyset"}).json()
     assert "significance clusters" in board["rules"]["bands"]
+
 
 @pytest.mark.slow
 def test_breakdown_aggregates_the_scored_material_and_rescores_after_a_gold_change(
@@ -898,7 +898,6 @@ def per_item_scores(database) -> set[str]:
     return {repr(v) for v in values
             if Fraction(v).limit_denominator(30) != Fraction(v) and
             abs(float(Fraction(v).limit_denominator(30)) - v) > 1e-12}
-
 
 
 def test_migrations_build_exactly_the_models_schema(tmp_path):

@@ -80,7 +80,6 @@ def test_binary_scores_bit_identical_to_sklearn():
             "auc": sk_metrics.roc_auc_score(labels, probabilities)}
 
 
-
 @pytest.mark.parametrize("seed", range(4))
 def test_roc_auc_is_sklearn_s_bit_for_bit(seed):
     """Ties (scores rounded to 0-3 decimals, or few distinct values), collinear runs, long
@@ -101,6 +100,7 @@ def test_roc_auc_is_sklearn_s_bit_for_bit(seed):
 def test_roc_auc_refuses_what_sklearn_refuses():
     with pytest.raises(ValueError, match="NaN"):
         C.binary_scores([0.2, float("nan")], [0, 1])
+
 
 def test_one_class_keeps_every_metric_and_makes_only_auc_null():
     # labels 0, 0; classes 0 (0.2) and 1 (0.9): one false positive
