@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.meta_eval import ALL_LEVELS, MetricScores, render_table
+from leaderboard.meta_eval import ALL_LEVELS, MetricScores, render_table, score_matrix
 from tasks.metrics.correlation import METHODS
 from tasks.metrics.correlation_bootstrap import interval_of_defined, resampled_correlations
 from tasks.metrics.metric_tests import (
@@ -110,10 +110,6 @@ def check_statistics(ci: str, test: str, correction: str, rule: str,
                                 f"{values.pop():g}): its correlations are undefined")
 
 
-def matrix(per_example: Mapping[str, Sequence[float]], systems: Sequence[str]) -> np.ndarray:
-    return np.array([[float(v) for v in per_example[s]] for s in systems], dtype=float)
-
-
 @dataclass(frozen=True)
 class Study:
     """What the statistics are computed on: the metrics' and the humans' matrices (systems x
@@ -135,7 +131,7 @@ class Study:
 
     @functools.cached_property
     def Z(self) -> np.ndarray:
-        Z = matrix(self.human, self.systems)
+        Z = score_matrix(self.human, self.systems)
         return Z.mean(axis=1, keepdims=True) if self.per_system else Z
 
     @functools.cached_property
@@ -143,7 +139,7 @@ class Study:
         if self.per_system:
             return {m.label: np.array([[float(m.means()[s])] for s in self.systems])
                     for m in self.metrics}
-        return {m.label: matrix(m.per_example, self.systems) for m in self.metrics}
+        return {m.label: score_matrix(m.per_example, self.systems) for m in self.metrics}
 
     def unpaired(self, level: str) -> bool:
         """Whether `level` takes the unjudged inputs (the system level, when given)."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from leaderboard.meta_eval import MetricScores
+from leaderboard.meta_eval import MetricScores, score_matrix
 from tasks.metrics.resampling import coefficient
 from tasks.plumbing.errors import DataError, SumbenchError
 from tasks.plumbing.io import read_json
@@ -67,8 +67,7 @@ def _finite(value, path: str, field: str) -> float:
 def all_inputs(metric: MetricScores, systems: Sequence[str], unjudged: np.ndarray
                ) -> np.ndarray:
     """The metric's matrix over every input: the judged ones, then the unjudged ones."""
-    judged = np.array([[float(v) for v in metric.per_example[s]] for s in systems])
-    return np.hstack([judged, unjudged])
+    return np.hstack([score_matrix(metric.per_example, systems), unjudged])
 
 
 def with_unjudged_system_level(results: dict, metrics: Sequence[MetricScores],

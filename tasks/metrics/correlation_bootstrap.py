@@ -165,7 +165,7 @@ def _resampled_sides(level: str, method: str, rows: np.ndarray, columns: np.ndar
 
 
 def resampled_system_means(matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray,
-                  whole_rows: bool) -> np.ndarray:
+                           whole_rows: bool) -> np.ndarray:
     """(batch x systems) means of the resampled systems over the resampled inputs, summed in
     the order `np.nanmean` sums a resampled matrix: a whole row pairwise (its mean taken
     once), inputs picked by index one after the other (the picked matrix is strided), so
