@@ -66,7 +66,6 @@ def official_values(model, tokenizer, source: str, n_lines: int | None, spec) ->
         fit_to_lines(values, [None] * len(values), n_lines).values)
 
 
-
 def max_difference(ours: list[list[float]], theirs: list[list[float]]) -> float:
     if [len(p) for p in ours] != [len(p) for p in theirs]:
         raise SystemExit("the two paths found different numbers of label positions")

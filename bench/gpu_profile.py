@@ -55,6 +55,7 @@ def profile_summary(prof: Any, top: int = 12) -> dict:
     events = prof.key_averages()
     device = [e for e in events if e.device_type == DeviceType.CUDA]
     timed = device or [e for e in events if e.key.startswith("aten::")]
+
     def spent(event):
         return (event.self_device_time_total if device else event.self_cpu_time_total) / 1e3
     total = sum(spent(e) for e in timed) or 1.0

@@ -128,7 +128,10 @@ def load_nlpstats(folder: str | None):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--nlpstats", default=os.environ.get("SUMBENCH_NLPSTATS_OFFICIAL"))
+    parser.add_argument("--nlpstats", default=os.environ.get("SUMBENCH_NLPSTATS_OFFICIAL"),
+                        help="folder holding the nlpstats package (`pip install --no-deps "
+                             "--target DIR nlpstats==0.0.1`); default: "
+                             "$SUMBENCH_NLPSTATS_OFFICIAL")
     parser.add_argument("--metrics", type=int, default=20)
     parser.add_argument("--resamples", type=int, default=30)
     parser.add_argument("--full-resamples", type=int, default=10_000)

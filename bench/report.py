@@ -249,6 +249,18 @@ def fast_path_rows(lines: list[dict]) -> list[str]:
     return rows
 
 
+def portable_command(command: str) -> str:
+    """The command as a reader can rerun it: an absolute path outside the repository (the
+    measuring machine's copy of official code) becomes its option's name in capitals."""
+    words = command.split()
+    for index, word in enumerate(words[1:], start=1):
+        previous = words[index - 1]
+        if word.startswith("/") and previous.startswith("--") \
+                and not Path(word).resolve().is_relative_to(BENCH.parent):
+            words[index] = previous.lstrip("-").replace("-", "_").upper()
+    return " ".join(words)
+
+
 def page(lines: list[dict]) -> str:
     latest: dict[str, dict] = {}
     for line in lines:  # the latest run of each benchmark, shape and arm set
@@ -259,11 +271,12 @@ def page(lines: list[dict]) -> str:
             "(bench/results.jsonl; `--record` adds a run). Each benchmark alternates its two "
             "arms `--repeat` times and reports the ratio of their medians (> 1: sumbench's "
             "arm is faster; score_scale's is a time ratio of two sizes). Tests never time "
-            "anything: speed claims live here.", "",
+            "anything: speed claims live here. An argument in capitals is a folder of official "
+            "code on the measuring machine: the benchmark's `--help` says what it holds.", "",
             "| benchmark | what | goal | ratio | identical | figures | machine | date |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for _, line in sorted(latest.items()):
-        command = line["command"]
+        command = portable_command(line["command"])
         if line.get("benchmark") == "gpu_suite":
             continue
         what, goal = what_and_goal(line)

@@ -42,6 +42,7 @@ def synthetic_examples(count: int, max_source: int, max_target: int, vocab: int,
     targets = np.clip(rng.lognormal(3.3, 0.6, count), 4, max_target).astype(int)
     long_ones = rng.choice(count, size=max(1, count // 50), replace=False)
     sources[long_ones] = max_source                     # a few documents hit the budget
+
     def ids(length):
         return rng.integers(3, vocab, size=length - 1).tolist() + [1]
     return TrainingExamples([ids(n) for n in sources], [ids(n) for n in targets],

@@ -150,7 +150,7 @@ def run_trainer(model_dir: str, out: Path, args) -> dict:
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
-    from trainers.finetuning.finetune import prepare_for_training
+    from trainers.finetuning.model_setup import prepare_for_training
 
     spec, tokenizer, rows, steps = planned_examples(model_dir, args)
     model = prepare_for_training(AutoModelForSeq2SeqLM.from_pretrained(

@@ -51,11 +51,11 @@ ALL_LEVELS = ("system", "summary", "global")
 NOT_AVAILABLE = "n/a"
 
 
-
 def score_matrix(per_example: Mapping[str, Sequence[float]], systems: Sequence[str]
                  ) -> np.ndarray:
     """systems x examples, in `systems` order."""
     return np.array([[float(v) for v in per_example[s]] for s in systems], dtype=float)
+
 
 @dataclass(frozen=True)
 class MetricScores:

@@ -74,6 +74,20 @@ def test_the_performance_page_shows_the_latest_run_of_each_benchmark_shape_and_a
     assert "| label probabilities vs one generate per example | not measured" in page
 
 
+def test_the_performance_page_names_folders_of_the_measuring_machine_by_their_option():
+    report = bench_report()
+    inside = str(REPO / "bench" / "results.jsonl")
+    assert report.portable_command(
+        f"python bench/minicheck_speed.py --official /tmp/official/minicheck --data {inside} "
+        "--repeat 5") == ("python bench/minicheck_speed.py --official OFFICIAL "
+                          f"--data {inside} --repeat 5")
+    assert report.portable_command("python bench/meta_eval_speed.py --nlpstats /opt/x/y") == \
+        "python bench/meta_eval_speed.py --nlpstats NLPSTATS"
+    line = {"benchmark": "bartscore_speed", "shape": "bart-large-cnn", "ratio": 1.25,
+            "command": "python bench/bartscore_speed.py --official /tmp/b/bart_score.py"}
+    assert "| `python bench/bartscore_speed.py --official OFFICIAL` |" in report.page([line])
+
+
 def test_the_gpu_training_rows_show_each_arm_ratio_and_what_was_not_measured():
     ours = {"mfu": 0.4123, "model_tflops_per_s": 407.9, "tokens_per_s": 61000.0,
             "plan": {"tokens_per_microbatch": 15232, "per_device_batch_size": 2,

@@ -318,7 +318,6 @@ def _submission_routes(router: APIRouter, database: Database) -> None:
             raise HTTPException(404, str(error)) from None
 
 
-
 def _change_routes(router: APIRouter, database: Database) -> None:
     """Hiding, showing again and deleting a submission (its owner or an admin)."""
     def change(submission_id: int, authorization: str | None, action):

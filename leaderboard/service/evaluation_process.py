@@ -5,6 +5,7 @@ in a process group of its own, which is killed whole, and the worker waits until
 is gone (leaderboard.service.evaluation starts it; evaluate_child is its program)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -29,6 +30,7 @@ class EvaluationFailed(SumbenchError):
 
 class EvaluationStopped(EvaluationFailed):
     """The evaluation was stopped (its submission deleted or hidden): the reason."""
+
 
 #: what the evaluation process may see of the worker's environment (no credentials, no
 #: database address; the operator's task plug-ins, so that their tasks evaluate); it runs
@@ -92,7 +94,8 @@ def supervise(command: list[str], seconds: int, memory_bytes: int, log: Path, sc
                 if peak > memory_bytes:
                     raise EvaluationFailed(f"the evaluation ran out of memory (over "
                                            f"{memory_bytes} bytes resident)")
-                time.sleep(POLL_SECONDS)
+                with contextlib.suppress(subprocess.TimeoutExpired):  # back when it ends
+                    process.wait(POLL_SECONDS)
             return process.returncode, peak
         except EvaluationFailed as error:
             error.peak_rss_bytes = peak

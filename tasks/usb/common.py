@@ -46,6 +46,7 @@ class UsbTask(Task):
     suite = "usb"
     #: the fields of a dataset record (and of the prediction record, before task/prediction)
     record_fields: ClassVar[tuple[str, ...]] = ()
+
     @property
     def answer_fields(self) -> tuple[str, ...]:
         """The instance fields that hold the answer: inputs without them (a leaderboard's

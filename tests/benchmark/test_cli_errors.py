@@ -165,7 +165,6 @@ CLI_CASES = [
 ]
 
 
-
 @pytest.mark.parametrize("argv, message, code", [case[1:] for case in CLI_CASES],
                          ids=[case[0] for case in CLI_CASES])
 def test_bad_input_gives_one_line_and_leaves_nothing(workspace, tmp_path, capsys, argv,

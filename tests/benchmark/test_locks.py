@@ -183,6 +183,7 @@ def test_locks_on_file_systems_without_links_or_with_leftovers(tmp_path, monkeyp
     assert not path.exists()
 
     live = {**locks._owner_record("slow writer")}  # this process, as another taking
+
     def lock_appears_then_no_room(spare, owner):  # another process made the lock meanwhile
         path.write_text(json.dumps(live))
         raise PermissionError(errnos.EACCES, "Permission denied", str(spare))

@@ -177,6 +177,7 @@ def test_the_server_reads_records_one_at_a_time(usb_track_manifest, usb_fixture_
 
     def check(located, manifest):
         held.append(isinstance(located, (list, tuple)))
+
         def counting():
             for entry in located:
                 drawn.append(entry[1])

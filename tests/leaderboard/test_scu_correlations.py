@@ -31,6 +31,7 @@ def official_correlations(metric: dict, gold: dict) -> list[float]:
     from scipy.stats import pearsonr, spearmanr
 
     systems, count = list(gold), len(next(iter(gold.values())))
+
     def column(scores, i):
         return [scores[system][str(i)] for system in systems]
     means = [[np.mean([scores[s][str(i)] for i in range(count)]) for s in systems]

@@ -256,6 +256,7 @@ def test_jsonl_lines_bom_nesting_surrogates_folders_and_pipes(tmp_path):
         read_jsonl(path)
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
+
     def write():  # a process substitution or /dev/stdin is a pipe, not a regular file
         with open(fifo, "wb") as handle:
             handle.write(b'{"a": 3}\n')

@@ -81,7 +81,7 @@ def test_spec_round_trips_and_overrides():
 def test_fp16_is_refused_and_auto_precision_is_fp32_on_cpu():
     import torch
 
-    from trainers.finetuning.finetune import resolve_precision
+    from trainers.finetuning.model_setup import resolve_precision
 
     with pytest.raises(SpecError, match="fp16.*bf16"):
         get_profile("flan-t5-large", precision="fp16")
@@ -151,6 +151,7 @@ def test_resume_reproduces_an_uninterrupted_run(spec, data_dir, tmp_path):
     assert finetune(run_spec, ["FAC"], data_dir=data_dir, out_dir=tmp_path / "parts",
                     resume=True) == resumed                      # finished: nothing to redo
     _assert_one_resume_and_the_same_result(run_spec, tmp_path / "whole", tmp_path / "parts")
+
     def losses(folder):
         return [(e["step"], e["loss"]) for e in read_jsonl(folder / "train_log.jsonl")]
     assert losses(tmp_path / "whole") == losses(tmp_path / "parts")
@@ -185,6 +186,7 @@ def test_early_stopping_keeps_the_best_weights(spec, data_dir, tmp_path):
 
     scripted = iter([1.0, 0.5, 0.7, 2.0])
     calls = []
+
     def evaluate(model, tokenizer):
         calls.append(model.training)
         return next(scripted)

@@ -51,6 +51,7 @@ def test_lora_initialisation_is_seeded(trained_adapter):
     base = trained_adapter[0]
     spec = get_profile("tiny", model=str(base), lora=True)
     state = torch.random.get_rng_state()
+
     def lora_a(seed):
         model = apply_lora(AutoModelForSeq2SeqLM.from_pretrained(str(base)),
                            dataclasses.replace(spec, seed=seed))

@@ -38,7 +38,7 @@ def test_the_fine_tuning_start_reads_the_user_s_own_pickled_checkpoint(pickled_f
 
     import torch
 
-    from trainers.finetuning.finetune import load_finetuning_start
+    from trainers.finetuning.model_setup import load_finetuning_start
     from trainers.finetuning.profiles import get_profile
 
     folder, saved = pickled_folder

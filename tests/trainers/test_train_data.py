@@ -128,6 +128,7 @@ def test_plan_padding_waste_is_small(long_tailed_lengths):
 
 def test_plan_depends_only_on_seed_and_epoch(long_tailed_lengths):
     sources, targets = long_tailed_lengths
+
     def plan(seed, epoch, micro):
         steps = train_data.plan_epoch(np.arange(1003), sources, targets, 16, micro, seed, epoch)
         return [np.concatenate(step).tolist() for step in steps]

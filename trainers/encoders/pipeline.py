@@ -90,7 +90,6 @@ def checkpoint_kind(model: str, revision: str | None = None, *, hub: bool = True
         return None
     from transformers import AutoConfig
 
-
     check_model_source(str(model), "model")
     try:
         return AutoConfig.from_pretrained(str(model), revision=revision).model_type
@@ -153,7 +152,6 @@ def load_tokenizer(model: str, revision: str | None = None):
     only for a folder. One the heads cannot read (no RoBERTa `<s>` / `</s>` framing) is
     refused in one line."""
     from transformers import AutoTokenizer
-
 
     folder = Path(str(model)).expanduser()
     if (folder / HEAD_FILE).is_file():

@@ -59,7 +59,7 @@ from trainers.encoders.resume import (
     save_resume_state,
 )
 from trainers.encoders.spec import EncoderSpec
-from trainers.finetuning.finetune import decay_groups
+from trainers.finetuning.model_setup import decay_groups
 
 #: padded tokens per micro-batch by default (32 inputs of 512 tokens, or 128 EVEXT pairs)
 DEFAULT_TOKENS_PER_MICROBATCH = 16384

@@ -27,6 +27,7 @@ ProbabilityAt = Callable[[int], "float | None"]
 def _no_probability(offset: int) -> None:
     return None
 
+
 _SENT_YES_NO = re.compile(r"\bSENT\s*(\d+)\W{0,5}(yes|no)\b", re.IGNORECASE)
 _BARE_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _SENT_ID = re.compile(r"\bSENT\s*(\d+)", re.IGNORECASE)

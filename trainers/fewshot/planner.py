@@ -191,7 +191,6 @@ class PromptPlanner:
         return DEFAULT_MAX_NEW_TOKENS.get(self.task.name, 256)
 
 
-
 def window_output_tokens(backend: Any, n_lines: int) -> int:
     """Tokens of a window's Yes/No output, label-blind: the longer of `SENT0 Yes SENT1 Yes
     ...` and `SENT0 No SENT1 No ...`."""

@@ -4,7 +4,7 @@ Defaults (spec fields): r=16, alpha=32 (scale alpha/r = 2), dropout 0.05 on the 
 projections of every attention block ("q", "v" in T5), the LoRA paper's recipe. The base model
 stays frozen; `adapter/` holds only the LoRA weights plus the tokenizer, and its
 `adapter_config.json` names the base model and its revision (`spec.revision`; a local base is
-recorded by its absolute path, see `trainers.finetuning.finetune.load_finetuning_start`).
+recorded by its absolute path, see `trainers.finetuning.model_setup.load_finetuning_start`).
 `merge_lora` folds the adapter into the base weights for plain `from_pretrained` inference.
 """
 from __future__ import annotations

@@ -75,7 +75,7 @@ def load_seq2seq_safetensors(name: str, what: str = "model"):
     """(model, tokenizer) of a seq2seq model by folder or hub id that sumbench must not trust:
     weights from safetensors only, never unpickled (a pickle can run code); a one-line
     SumbenchError naming `what` otherwise. (Fine-tuning's start, the user's own checkpoint, is
-    loaded by `trainers.finetuning.finetune.load_finetuning_start`, which may unpickle.)"""
+    loaded by `trainers.finetuning.model_setup.load_finetuning_start`, which may unpickle.)"""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     check_model_source(name, what)

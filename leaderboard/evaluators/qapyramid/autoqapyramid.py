@@ -30,10 +30,10 @@ QAPair = tuple[str, str]
 QAGenerator = Callable[[Sequence[str]], list]
 
 
-
 def system_means(per_summary: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """{system: mean of its per-summary scores} (plain sum / count)."""
     return {system: sum(rows.values()) / len(rows) for system, rows in per_summary.items()}
+
 
 @dataclass(frozen=True)
 class QAPyramidResult:

@@ -130,7 +130,6 @@ class Outputs:
             results.update(fresh)
         return results
 
-
     def contexts(self, texts: Sequence[str], answers, settings: Settings) -> dict[str, list]:
         """text -> (answer, QG context, sentence index) of each answer. A model's answers
         (spaCy) are kept in the cache by the text and the answer selection's settings (the
