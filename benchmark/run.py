@@ -32,7 +32,8 @@ from tasks.plumbing.io import read_json, write_jsonl
 from tasks.scoring import score_files
 from tasks.usb.derive import build_task_datasets, reusable_build
 from trainers.encoders.pipeline import check_profile_fits
-from trainers.fewshot.backends import chat_backend, load_hf_backend
+from trainers.fewshot.backends import load_hf_backend
+from trainers.fewshot.chat_backend import chat_backend
 from trainers.fewshot.official import official_predict
 from trainers.fewshot.prompts import OFFICIAL_GPT35_STYLE
 from trainers.fewshot.runner import context_window, fewshot_predict

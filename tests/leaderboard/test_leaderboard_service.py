@@ -222,7 +222,7 @@ def test_card_text_in_any_script_is_kept_and_only_hidden_controls_are_refused():
         check_card({"training_data": "USB\ttrain"})
     assert caught.value.field == "training_data"
     with pytest.raises(DataError) as caught:  # JSON of the wrong shape: said as such
-        from leaderboard.service.app import parse_card
+        from leaderboard.service.request_checks import parse_card
         parse_card("[1, 2]")
     assert caught.value.reason == "expected a JSON object of model card fields, got array"
 
