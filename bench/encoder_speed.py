@@ -34,6 +34,7 @@ encoder:
   ours      `predict_probabilities` (batches of `--predict-batch-size` inputs, longest first,
             each padded to its longest);
   baseline  one forward per input (a pair, a UNSUP input, an EXT article), unpadded.
+Both on `--device` (default cpu; bench/gpu_encoders.py runs it on a GPU).
 "ratio": summed over the four tasks (each task's ratio among the figures); goal >= 3.
 "identical": every probability within 1e-5 (batching changes float rounding).
 
@@ -388,13 +389,15 @@ def one_at_a_time(model, features) -> list:
     import torch
 
     from trainers.encoders.batches import collate
-    from trainers.encoders.training import logits_of
+    from trainers.encoders.training import logits_of, model_device, to_device
 
     results = []
+    device = model_device(model)
     model.eval()
     with torch.no_grad():
         for index in range(len(features)):
-            values = torch.sigmoid(logits_of(model, collate(features, [index], PAD)).float())
+            batch = to_device(collate(features, [index], PAD), device)
+            values = torch.sigmoid(logits_of(model, batch).float())
             results.append(values[0].tolist())
     return results
 
@@ -416,6 +419,7 @@ def infer_part(args, encoder) -> tuple[dict, dict]:
     tasks = task_models_and_inputs(encoder, args.records, args.seed)
     per_task, figures = {}, {}
     for task, (model, features) in tasks.items():
+        model.to(args.device)
         # warm-up of both arms, so that neither pays first-call costs in its first timed run
         predict_probabilities(model, features[:2], batch_size=args.predict_batch_size)
         one_at_a_time(model, features[:2])
@@ -463,6 +467,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="torch intra-op threads (default: the CPUs this process may use)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu",
+                        help="where the inference part runs (the training part: the CPU)")
     add_options(parser)
     args = parser.parse_args(argv)
     for name in ("pairs", "batch_size", "steps", "tokens_per_microbatch", "records",

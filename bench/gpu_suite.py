@@ -1,4 +1,4 @@
-"""The GPU checks, one script for a lent device (at most about 8 minutes on an H200, start-up
+"""The GPU checks, one script for a lent device (at most about 9 minutes on an H200, start-up
 aside): random weights of Flan-T5-Large's config, no download.
 
 1. Training (`bench/gpu_training.py`, under `--training-budget-s`): the flan-t5-large
@@ -12,11 +12,16 @@ aside): random weights of Flan-T5-Large's config, no download.
    by the shape's weights edited to answer Yes or No and stop as a fine-tuned model does.
    Goal: the whole job under 60 s. Against the official way, one `generate` per example,
    timed on the first `--official-sample` inputs and scaled to all: "ratio" (goal >= 5).
+3. Encoders (`bench/gpu_encoders.py`): USB Table 2's RoBERTa-Large baselines at
+   roberta-large's shape, the profile's bf16 training steps of FAC (32 pairs of up to 512
+   tokens) and EVEXT (2,048 pairs of up to 128 tokens in 16,384-token micro-batches): MFU (goal
+   >= 40%); and the four tasks' probabilities batched vs one forward per input (goal >= 3x).
+   Each part that fails is recorded as such; the others still run.
 
     python bench/gpu_suite.py [--json] [--device cuda] [--shape flan-t5-large]
 
-`--shape tiny --device cpu --max-input 256` runs the same code small (a smoke test; no MFU
-on a CPU).
+`--shape tiny --encoder-shape tiny --device cpu --max-input 256` runs the same code small (a
+smoke test; no MFU on a CPU).
 """
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
 from classify_speed import fac_sources  # noqa: E402
+from encoder_speed import ROBERTA_SHAPES  # noqa: E402
+from gpu_encoders import add_encoder_options, measure_encoders  # noqa: E402
 from gpu_training import device_name, measure  # noqa: E402
 from trainer_speed import build_model  # noqa: E402
 
@@ -88,11 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=sorted(T5_SHAPES), default="flan-t5-large")
     parser.add_argument("--train-steps", type=int, default=7)
     parser.add_argument("--max-input", type=int, default=8192)
-    parser.add_argument("--training-budget-s", type=float, default=330.0)
+    parser.add_argument("--training-budget-s", type=float, default=270.0)
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--label-batch-size", type=int, default=64)
     parser.add_argument("--official-sample", type=positive_int, default=300,
                         help="inputs timed one generate() each, the official way")
+    parser.add_argument("--encoder-shape", choices=sorted(ROBERTA_SHAPES),
+                        default="roberta-large")
+    parser.add_argument("--seed", type=int, default=0)
+    add_encoder_options(parser)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     import torch
@@ -109,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         line = {"benchmark": "gpu_suite", "shape": args.shape, "device": args.device,
                 "device_name": device_name(args.device), "training": training,
                 "labels": label_job(folder, args), "machine": machine()}
+    line["encoders"] = measure_encoders(argparse.Namespace(**{**vars(args),
+                                                             "shape": args.encoder_shape}))
     line["identical"] = True
     print(json.dumps(line, sort_keys=True) if args.json else json.dumps(line, indent=1))
     return 0

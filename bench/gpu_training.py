@@ -338,7 +338,7 @@ def _parameters(model_dir: Path) -> int:
 def device_name(device: str) -> str:
     import torch
 
-    return torch.cuda.getdevice_name(torch.device(device)) if device.startswith("cuda") \
+    return torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") \
         else "cpu"
 
 

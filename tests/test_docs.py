@@ -120,6 +120,27 @@ def test_the_gpu_training_rows_show_each_arm_ratio_and_what_was_not_measured():
         in "\n".join(bench_report().gpu_rows([failed]))
 
 
+def test_the_gpu_encoder_rows_show_mfu_the_inference_ratio_and_what_was_not_measured():
+    encoders = {"FAC": {"mfu": 0.3812, "model_tflops_per_s": 377.2, "seconds_per_step": 0.0731,
+                        "tokens_per_s": 61234.4},
+                "EVEXT": {"failed": ["OutOfMemoryError: CUDA out of memory"]},
+                "inference": {"ratio": 7.412, "records": 256, "identical": True}}
+    line = {"benchmark": "gpu_suite", "device_name": "GPU X", "date": "d",
+            "training": {"failed": ["x"]}, "labels": {"seconds": 16.1, "records": 3000},
+            "encoders": encoders}
+    rows = "\n".join(bench_report().gpu_rows([line]))
+    assert ("| RoBERTa-Large FAC training step MFU (32 pairs of <= 512 tokens) | 38.1% (377.2 "
+            "TFLOP/s; 0.0731 s per step, 61234 real tokens/s) | >= 40% | GPU X | d |") in rows
+    assert ("| RoBERTa-Large EVEXT training step MFU (2,048 pairs of <= 128 tokens) | not "
+            "measured: OutOfMemoryError: CUDA out of memory | >= 40% |") in rows
+    assert ("| RoBERTa-Large probabilities of FAC, EVEXT, EXT and UNSUP vs one forward per "
+            "input | 7.41x (256 inputs a task; identical within 1e-5) | >= 3x |") in rows
+    before = "\n".join(bench_report().gpu_rows([{**line, "encoders": None}]))
+    assert before.count("not measured: the suite had no encoder checks then") == 3
+    assert "| RoBERTa-Large FAC training step MFU (32 pairs of <= 512 tokens) | not " \
+        "measured: no GPU lent yet | >= 40% | — | — |" in "\n".join(bench_report().gpu_rows([]))
+
+
 def test_the_nav_is_grouped_into_guide_reference_and_development():
     import yaml
 

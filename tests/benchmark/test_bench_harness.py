@@ -107,3 +107,37 @@ def test_real_shape_benchmarks_run_at_the_tiny_shape(capsys, script, args):
         assert line["ceiling_ratio"] > 0 and "positional_ratio" not in line
     else:
         assert line["texts_equal"] == line["records"]
+
+
+def test_the_gpu_checks_name_the_device_as_torch_does(monkeypatch):
+    """gpu_suite names its device (and finds its peak) through torch.cuda.get_device_name."""
+    import gpu_training
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: f"NVIDIA H100 ({device})")
+    assert gpu_training.device_name("cuda:0") == "NVIDIA H100 (cuda:0)"
+    assert gpu_training.peak_flops(gpu_training.device_name("cuda")) == 989.4e12
+    assert gpu_training.device_name("cpu") == "cpu"
+
+
+def test_the_gpu_encoder_checks_run_small_on_a_cpu():
+    """bench/gpu_encoders.py at the tiny shape: Table 10's FAC and EVEXT batches train (EVEXT
+    in token-budget micro-batches), the four tasks' probabilities agree both ways, and the
+    FLOP count of a pair is the standard one."""
+    import argparse
+
+    import gpu_encoders
+    from encoder_speed import build_encoder
+
+    args = argparse.Namespace(device="cpu", shape="tiny", seed=0, encoder_steps=1,
+                              encoder_microbatch_tokens=4096, encoder_records=3,
+                              encoder_predict_batch_size=2, encoder_repeat=1)
+    rows = gpu_encoders.measure_encoders(args)
+    fac, evext, inference = rows["FAC"], rows["EVEXT"], rows["inference"]
+    assert (fac["pairs_per_step"], fac["micro_batches_per_step"], fac["steps"]) == (32, 1, 1)
+    assert evext["pairs_per_step"] == 2048 and evext["micro_batches_per_step"] > 1
+    assert len(fac["losses"]) == len(evext["losses"]) == 2 and fac["mfu"] is None
+    assert inference["identical"] and set(inference["tasks"]) == {"FAC", "EVEXT", "UNSUP", "EXT"}
+    config = build_encoder("tiny", 0).config  # hidden 32, 2 layers, intermediate 64
+    assert gpu_encoders.pair_flops(config, 10) == 10 * 6 * 2 * (4 * 32 * 32 + 2 * 32 * 64) \
+        + 12 * 2 * 32 * 100
