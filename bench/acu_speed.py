@@ -28,7 +28,7 @@ a call's fixed cost is large (a loaded machine, small shapes, a GPU). What meta-
 beyond this is reuse, which is not timed here: a reference's units generated once for every
 system, and `a2cu-f` after `a2cu-r` classifying nothing new.
 
-    python bench/acu_speed.py --shape base --summaries 4 --units 8
+    python bench/acu_speed.py --shape base --summaries 4 --units 8 [--device cuda]
 """
 from __future__ import annotations
 
@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--baseline-batch-size", type=int, default=1)
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, cuda:N: both arms' classifier")
     add_options(parser)
     args = parser.parse_args()
     folder = official_folder()
@@ -100,7 +102,7 @@ def main() -> None:
     tokenizer = build_deberta_tokenizer(texts + sum(units, []), vocab_size=8000)
     pairs = [(text, unit) for text, row in zip(texts, units) for unit in row]
     build_classifier(tokenizer, root, shape=args.shape, pairs=pairs)
-    model = AutoModelForSequenceClassification.from_pretrained(root).eval()
+    model = AutoModelForSequenceClassification.from_pretrained(root).eval().to(args.device)
     tokenizer = AutoTokenizer.from_pretrained(root)
 
     def ours() -> list[float]:
@@ -108,13 +110,14 @@ def main() -> None:
     with official_autoacu(folder, {"microsoft/deberta-xlarge-mnli": root}) as autoacu:
         official = autoacu.A2CU.__new__(autoacu.A2CU)  # only the matching half is timed
         official.matching_model, official.matching_tok = model, tokenizer
-        official.device, official.no_ref = "cpu", True
+        # its batches go to f"cuda:{device}", which the shim turns into `device`
+        official.device, official.no_ref = args.device, True
         result = compare_arms(ours, official_arm(official, root, texts, units,
                                                  args.baseline_batch_size),
                               repeat=args.repeat)
     report("a2cu_matching_speed", result, as_json=args.json, extra={
         "shape": args.shape, "pairs": len(pairs), "batch_size": args.batch_size,
-        "baseline_batch_size": args.baseline_batch_size,
+        "baseline_batch_size": args.baseline_batch_size, "device": args.device,
         "scores": sorted(set(result["outputs"]["ours"]))})
 
 
