@@ -42,7 +42,7 @@ from tasks.metrics.evaluators import Evaluator, score_summaries
 from tasks.plumbing.errors import SumbenchError, check_choice
 from tasks.plumbing.kept import kept_model
 from tasks.qapyramid.pyramid_data import sentence_units
-from tasks.units.kinds import UnitKind, spellings
+from tasks.units.kinds import UnitKind, check_unit_kind, spellings
 
 #: a column of a registered evaluator: `NAME=evaluator:EVALUATOR`, or as first written
 #: `NAME=source:EVALUATOR` (kept as written, so stored settings keep their fingerprint)
@@ -117,12 +117,19 @@ class SummariesEvaluator:
 
     @classmethod
     def parse(cls, text: str) -> SummariesEvaluator:
-        """`NAME=UNITS:PRESENCE[,KEY=VALUE...]`, e.g. `pyramid-scus-nli=scus:nli,model=DIR`."""
+        """`NAME=UNITS:PRESENCE[,KEY=VALUE...]`, e.g. `pyramid-scus-nli=scus:nli,model=DIR`;
+        UNITS in any spelling of its kind (`qa` is `qas`, `scu` is `scus`: tasks.units.kinds),
+        kept as the board spells it."""
         name, sep, rest = text.partition("=")
         spec, _, extra = rest.partition(",")
         units, colon, presence = spec.partition(":")
         if not sep or not name or not units or not colon or not presence:
             raise SumbenchError(f"evaluator {text!r}: expected NAME=UNITS:PRESENCE[,KEY=VALUE]")
+        if units not in EVALUATOR_COLUMNS:  # any spelling of a kind, stored as the board's
+            try:
+                units = check_unit_kind(units, UNIT_KINDS, "units")
+            except SumbenchError as error:
+                raise SumbenchError(f"evaluator {name!r}: {error}") from None
         options = {}
         for item in filter(None, extra.split(",")):
             key, eq, value = item.partition("=")

@@ -167,6 +167,8 @@ def _wait_on_board(url: str, entry_id: int, timeout: float = 60) -> None:
     (["init", "--set", "colour=red"], "unknown leaderboard setting 'colour'"),
     (["init", "--evaluator", "broken"], "expected NAME=UNITS:PRESENCE"),
     (["init", "--evaluator", "x=bogus:nothing"], "evaluator 'x': unknown units 'bogus'"),
+    (["init", "--evaluator", "x=statement:lexical"], "evaluator 'x': unknown units "
+                                                     "'statement' (known: scus, stus"),
     (["init", "--evaluator", "x=scus:nothing"], "evaluator 'x': unknown presence backend "
                                                 "'nothing'"),
     (["init", "--evaluator", "x=scus:nli"], "evaluator 'x': --presence nli needs --model"),

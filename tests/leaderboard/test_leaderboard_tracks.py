@@ -352,6 +352,20 @@ def test_a_chart_asked_for_again_is_the_kept_one_and_new_contents_are_drawn():
     assert task_bar_chart.cache_info().misses == before.misses + 3
 
 
+@pytest.mark.parametrize("written, units", [
+    ("qa", "qas"), ("qas", "qas"), ("scu", "scus"), ("stu", "stus"), ("ssus", "ssus"),
+    ("sentences", "sentences"),
+])
+def test_a_column_takes_any_spelling_of_its_unit_kind(written, units):
+    """`qa` is `qas` and `scu` is `scus` (the presence commands' singular spellings), kept as
+    the board spells the kind; `ssus` (a units file's sentences) stays its own column."""
+    from leaderboard.tracks.summaries import SummariesEvaluator
+
+    column = SummariesEvaluator.parse(f"x={written}:lexical").check()
+    assert column.units == units
+    assert column == SummariesEvaluator.from_dict(column.to_dict())
+
+
 def test_summaries_track_with_a_configured_nli_evaluator(tiny_pyramid, tmp_path):
     """An instance may configure model-based presence (here a tiny local NLI classifier):
     the track's score equals `sumbench pyramid`'s evaluation with the same backend."""
