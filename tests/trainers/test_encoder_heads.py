@@ -186,7 +186,9 @@ def test_the_same_seed_gives_the_same_weights_and_logits():
 
 
 @pytest.mark.parametrize("architecture", ["RobertaForMaskedLM", "RobertaModel"])
-def test_a_published_roberta_folder_loads_as_the_encoder(architecture, tmp_path):
+def test_a_published_roberta_folder_loads_as_the_encoder(architecture, tmp_path, capfd):
+    """Its language-model head and pooler are left out quietly (no load report of
+    transformers' listing them as UNEXPECTED)."""
     import transformers
 
     with torch.random.fork_rng(devices=[]):
@@ -198,6 +200,23 @@ def test_a_published_roberta_folder_loads_as_the_encoder(architecture, tmp_path)
     loaded = load_encoder(str(tmp_path)).state_dict()
     assert loaded.keys() == {key for key in expected if not key.startswith("pooler.")}
     assert all(torch.equal(loaded[key], expected[key]) for key in loaded)
+    assert "LOAD REPORT" not in capfd.readouterr().err
+
+
+def test_weights_of_something_else_beside_the_encoder_are_named_in_one_warning(tmp_path,
+                                                                               caplog):
+    from safetensors.torch import load_file, save_file
+
+    encoder().save_pretrained(str(tmp_path))
+    weights = load_file(str(tmp_path / "model.safetensors"))
+    save_file({**weights, "classifier.out_proj.weight": torch.zeros(1, 2)},
+              str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    with caplog.at_level("WARNING", logger="trainers.encoders.heads"):
+        load_encoder(str(tmp_path))
+    assert [record.getMessage() for record in caplog.records
+            if record.name == "trainers.encoders.heads"] == [
+        f"encoder {tmp_path}: 1 weights in its files are not the encoder's and are left out "
+        "(first: classifier.out_proj.weight)"]
 
 
 def test_a_folder_of_another_model_type_is_a_one_line_error(tmp_path):

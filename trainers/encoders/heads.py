@@ -20,11 +20,15 @@ torch and transformers load only when a model is made: the classes are built on 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 from typing import Any
 
 from tasks.plumbing.errors import SumbenchError
 from trainers.models.model_loading import check_model_source, load_errors, load_failure
+
+logger = logging.getLogger(__name__)
 
 #: the label value of a position that does not count (transformers' ignore index)
 IGNORE_LABEL = -100
@@ -79,16 +83,43 @@ def load_encoder(folder_or_id: str, revision: str | None = None):
         raise SumbenchError(f"encoder {name} is a {config.model_type} model ({kinds}), not a "
                             f"RoBERTa one (model_type 'roberta')")
     try:
-        encoder, info = RobertaModel.from_pretrained(
-            name, revision=revision, config=config, use_safetensors=True,
-            add_pooling_layer=False, output_loading_info=True)
+        with _without_load_report():
+            encoder, info = RobertaModel.from_pretrained(
+                name, revision=revision, config=config, use_safetensors=True,
+                add_pooling_layer=False, output_loading_info=True)
     except load_errors() as error:
         raise load_failure(name, error, "encoder") from None
     wrong = sorted(info["missing_keys"]) + sorted(str(key) for key in info["mismatched_keys"])
     if wrong:
         raise SumbenchError(f"encoder {name}: {len(wrong)} encoder weights are missing from its "
                             f"files or have other shapes (first: {wrong[0]})")
+    other = sorted(key for key in info["unexpected_keys"] if not key.startswith(OTHER_HEADS))
+    if other:
+        logger.warning("encoder %s: %d weights in its files are not the encoder's and are left "
+                       "out (first: %s)", name, len(other), other[0])
     return encoder
+
+
+#: weights a published RoBERTa holds beside the encoder (RobertaForMaskedLM's language-model
+#: head, a pooler): left out as expected, without transformers' load report about them
+OTHER_HEADS = ("lm_head.", "pooler.")
+
+
+@contextlib.contextmanager
+def _without_load_report():
+    """transformers' load report left out while an encoder loads (`load_encoder` judges the
+    keys itself: missing or reshaped ones are an error, others than OTHER_HEADS a warning)."""
+    class NoLoadReport(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "LOAD REPORT" not in str(record.msg)
+
+    modeling = logging.getLogger("transformers.modeling_utils")
+    drop = NoLoadReport()
+    modeling.addFilter(drop)
+    try:
+        yield
+    finally:
+        modeling.removeFilter(drop)
 
 
 def _init_linear(linear, std: float, generator) -> None:
