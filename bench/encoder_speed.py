@@ -188,24 +188,37 @@ def trainer_micro_batch(batch_size: int, budget: int) -> int:
 
 def run_ours(model, initial: dict, features, plan, spec) -> dict:
     """sumbench's encoder trainer steps: seconds and loss of each."""
+    model.load_state_dict(initial)
+    return timed_steps(model.train(), features, plan, spec)
+
+
+def timed_steps(model, features, plan, spec, dtype=None) -> dict:
+    """The plan's steps as sumbench's encoder trainer takes them (`accumulate_step` under
+    `dtype`'s autocast, clipping, the spec's AdamW and schedule): {"seconds", "losses"} of each,
+    the device synchronised around each step."""
     import torch
 
-    from trainers.encoders.training import accumulate_step, build_optimizer, pad_token_id
+    from trainers.encoders.training import (
+        accumulate_step,
+        build_optimizer,
+        model_device,
+        pad_token_id,
+    )
 
-    model.load_state_dict(initial)
-    model.train()
     optimizer, scheduler = build_optimizer(spec, model, len(plan))
     parameters = [p for p in model.parameters() if p.requires_grad]
-    pad_id = pad_token_id(model)
+    pad_id, device = pad_token_id(model), model_device(model)
     seconds, losses = [], []
     for step in plan:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         started = time.perf_counter()
-        loss = accumulate_step(model, features, step, pad_id, None)
+        loss = accumulate_step(model, features, step, pad_id, dtype)
         torch.nn.utils.clip_grad_norm_(parameters, spec.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss))
+        losses.append(float(loss))  # reads the loss: the step has finished on the device
         seconds.append(time.perf_counter() - started)
     return {"seconds": seconds, "losses": losses}
 

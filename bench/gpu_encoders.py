@@ -25,13 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO))
-from encoder_speed import ROBERTA_SHAPES, build_encoder, evext_pairs, fac_inputs  # noqa: E402
+from encoder_speed import (  # noqa: E402
+    ROBERTA_SHAPES,
+    build_encoder,
+    evext_pairs,
+    fac_inputs,
+    timed_steps,
+)
 from gpu_training import device_name, peak_flops  # noqa: E402
 
 #: Table 10's effective batch of each task timed here, and its synthetic inputs
@@ -45,13 +50,6 @@ def pair_flops(config, length: int) -> float:
     return length * 6 * layers * per_layer + 12 * layers * hidden * length * length
 
 
-def synchronize(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def step_row(task: str, encoder, args) -> dict:
     """The timed steps of one task's Table 10 batch (see the module)."""
     import torch
@@ -60,7 +58,6 @@ def step_row(task: str, encoder, args) -> dict:
     from trainers.encoders.heads import PairClassifier
     from trainers.encoders.prediction import autocast_dtype
     from trainers.encoders.spec import encoder_spec
-    from trainers.encoders.training import accumulate_step, build_optimizer, pad_token_id
 
     batch, make_inputs = STEP_TASKS[task]
     device = torch.device(args.device)
@@ -70,20 +67,9 @@ def step_row(task: str, encoder, args) -> dict:
     budget = args.encoder_microbatch_tokens if task == "EVEXT" else None
     plan = epoch_plan(features, batch, args.seed, 0, budget)
     model = PairClassifier(encoder, seed=args.seed).to(device).train()
-    optimizer, scheduler = build_optimizer(spec, model, len(plan))
-    parameters = [p for p in model.parameters() if p.requires_grad]
-    dtype, pad_id = autocast_dtype(spec.precision, device), pad_token_id(model)
-    seconds, losses = [], []
-    for step in plan:
-        synchronize(device)
-        started = time.perf_counter()
-        loss = accumulate_step(model, features, step, pad_id, dtype)
-        torch.nn.utils.clip_grad_norm_(parameters, spec.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss))
-        seconds.append(time.perf_counter() - started)
+    dtype = autocast_dtype(spec.precision, device)
+    steps = timed_steps(model, features, plan, spec, dtype)
+    seconds, losses = steps["seconds"], steps["losses"]
     timed = plan[1:]  # the first step warms up
     lengths = [len(features[int(i)].input_ids) for step in timed for part in step
                for i in part]
