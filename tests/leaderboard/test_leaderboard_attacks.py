@@ -153,9 +153,7 @@ def test_the_probing_attacker_pins_labels_when_answers_are_exact():
 
 # ---- a model trained to emit probes -------------------------------------------------------
 
-#: each round is a model the server evaluates (about 8 s); with exact answers two pin 10 of the
-#: window's labels, laddered none
-MODEL_ROUNDS = 2
+MODEL_ROUNDS = 3  # each is a model the server evaluates (about 8 s)
 
 
 @pytest.fixture(scope="module")
