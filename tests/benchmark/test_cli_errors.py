@@ -306,7 +306,8 @@ def test_duplicates_and_overlap_are_warnings_without_strict(workspace, tmp_path,
 def test_a_failed_run_does_not_block_its_own_retry(workspace, tmp_path, capsys):
     model = tmp_path / "model"
     args = ["run", "--mode", "finetune", "--training", "none", "--model", model, "--tasks",
-            "FAC", "--data", workspace["data"], "--out", tmp_path / "run", "--batch-size", "4"]
+            "FAC", "--data", workspace["data"], "--out", tmp_path / "run", "--batch-size", "4",
+            "--max-new-tokens", "4"]
     code, _, err = sumbench(capsys, *args)
     assert code == 2 and "does not exist" in err
     shutil.copytree(workspace["model"], model)
