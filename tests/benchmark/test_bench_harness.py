@@ -109,6 +109,7 @@ def test_real_shape_benchmarks_run_at_the_tiny_shape(capsys, script, args):
         assert line["texts_equal"] == line["records"]
 
 
+@pytest.mark.slow
 def test_the_gpu_checks_name_the_device_as_torch_does(monkeypatch):
     """gpu_suite names its device (and finds its peak) through torch.cuda.get_device_name."""
     import gpu_training
@@ -120,6 +121,7 @@ def test_the_gpu_checks_name_the_device_as_torch_does(monkeypatch):
     assert gpu_training.device_name("cpu") == "cpu"
 
 
+@pytest.mark.slow
 def test_the_gpu_encoder_checks_run_small_on_a_cpu():
     """bench/gpu_encoders.py at the tiny shape: Table 10's FAC and EVEXT batches train (EVEXT
     in token-budget micro-batches), the four tasks' probabilities agree both ways, and the
