@@ -29,6 +29,7 @@ from leaderboard.tracks.base import (
     check_id_types,
     check_item,
     gold_match_summary,
+    ids_readable,
     report_missing,
     unplaced_count,
 )
@@ -141,7 +142,7 @@ def _note_unplaced(unplaced: dict, entry: Located, tasks: Mapping, expected: Map
     task = tasks.get(name) if isinstance(name, str) else None
     if task is None or task.name not in expected:
         return
-    readable = check_id_types(ErrorCollector(), entry, identity_fields(task))
+    readable = ids_readable(entry[2], identity_fields(task))
     unplaced.setdefault(task.name, []).append(item_key(task, entry[2]) if readable else None)
 
 
@@ -221,7 +222,7 @@ class UsbTrack(Track):
                 task = get_task(str(record.get("task")))
             except UnknownNameError:
                 continue
-            if check_id_types(ErrorCollector(), ("", 0, record), identity_fields(task)):
+            if ids_readable(record, identity_fields(task)):
                 parts.setdefault(task.name, {}).setdefault(
                     item_key(task, record), manifest_item(task, record, None))
         return {"track": self.name, "board": board,

@@ -374,6 +374,43 @@ def test_at_most_twenty_errors_are_listed_and_the_rest_counted():
     assert "(and 24 more problem(s))" in str(caught.value)
 
 
+def test_past_the_twentieth_every_problem_of_the_track_check_is_still_counted(data_dir):
+    """Problems past MAX_ERRORS are counted without their messages being built: unreadable
+    ids, unknown items and duplicates alike, each once."""
+    import json
+
+    track = make_track("usb")
+    manifest = track.manifest(track.load_gold(str(data_dir)), "all")
+    item = manifest["parts"]["factuality_classification"][0]
+    bad_ids = [{"task": "FAC", "id": 7, "summ_idx": 0, "summary_sent": "x", "prediction": [1.0]}
+               for _ in range(21)]
+    unknown = [{"task": "FAC", "id": f"doc{n}", "summ_idx": 0, "summary_sent": "x",
+                "prediction": [1.0]} for n in range(3)]
+    twins = [{"task": "FAC", "id": item["id"], "summ_idx": item["summ_idx"],
+              "summary_sent": "unknown text", "prediction": [1.0]}] * 2
+    lines = [json.dumps(record).encode() + b"\n" for record in bad_ids + unknown + twins]
+    with pytest.raises(SubmissionErrors) as caught:
+        validate_submission(track, [Upload("x.jsonl", b"".join(lines))], manifest, Limits(),
+                            "all")
+    listed = caught.value.to_list()
+    assert len(listed) == 20 and {error["field"] for error in listed} == {"id"}
+    assert listed[0]["message"] == "expected a string, got integer"
+    # 21 + 3 + 2 rejected lines, and the part's items they leave missing (one problem)
+    assert caught.value.more == 21 + 3 + 2 + 1 - 20
+
+
+@pytest.mark.parametrize("value", ["doc", "", 0, 2 ** 63 - 1, 2 ** 63, -1, True, None, 1.0,
+                                   [], "missing"])
+def test_readable_ids_are_exactly_those_the_checks_accept(value):
+    from leaderboard.tracks.base import ErrorCollector, check_id_types, ids_readable
+
+    for field in ("id", "summ_idx"):
+        record = {} if value == "missing" else {field: value}
+        collector = ErrorCollector()
+        accepted = check_id_types(collector, ("f", 1, record), (field,))
+        assert ids_readable(record, (field,)) is accepted is (not collector.errors)
+
+
 @pytest.mark.parametrize("data, lines", [
     (b"", []), (b"\n", [(1, b"")]), (b"a", [(1, b"a")]), (b"a\n", [(1, b"a")]),
     (b"a\r\nb", [(1, b"a\r"), (2, b"b")]),
