@@ -89,6 +89,11 @@ class Task(abc.ABC):
         """The source document an instance comes from (few-shot never mixes the same one)."""
         return str(instance.get("id", ""))
 
+    def first_of_its_record(self, instance: dict) -> bool:
+        """Whether the instance is the first its dataset record gives (the USB release's
+        few-shot pool takes only those). Default: every instance is a record of its own."""
+        return True
+
     # ---- formats ----------------------------------------------------------------------
     @abc.abstractmethod
     def format(self, instance: dict, tokenizer: Any = None,

@@ -43,6 +43,10 @@ class EvidenceExtraction(LineLabelTask):
                 instances.append(instance)
         return instances
 
+    def first_of_its_record(self, instance: dict) -> bool:
+        """The record's first summary line (the release's few-shot pool takes only it)."""
+        return instance.get("summ_idx") == 0
+
     def prefix(self, instance: dict) -> str:
         return instructed("For each sentence in the content, predict if it provides any "
                           "evidence for the claim. ", f"CLAIM: {instance['claim']} CONTENT: ")

@@ -128,3 +128,32 @@ def test_shots_within_their_budgets_seeded_per_item(usb_fixture_dir, alias, per_
         assert sum(lengths[k] for k in plan.shots) <= 2048
         assert len(set(plan.shots)) == len(plan.shots) <= n_shots
     assert len({p.shots for p in plans}) > 1
+
+
+def test_the_paper_styles_take_each_training_records_first_instance_as_the_release(
+        usb_fixture_dir):
+    """The release's pool: a training record's first converted entry, so EVEXT's first
+    summary line only (usb-baselines.md §5.3); the other styles and tasks keep every
+    instance, and only the runs whose pool is cut change their fingerprint."""
+    from trainers.fewshot.runner import run_fingerprint
+
+    evext, fac = get_task("EVEXT"), get_task("FAC")
+    train = train_split(usb_fixture_dir, evext)
+    assert any(instance["summ_idx"] > 0 for instance in train)
+    for style, expected in (("llama", [i for i, x in enumerate(train) if x["summ_idx"] == 0]),
+                            ("vicuna", [i for i, x in enumerate(train) if x["summ_idx"] == 0]),
+                            ("flan-t5", list(range(len(train))))):
+        _, pool = build_shot_pool(evext, train, get_style(style), WordCounter())
+        assert [candidate.index for candidate in pool] == expected, style
+    fac_train = train_split(usb_fixture_dir, fac)
+    _, pool = build_shot_pool(fac, fac_train, get_style("llama"), WordCounter())
+    assert len(pool) == len(fac_train)
+
+    def fingerprint(task, style, instances):
+        return run_fingerprint(task, get_style(style), type("B", (), {
+            "fingerprint": lambda self: {}})(), shot_budget(task.name), 0, [], instances,
+            None, None)
+    assert fingerprint(evext, "llama", train)["shot_pool"] == \
+        "the first instance of each training record"
+    assert "shot_pool" not in fingerprint(evext, "flan-t5", train)
+    assert "shot_pool" not in fingerprint(fac, "llama", fac_train)

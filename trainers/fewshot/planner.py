@@ -59,12 +59,22 @@ def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> tuple[i
 
 def build_shot_pool(task: Any, train_instances: Sequence[dict], style: PromptStyle,
                     backend: Any) -> tuple[list[FewShotParts], list[ShotCandidate]]:
-    """Every training instance as a demonstration, with its rendered length in tokens."""
+    """Every training instance as a demonstration, with its rendered length in tokens; for
+    the styles with the paper's budgets, as the release built its pool (usb-baselines.md
+    §5.3), only the first instance of each training record (EVEXT: its first summary line)."""
     parts = [task.fewshot_parts(instance) for instance in train_instances]
-    lengths = backend.count_tokens([render_shot(part, style, task.name) for part in parts])
-    pool = [ShotCandidate(index, task.group_key(instance), int(length))
-            for index, (instance, length) in enumerate(zip(train_instances, lengths))]
+    kept = [index for index, instance in enumerate(train_instances)
+            if not releases_pool(style) or task.first_of_its_record(instance)]
+    lengths = backend.count_tokens([render_shot(parts[index], style, task.name)
+                                    for index in kept])
+    pool = [ShotCandidate(index, task.group_key(train_instances[index]), int(length))
+            for index, length in zip(kept, lengths)]
     return parts, pool
+
+
+def releases_pool(style: PromptStyle) -> bool:
+    """Whether the style builds its shot pool as the release did (the paper-budget styles)."""
+    return bool(style.budget)
 
 
 class PromptPlanner:

@@ -49,6 +49,7 @@ from trainers.fewshot.planner import (
     PlannedPrompt,
     PromptPlanner,
     build_shot_pool,
+    releases_pool,
     resolve_limits,
 )
 from trainers.fewshot.prompts import PromptStyle, get_style
@@ -225,8 +226,11 @@ def context_window(backend) -> int | None:
 def run_fingerprint(task, style, backend, budget, seed, test_instances, train_instances,
                     max_prompt_tokens, max_new_tokens, label_reading: str | None = None) -> dict:
     """What identifies a few-shot run (a partial file of another run is never resumed); the
-    label reading only where there is one (runs without one keep their fingerprints)."""
+    label reading only where there is one, and the pool's rule only where it leaves training
+    instances out (runs without either keep their fingerprints)."""
     reading = {"label_reading": label_reading} if label_reading is not None else {}
+    if releases_pool(style) and not all(map(task.first_of_its_record, train_instances)):
+        reading["shot_pool"] = "the first instance of each training record"
     return {**reading, "runner": "fewshot", "task": task.name, "task_version": task.version,
             "style": style.name, "style_spec": digest(asdict(style)),
             "backend": backend.fingerprint(), "budget": budget.as_dict(), "seed": seed,
