@@ -74,9 +74,12 @@ def encoder_predict_settings(profile: str) -> dict:
     return {"kind": "encoder", "profile": profile, "batch_size": BATCH_SIZE, "tasks": tasks}
 
 
-def plan_task_folders(folder: Folder, limits: ModelLimits) -> dict[str, ModelPlan]:
-    """{task: the plan of its folder} of every task folder the submitted folder holds."""
-    entries = [entry for entry in folder.entries(limits.max_files) if entry.name in ENCODER_TASKS]
+def plan_task_folders(folder: Folder, limits: ModelLimits, listed: list | None = None
+                      ) -> dict[str, ModelPlan]:
+    """{task: the plan of its folder} of every task folder the submitted folder holds
+    (`listed`: the folder's entries, when the caller has listed it already)."""
+    listed = folder.entries(limits.max_files) if listed is None else listed
+    entries = [entry for entry in listed if entry.name in ENCODER_TASKS]
     if not entries:
         raise refuse(f"the folder holds no task folder ({', '.join(ENCODER_TASKS)}): an "
                      f"encoder model is submitted as `sumbench export encoders` writes it")
@@ -121,12 +124,12 @@ def fetch_encoder_models(name: str, revision: str | None, model_root: str | None
                      f"evaluated from one)")
     budget, copies, model = Budget(limits.max_bytes), {}, dest / "model"
     with open_source(source.name, model_root) as folder:
-        for task in plan_task_folders(folder, limits):
+        listed = folder.entries(limits.max_files)  # once, for the task folders and the card
+        for task in plan_task_folders(folder, limits, listed):
             with folder.child(task) as task_folder:
                 copies[task] = copy_folder(task_folder, limits, model / task, budget,
                                            ENCODER_LOADED_NAMES)
-        card = model_card(folder) if CARD in {entry.name for entry in
-                                              folder.entries(limits.max_files)} else None
+        card = model_card(folder) if CARD in {entry.name for entry in listed} else None
     removed = [f"{task}/{field}" for task, copied in copies.items()
                for field in check_references(copied.folder, copied.files)]
     return FetchedModel(model, digest_of([(task, c.digest) for task, c in copies.items()]),
