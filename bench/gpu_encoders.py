@@ -37,7 +37,7 @@ from encoder_speed import (  # noqa: E402
     fac_inputs,
     timed_steps,
 )
-from gpu_training import device_name, peak_flops  # noqa: E402
+from gpu_training import device_name, failed_part, peak_flops  # noqa: E402
 
 #: Table 10's effective batch of each task timed here, and its synthetic inputs
 STEP_TASKS = {"FAC": (32, fac_inputs), "EVEXT": (2048, evext_pairs)}
@@ -114,7 +114,7 @@ def measure_encoders(args) -> dict:
         try:
             rows[name] = run()
         except Exception as error:  # noqa: BLE001 - the other rows still count
-            rows[name] = {"failed": [f"{type(error).__name__}: {error}"[:300]]}
+            rows[name] = failed_part(error)
         finally:
             release_memory(args.device)
     return rows

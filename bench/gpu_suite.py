@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from classify_speed import fac_sources  # noqa: E402
 from encoder_speed import ROBERTA_SHAPES  # noqa: E402
 from gpu_encoders import add_encoder_options, measure_encoders  # noqa: E402
-from gpu_training import device_name, measure  # noqa: E402
+from gpu_training import device_name, failed_part, measure  # noqa: E402
 from trainer_speed import build_model  # noqa: E402
 
 from harness import T5_SHAPES, machine  # noqa: E402
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         training = measure(training_options(args))
     except Exception as error:  # noqa: BLE001 - the label rows still count
-        training = {"failed": [f"{type(error).__name__}: {error}"[:300]]}
+        training = failed_part(error)
     with tempfile.TemporaryDirectory() as folder:
         build_model(Path(folder), args.shape)
         line = {"benchmark": "gpu_suite", "shape": args.shape, "device": args.device,

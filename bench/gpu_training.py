@@ -335,6 +335,12 @@ def _parameters(model_dir: Path) -> int:
         return sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
 
 
+def failed_part(error: Exception) -> dict:
+    """A part of the GPU checks that raised: its record ("failed": the error in one line),
+    which the page shows as not measured; the other parts still run."""
+    return {"failed": [f"{type(error).__name__}: {error}"[:300]]}
+
+
 def device_name(device: str) -> str:
     import torch
 

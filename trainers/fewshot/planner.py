@@ -15,7 +15,7 @@ Either way an item whose shortest cut does not fit with its shots is planned zer
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,17 +58,18 @@ def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> tuple[i
 
 
 def build_shot_pool(task: Any, train_instances: Sequence[dict], style: PromptStyle,
-                    backend: Any) -> tuple[list[FewShotParts], list[ShotCandidate]]:
-    """Every training instance as a demonstration, with its rendered length in tokens; for
-    the styles with the paper's budgets, as the release built its pool (usb-baselines.md
-    §5.3), only the first instance of each training record (EVEXT: its first summary line)."""
-    parts = [task.fewshot_parts(instance) for instance in train_instances]
-    kept = [index for index, instance in enumerate(train_instances)
-            if not releases_pool(style) or task.first_of_its_record(instance)]
-    lengths = backend.count_tokens([render_shot(parts[index], style, task.name)
-                                    for index in kept])
+                    backend: Any) -> tuple[dict[int, FewShotParts], list[ShotCandidate]]:
+    """Every training instance as a demonstration ({its index: its parts}), with its rendered
+    length in tokens; for the styles with the paper's budgets, as the release built its pool
+    (usb-baselines.md §5.3), only the first instance of each training record (EVEXT: its first
+    summary line)."""
+    parts = {index: task.fewshot_parts(instance)
+             for index, instance in enumerate(train_instances)
+             if not releases_pool(style) or task.first_of_its_record(instance)}
+    lengths = backend.count_tokens([render_shot(part, style, task.name)
+                                    for part in parts.values()])
     pool = [ShotCandidate(index, task.group_key(train_instances[index]), int(length))
-            for index, length in zip(kept, lengths)]
+            for index, length in zip(parts, lengths)]
     return parts, pool
 
 
@@ -81,7 +82,7 @@ class PromptPlanner:
     """Plans the prompts of each test item: its shots, then its windows or truncation."""
 
     def __init__(self, task: Any, style: PromptStyle, backend: Any,
-                 shot_parts: Sequence[FewShotParts], pool: Sequence[ShotCandidate],
+                 shot_parts: Mapping[int, FewShotParts], pool: Sequence[ShotCandidate],
                  budget: ShotBudget, seed: int, max_prompt_tokens: int | None = None,
                  max_new_tokens: int | None = None,
                  prompt_room: Callable[[int], int | None] | None = None):
